@@ -1,0 +1,112 @@
+"""jupyter_agent — a Claude agent inside Jupyter notebooks.
+
+``%load_ext jupyter_agent`` gives you ``%%agent`` cells; from Python, ``Agent``, ``ToolRegistry``
+and ``create_default_registry`` are the building blocks. Names are imported on first use, so that
+loading the extension stays cheap and the core never pulls in IPython.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # tools
+    "ExecutableTool": "jupyter_agent.tools.base",
+    "ToolResult": "jupyter_agent.tools.base",
+    "BuiltinTool": "jupyter_agent.tools.base",
+    "ToolFailure": "jupyter_agent.tools.base",
+    "tool": "jupyter_agent.tools.decorator",
+    "FunctionTool": "jupyter_agent.tools.decorator",
+    "ToolRegistry": "jupyter_agent.tools.registry",
+    "ToolContext": "jupyter_agent.tools.context",
+    "Workspace": "jupyter_agent.tools.workspace",
+    "create_default_registry": "jupyter_agent.tools.factory",
+    # agent
+    "Agent": "jupyter_agent.agent.agent",
+    "Usage": "jupyter_agent.agent.events",
+    "TurnStarted": "jupyter_agent.agent.events",
+    "TextDelta": "jupyter_agent.agent.events",
+    "ToolCallStarted": "jupyter_agent.agent.events",
+    "ToolCallFinished": "jupyter_agent.agent.events",
+    "TurnFinished": "jupyter_agent.agent.events",
+    "AgentFinished": "jupyter_agent.agent.events",
+    "AgentError": "jupyter_agent.agent.events",
+    "AgentEvent": "jupyter_agent.agent.events",
+    "ApprovalRequest": "jupyter_agent.agent.approvals",
+    "Decision": "jupyter_agent.agent.approvals",
+    "Policy": "jupyter_agent.agent.approvals",
+    # providers
+    "Provider": "jupyter_agent.providers.base",
+    "ModelRequest": "jupyter_agent.providers.base",
+    "ModelResponse": "jupyter_agent.providers.base",
+    "AnthropicProvider": "jupyter_agent.providers.anthropic",
+    "OfflineProvider": "jupyter_agent.providers.offline",
+    "RecordingProvider": "jupyter_agent.providers.offline",
+    "OpenAIProvider": "jupyter_agent.providers.openai_compat",
+    # errors
+    "JupyterAgentError": "jupyter_agent.errors",
+    "DuplicateToolError": "jupyter_agent.errors",
+    "ToolNotFoundError": "jupyter_agent.errors",
+    "WorkspaceError": "jupyter_agent.errors",
+    "PathOutsideWorkspaceError": "jupyter_agent.errors",
+    "ToolInputError": "jupyter_agent.errors",
+    "ProviderError": "jupyter_agent.errors",
+    # IPython extension entry points (import IPython only when called)
+    "load_ipython_extension": "jupyter_agent.notebook.extension",
+    "unload_ipython_extension": "jupyter_agent.notebook.extension",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'jupyter_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .agent.agent import Agent
+    from .agent.approvals import ApprovalRequest, Decision, Policy
+    from .agent.events import (
+        AgentError,
+        AgentEvent,
+        AgentFinished,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnFinished,
+        TurnStarted,
+        Usage,
+    )
+    from .errors import (
+        DuplicateToolError,
+        JupyterAgentError,
+        PathOutsideWorkspaceError,
+        ProviderError,
+        ToolInputError,
+        ToolNotFoundError,
+        WorkspaceError,
+    )
+    from .notebook.extension import load_ipython_extension, unload_ipython_extension
+    from .providers.anthropic import AnthropicProvider
+    from .providers.base import ModelRequest, ModelResponse, Provider
+    from .providers.offline import OfflineProvider, RecordingProvider
+    from .providers.openai_compat import OpenAIProvider
+    from .tools.base import BuiltinTool, ExecutableTool, ToolFailure, ToolResult
+    from .tools.context import ToolContext
+    from .tools.decorator import FunctionTool, tool
+    from .tools.factory import create_default_registry
+    from .tools.registry import ToolRegistry
+    from .tools.workspace import Workspace

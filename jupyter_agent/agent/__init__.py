@@ -1,0 +1,1 @@
+"""The agent loop: conversation, tool dispatch, events (no notebook code here)."""

@@ -1,0 +1,33 @@
+"""Approval policies: which tool calls run freely, which wait for the user, which never run.
+
+The policy is per tool: ``allow`` runs it, ``deny`` refuses it (the model gets an error result),
+``ask`` hands an ``ApprovalRequest`` to the UI's handler and waits for its ``Decision``. Tools
+marked destructive (``remove``, ``run_bash``, ``run_python``) default to ``ask`` once a user enables
+them. With no handler (a plain script), ``ask`` falls back to ``deny`` — never to ``allow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Policy = Literal["allow", "ask", "deny"]
+POLICIES: tuple[Policy, ...] = ("allow", "ask", "deny")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    approved: bool
+    #: Told to the model when the call is denied ("the user said: ...").
+    reason: str = ""
+
+
+ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Decision]]

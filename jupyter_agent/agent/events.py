@@ -1,0 +1,115 @@
+"""Events the agent streams while it works, for any UI to render.
+
+The agent knows nothing about notebooks; the notebook layer (or a terminal, or a test) iterates
+``Agent.stream_chat`` and draws these. Order within one ``stream_chat``:
+
+    TurnStarted → TextDelta* → (ToolCallStarted … ToolCallFinished)* → TurnFinished
+    … repeated per model turn …
+    AgentFinished            (always last, unless the stream raised)
+
+``AgentError`` is emitted just before a failed request raises out of the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts, for one turn or added up over many."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A request to the model is about to be sent (``turn`` counts from 1 within one chat)."""
+
+    turn: int
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the model's answer, as it streams. Joined, they are the final text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    call_id: str
+    name: str
+    output: str
+    is_error: bool
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The model's reply for this turn is complete (before its tool calls run)."""
+
+    turn: int
+    stop_reason: str | None
+    usage: Usage = field(default_factory=Usage)
+
+
+StopKind = Literal["end_turn", "max_turns", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFinished:
+    """The chat is over: its final text, why it stopped, and the tokens it used."""
+
+    text: str
+    stop: StopKind
+    turns: int
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentError:
+    """A model request failed; the stream raises the exception right after this event."""
+
+    message: str
+    exception: BaseException | None = None
+
+
+AgentEvent = (
+    TurnStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | TurnFinished
+    | AgentFinished
+    | AgentError
+)

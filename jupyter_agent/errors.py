@@ -1,0 +1,58 @@
+"""The exceptions jupyter_agent raises, in one place.
+
+Two channels, kept apart on purpose: a *programmer's* mistake (registering a name twice,
+enabling a tool that does not exist) raises one of these; anything the *model* got wrong, or a
+tool hit while running, becomes an error result the model can read (see ``ToolResult``).
+
+    JupyterAgentError
+    ├── DuplicateToolError        register() of a name already taken
+    ├── ToolNotFoundError         enable()/disable() of an unknown name (also a LookupError)
+    ├── WorkspaceError            a path refused by the workspace resolver
+    │   └── PathOutsideWorkspaceError
+    ├── ToolInputError            arguments a tool refuses before it runs
+    └── ProviderError             a model request that failed for good
+"""
+
+from __future__ import annotations
+
+
+class JupyterAgentError(Exception):
+    """Base class for every exception raised by jupyter_agent."""
+
+
+class DuplicateToolError(JupyterAgentError, ValueError):
+    """A tool with this name is already registered."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"A tool named {name!r} is already registered")
+        self.name = name
+
+
+class ToolNotFoundError(JupyterAgentError, LookupError):
+    """No tool with this name is registered."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        message = f"No tool named {name!r} is registered"
+        if known is not None:
+            message += f" (known tools: {', '.join(known) if known else 'none'})"
+        super().__init__(message)
+        self.name = name
+
+    def __str__(self) -> str:  # LookupError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class WorkspaceError(JupyterAgentError):
+    """A path that the workspace refuses to resolve (bad characters, too long, ...)."""
+
+
+class PathOutsideWorkspaceError(WorkspaceError):
+    """A path that resolves outside the workspace."""
+
+
+class ToolInputError(JupyterAgentError):
+    """Arguments a tool rejects before doing anything; reported to the model as bad input."""
+
+
+class ProviderError(JupyterAgentError):
+    """A request to the model failed and was not retried further."""

@@ -1,0 +1,1 @@
+"""The notebook layer: magics, widgets and kernel tools. Only this subpackage imports IPython."""

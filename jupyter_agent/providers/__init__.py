@@ -1,0 +1,1 @@
+"""Model providers: Claude through the official SDK, an offline model, OpenAI-compatible servers."""

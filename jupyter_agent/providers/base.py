@@ -1,0 +1,57 @@
+"""The provider contract: how the agent talks to a model, whatever serves it.
+
+The agent keeps the conversation in Anthropic Messages format and hands each provider a
+``ModelRequest``; a provider streams back ``TextDelta`` events as text arrives and ends with exactly
+one ``ModelResponse`` holding the complete reply as Anthropic content blocks. Providers for other
+APIs (OpenAI-compatible servers) translate both ways; the offline model reads a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..agent.events import TextDelta, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request: the system prompt, the conversation and the enabled tools' schemas."""
+
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """A complete reply: Anthropic content blocks (``text`` and ``tool_use``), why it stopped."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+ProviderEvent = TextDelta | ModelResponse
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A source of model replies."""
+
+    #: Shown to the user ("anthropic", "offline", "openai").
+    name: str
+    model: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one reply: any number of ``TextDelta``, then one ``ModelResponse``.
+
+        A request that fails for good raises ``ProviderError`` (after the SDK's own retries).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the provider is not used afterwards."""
+        ...

@@ -1,0 +1,1 @@
+"""Tools: the contract, the registry, the workspace resolver and the built-in tools."""

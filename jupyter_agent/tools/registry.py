@@ -1,0 +1,175 @@
+"""``ToolRegistry``: the tools an agent has, which of them are enabled, and how to run one.
+
+The registry is the single door through which every tool call passes. It never lets a tool's
+failure escape as an exception: unknown, disabled and schema-invalid calls, and tools that raise,
+all come back as error results the model can read. Arguments are checked against the tool's
+``input_schema`` with a JSON Schema validator compiled once, at registration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import exceptions as jsonschema_exceptions
+from jsonschema import validators as jsonschema_validators
+from jsonschema.protocols import Validator
+
+from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
+from .base import ExecutableTool, ToolResult
+
+#: How many schema violations one error result lists.
+MAX_REPORTED_SCHEMA_ERRORS = 3
+
+
+class ToolRegistry:
+    """An ordered set of tools, each enabled or disabled."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ExecutableTool] = {}
+        self._enabled: dict[str, bool] = {}
+        self._validators: dict[str, Validator] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def register(self, tool: ExecutableTool) -> None:
+        """Add ``tool``, enabled. Raises ``DuplicateToolError`` or ``ValueError``."""
+        name = tool.name
+        if name in self._tools:
+            raise DuplicateToolError(name)
+        schema = tool.get_schema()
+        if schema.get("name") != name:
+            raise ValueError(
+                f"Tool {name!r} returns a schema named {schema.get('name')!r}; they must match"
+            )
+        input_schema = schema.get("input_schema")
+        if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
+            raise ValueError(f"Tool {name!r} must have an object input_schema")
+        validator_class = jsonschema_validators.validator_for(
+            input_schema, default=jsonschema_validators.Draft202012Validator
+        )
+        try:
+            validator_class.check_schema(input_schema)
+        except jsonschema_exceptions.SchemaError as exc:
+            raise ValueError(f"Tool {name!r} has an invalid input_schema: {exc.message}") from None
+        self._validators[name] = validator_class(input_schema)
+        self._tools[name] = tool
+        self._enabled[name] = True
+
+    def unregister(self, name: str) -> None:
+        """Remove the tool called ``name``; an unknown name does nothing."""
+        self._tools.pop(name, None)
+        self._enabled.pop(name, None)
+        self._validators.pop(name, None)
+
+    def enable(self, name: str) -> None:
+        self._require(name)
+        self._enabled[name] = True
+
+    def disable(self, name: str) -> None:
+        self._require(name)
+        self._enabled[name] = False
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        """``enable(name)`` or ``disable(name)`` by flag."""
+        self._require(name)
+        self._enabled[name] = bool(enabled)
+
+    def _require(self, name: str) -> None:
+        if name not in self._tools:
+            raise ToolNotFoundError(name, self.get_tool_names())
+
+    # -- introspection -----------------------------------------------------------------------
+
+    def get_enabled_schemas(self) -> list[dict[str, Any]]:
+        return [tool.get_schema() for name, tool in self._tools.items() if self._enabled[name]]
+
+    def get_tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def has_tool(self, name: str) -> bool:
+        return name in self._tools
+
+    def is_tool_enabled(self, name: str) -> bool:
+        return self._enabled.get(name, False)
+
+    def get_tool(self, name: str) -> ExecutableTool | None:
+        return self._tools.get(name)
+
+    def list_tools(self) -> list[ExecutableTool]:
+        return list(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n}{'' if e else ' (disabled)'}" for n, e in self._enabled.items())
+        return f"<ToolRegistry [{states}]>"
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def execute(self, name: str, args: Mapping[str, object]) -> str:
+        """Run a tool and return its text; failures come back as error strings, never raised."""
+        return (await self.call(name, args)).content
+
+    async def call(self, name: str, args: Mapping[str, object]) -> ToolResult:
+        """Run a tool; the result says whether it failed and how long it took."""
+        started = time.perf_counter()
+        content, is_error = await self._run(name, args)
+        return ToolResult(content, is_error, time.perf_counter() - started)
+
+    async def _run(self, name: str, args: Mapping[str, object]) -> tuple[str, bool]:
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self.get_tool_names()) or "none"
+            return f"Error: tool {name!r} not found (registered tools: {known})", True
+        if not self._enabled[name]:
+            return (
+                f"Error: tool {name!r} is not available: it is disabled. The user can enable it.",
+                True,
+            )
+        if not isinstance(args, Mapping):
+            return (
+                f"Error: invalid arguments for {name}: expected a JSON object, "
+                f"got {type(args).__name__}",
+                True,
+            )
+        validator = self._validators[name]
+        if not validator.is_valid(args):
+            return _schema_error_message(name, validator, args), True
+        try:
+            output = await tool.execute(dict(args))
+        except asyncio.CancelledError:
+            raise
+        except ToolInputError as exc:
+            return f"Error: invalid arguments for {name}: {exc}", True
+        except Exception as exc:
+            return f"Error executing {name}: {_describe(exc)}", True
+        if not isinstance(output, str):
+            return (
+                f"Error executing {name}: the tool returned {type(output).__name__}, not text",
+                True,
+            )
+        return output, False
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc)
+    return message if message else type(exc).__name__
+
+
+def _schema_error_message(name: str, validator: Validator, args: Mapping[str, object]) -> str:
+    errors = sorted(validator.iter_errors(args), key=jsonschema_exceptions.relevance)
+    parts = []
+    for error in errors[:MAX_REPORTED_SCHEMA_ERRORS]:
+        where = "/".join(str(p) for p in error.absolute_path)
+        parts.append(f"{where}: {error.message}" if where else error.message)
+    more = len(errors) - MAX_REPORTED_SCHEMA_ERRORS
+    if more > 0:
+        parts.append(f"and {more} more")
+    return f"Error: invalid arguments for {name}: " + "; ".join(parts)

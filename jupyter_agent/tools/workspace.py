@@ -1,0 +1,91 @@
+"""Workspace confinement: the one resolver every path-taking tool goes through.
+
+A model can be prompt-injected, so every path it hands a tool is treated as hostile. ``resolve``
+turns it into an absolute, symlink-free path and refuses it — before anything is touched — if it
+lands outside the workspace root: ``..`` escapes, absolute paths elsewhere, sibling folders whose
+name merely starts with the root's name (``/x/ws_evil`` next to ``/x/ws``), and symlinks (final or
+in a parent folder) that point outside. The root itself may be reached through a symlink.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import PathOutsideWorkspaceError, WorkspaceError
+
+#: Linux limits; checked up front so that a silly path is a clean error, not an OSError later.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+class Workspace:
+    """A folder that tools are confined to."""
+
+    __slots__ = ("_prefix", "root")
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        real = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(real):
+            raise WorkspaceError(f"Workspace {os.fspath(root)!r} is not a folder")
+        self.root = Path(real)
+        self._prefix = real if real.endswith(os.sep) else real + os.sep
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def contains(self, real_path: str) -> bool:
+        """True if an already-resolved absolute path is the root or lies under it."""
+        return real_path == str(self.root) or real_path.startswith(self._prefix)
+
+    def resolve(self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True) -> Path:
+        """Resolve ``path`` (relative to the root, or absolute) to a real path inside the root.
+
+        With ``follow_final_symlink=False`` the last component is kept as named (its parent is
+        still fully resolved): ``move`` and ``remove`` then act on a symlink itself, never on what
+        it points to. Raises ``PathOutsideWorkspaceError`` or ``WorkspaceError``.
+        """
+        text = _check_text(path)
+        candidate = text if os.path.isabs(text) else os.path.join(self.root, text)
+        if follow_final_symlink:
+            real = os.path.realpath(candidate)
+        else:
+            parent, leaf = os.path.split(os.path.normpath(candidate))
+            if leaf in ("", ".", ".."):
+                real = os.path.realpath(candidate)
+            else:
+                real = os.path.join(os.path.realpath(parent), leaf)
+        if not self.contains(real):
+            raise PathOutsideWorkspaceError(
+                f"Path {text!r} is outside the workspace ({self.root}); only paths inside it "
+                "are allowed"
+            )
+        return Path(real)
+
+    def relative(self, real_path: str | os.PathLike[str]) -> str:
+        """A resolved path as the model should see it: relative to the root, ``.`` for the root."""
+        rel = os.path.relpath(os.fspath(real_path), self.root)
+        return "." if rel == os.curdir else rel
+
+
+def _check_text(path: str | os.PathLike[str]) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise WorkspaceError(f"A path must be a string, not {type(path).__name__}")
+    if path == "":
+        raise WorkspaceError("The path is empty")
+    if "\x00" in path:
+        raise WorkspaceError("The path contains a NUL byte")
+    try:
+        encoded = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(f"The path is not valid text: {exc}") from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise WorkspaceError(f"The path is too long ({len(encoded)} bytes; at most {MAX_PATH_BYTES})")
+    for part in path.split("/"):
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise WorkspaceError(
+                f"A name in the path is too long (at most {MAX_NAME_BYTES} bytes): {part[:40]!r}..."
+            )
+    return path
