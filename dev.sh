@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The two things a newcomer runs:
+#   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key)
+#   ./dev.sh test   lint, type-check and run every test: unit, notebooks (nbval), Binder, browser
+# Both create .venv from pyproject.toml (pinned by constraints.txt) on first use.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV="${JUPYTER_AGENT_VENV:-.venv}"
+PY="${PYTHON:-python3}"
+
+ensure_env() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "==> creating $VENV"
+    "$PY" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.jupyter-agent-installed"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+    echo "==> installing jupyter-agent and its dev tools into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet -c constraints.txt -e ".[dev]"
+    touch "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  demo)
+    ensure_env
+    shift
+    exec "$VENV/bin/jupyter" lab notebooks/01_quickstart.ipynb "$@"
+    ;;
+  test)
+    ensure_env
+    shift
+    echo "==> ruff"
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+    echo "==> mypy"
+    "$VENV/bin/mypy"
+    echo "==> pytest (unit tests, notebooks, Binder environment, browser)"
+    "$VENV/bin/python" -m pytest tests notebooks --nbval-lax -p no:cacheprovider "$@"
+    ;;
+  *)
+    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2
+    exit 2
+    ;;
+esac
