@@ -1,0 +1,366 @@
+"""``web_fetch``: HTTP(S) GET of a URL a model chose, returned as text it can read.
+
+The URL may come from a prompt injection, so the fetch is bounded in every direction:
+
+* where it goes: every hop (the first URL and each redirect, at most five) passes
+  ``netguard.parse_target`` and ``NetworkPolicy.pin``; the connection is made to the address that
+  was checked, with the original ``Host`` header and TLS server name, so DNS cannot change the
+  answer in between. Environment proxies are ignored (they would move the connection elsewhere);
+* how long it takes: one deadline (30 s by default) covers connecting, every redirect and the
+  whole body, so a server that trickles a byte a second is cut off too;
+* how much it reads: the body is streamed and reading stops at a byte cap (compressed bodies are
+  inflated incrementally, with the cap on the inflated size);
+* what comes back: JSON pretty-printed, HTML turned into Markdown (scripts, styles and the like
+  dropped first), other text as is; binary content is refused, naming its content type. A
+  non-2xx status is an error result with the status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import httpx
+
+from .. import __version__
+from .base import BuiltinTool, ToolFailure
+from .netguard import (
+    FetchTarget,
+    NetworkPolicy,
+    PrivateNetworkSetting,
+    URLRefusedError,
+    check_url_characters,
+    parse_target,
+)
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_LENGTH = 50_000
+MAX_MAX_LENGTH = 500_000
+#: Reading stops after this many (decoded) body bytes.
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+MAX_REDIRECTS = 5
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+#: How much of an error response's body is shown with its status.
+ERROR_BODY_CHARS = 1_000
+USER_AGENT = f"jupyter-agent/{__version__} (web_fetch)"
+
+ContentKind = Literal["json", "html", "text", "binary", "unknown"]
+
+_TEXT_APPLICATION_TYPES = frozenset(
+    {
+        "application/xml",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "application/x-sh",
+        "application/x-httpd-php",
+        "application/toml",
+        "application/yaml",
+        "application/x-yaml",
+        "application/sql",
+        "application/graphql",
+        "application/csv",
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/x-www-form-urlencoded",
+        "application/rss+xml",
+        "application/atom+xml",
+    }
+)
+#: Elements whose content is never readable text.
+_DROPPED_ELEMENTS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "canvas",
+    "meta",
+    "link",
+)
+
+
+def classify_content_type(content_type: str | None) -> ContentKind:
+    """What kind of body a ``Content-Type`` announces."""
+    if not content_type:
+        return "unknown"
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media in ("application/json", "text/json") or media.endswith("+json"):
+        return "json"
+    if media in ("text/html", "application/xhtml+xml"):
+        return "html"
+    if media.startswith("text/") or media in _TEXT_APPLICATION_TYPES or media.endswith("+xml"):
+        return "text"
+    return "binary"
+
+
+def html_to_markdown(html: bytes, charset: str | None) -> str:
+    """Readable Markdown from an HTML page: non-content elements dropped, then markdownify."""
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser", from_encoding=charset)
+    for element in soup(_DROPPED_ELEMENTS):
+        element.decompose()
+    text = MarkdownConverter(heading_style="ATX", strip=["img"]).convert_soup(soup)
+    text = re.sub(r"[ \t]+\n", "\n", str(text))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    encoding = "utf-8"
+    if charset:
+        with contextlib.suppress(LookupError):
+            encoding = codecs.lookup(charset).name
+    return body.decode(encoding, errors="replace")
+
+
+def _looks_binary(body: bytes) -> bool:
+    sample = body[:8192]
+    if b"\x00" in sample:
+        return True
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(sample) - 4  # a character cut at the sample's end is fine
+    return False
+
+
+@dataclass
+class _Fetched:
+    url: str
+    content_type: str | None
+    charset: str | None
+    body: bytes
+    body_truncated: bool
+    redirects: list[str] = field(default_factory=list)
+
+
+class WebFetchTool(BuiltinTool):
+    """``web_fetch``: GET a public http(s) URL and return it as readable text."""
+
+    name = "web_fetch"
+    description = (
+        "Fetch a URL with HTTP GET and return its content as text: JSON is returned "
+        "pretty-printed, HTML is converted to Markdown, other text is returned as is; binary "
+        "content (images, PDFs, archives) is refused. Only http:// and https:// URLs on the public "
+        "internet can be fetched (unless the user allowed private networks). Redirects are "
+        f"followed (at most {MAX_REDIRECTS}). The whole fetch must finish within "
+        f"{DEFAULT_TIMEOUT_S:g} seconds. A non-2xx HTTP status is reported as an error."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "url": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The http:// or https:// URL to fetch.",
+            },
+            "max_length": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_MAX_LENGTH,
+                "description": (
+                    "The most characters of content to return (default "
+                    f"{DEFAULT_MAX_LENGTH}); longer content is cut, and the cut is marked."
+                ),
+            },
+        },
+        "required": ["url"],
+        "additionalProperties": False,
+    }
+
+    def __init__(
+        self,
+        context: ToolContext,
+        allow_private_network: PrivateNetworkSetting = False,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        super().__init__(context)
+        self.policy = NetworkPolicy(allow_private_network)
+        self.timeout_s = timeout_s
+        self.max_body_bytes = max_body_bytes
+
+    async def execute(self, args: dict[str, object]) -> str:
+        url = args["url"]
+        if not isinstance(url, str):
+            raise ToolFailure("url must be a string")
+        max_length = args.get("max_length", DEFAULT_MAX_LENGTH)
+        if not isinstance(max_length, int) or not 1 <= max_length <= MAX_MAX_LENGTH:
+            raise ToolFailure(f"max_length must be an integer from 1 to {MAX_MAX_LENGTH}")
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                fetched = await self._fetch(url)
+        except (TimeoutError, httpx.TimeoutException):
+            raise ToolFailure(
+                f"Timed out after {self.timeout_s:g} s fetching {url} (the limit covers "
+                "connecting, redirects and reading the whole body)"
+            ) from None
+        return await self._render(fetched, max_length)
+
+    # -- network ---------------------------------------------------------------------------
+
+    async def _fetch(self, url: str) -> _Fetched:
+        target = parse_target(url)
+        visited = {str(target.url)}
+        redirects: list[str] = []
+        while True:
+            address = await self.policy.pin(target)
+            headers = {
+                "Host": target.host_header,
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html, application/json, text/*;q=0.9, */*;q=0.5",
+                "Accept-Encoding": "gzip, deflate",
+            }
+            extensions: dict[str, Any] = {}
+            if target.scheme == "https" and target.literal_ip is None:
+                extensions["sni_hostname"] = target.host.rstrip(".")
+            # A fresh client per hop: no connection is reused across hosts, no proxy from the
+            # environment (trust_env=False), no automatic redirects.
+            async with httpx.AsyncClient(
+                follow_redirects=False, trust_env=False, timeout=self.timeout_s
+            ) as client:
+                request = client.build_request(
+                    "GET", target.url_for_address(address), headers=headers, extensions=extensions
+                )
+                try:
+                    response = await client.send(request, stream=True)
+                except httpx.TimeoutException:
+                    raise
+                except httpx.HTTPError as exc:
+                    raise ToolFailure(
+                        f"Could not fetch {target.url}: {type(exc).__name__}: {exc}"
+                    ) from None
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in REDIRECT_STATUSES and location:
+                        target = self._next_hop(target, location, visited, redirects)
+                        continue
+                    return await self._read(target, response, redirects)
+                finally:
+                    await response.aclose()
+
+    def _next_hop(
+        self, target: FetchTarget, location: str, visited: set[str], redirects: list[str]
+    ) -> FetchTarget:
+        if len(redirects) >= MAX_REDIRECTS:
+            raise ToolFailure(
+                f"Too many redirects: {target.url} redirected more than {MAX_REDIRECTS} times"
+            )
+        try:
+            check_url_characters(location)
+            try:
+                next_url = target.url.join(location)
+            except httpx.InvalidURL as exc:
+                raise URLRefusedError(f"The URL is not valid: {exc}") from None
+            next_target = parse_target(str(next_url))
+        except URLRefusedError as exc:
+            raise URLRefusedError(f"{target.url} redirected to {location!r}: {exc}") from None
+        key = str(next_target.url)
+        if key in visited:
+            raise ToolFailure(f"Redirect loop: {target.url} redirected back to {key}")
+        visited.add(key)
+        redirects.append(key)
+        return next_target
+
+    async def _read(
+        self, target: FetchTarget, response: httpx.Response, redirects: list[str]
+    ) -> _Fetched:
+        content_type = response.headers.get("content-type")
+        kind = classify_content_type(content_type)
+        if not 200 <= response.status_code < 300:
+            detail = ""
+            if kind != "binary":
+                body, _ = await self._read_body(response, ERROR_BODY_CHARS * 4)
+                snippet = _decode(body, response.charset_encoding).strip()[:ERROR_BODY_CHARS]
+                if snippet:
+                    detail = f"\nResponse body (start):\n{snippet}"
+            raise ToolFailure(
+                f"HTTP {response.status_code} {response.reason_phrase} from {target.url}{detail}"
+            )
+        if kind == "binary":
+            raise ToolFailure(
+                f"{target.url} returned binary content (Content-Type: {content_type}); "
+                "web_fetch only returns text, HTML and JSON"
+            )
+        body, truncated = await self._read_body(response, self.max_body_bytes)
+        return _Fetched(
+            str(target.url), content_type, response.charset_encoding, body, truncated, redirects
+        )
+
+    @staticmethod
+    async def _read_body(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
+        """At most ``cap`` bytes of the (inflated) body, read as a stream; and if it was cut."""
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        inflater: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            inflater = zlib.decompressobj()
+        elif encoding not in ("", "identity"):
+            raise ToolFailure(f"Unsupported Content-Encoding {encoding!r}")
+        buffer = bytearray()
+        async for chunk in response.aiter_raw():
+            if inflater is not None:
+                try:
+                    chunk = inflater.decompress(chunk, cap + 1 - len(buffer))
+                except zlib.error as exc:
+                    raise ToolFailure(f"Could not decompress the response: {exc}") from None
+            buffer += chunk
+            if len(buffer) > cap:
+                del buffer[cap:]
+                return bytes(buffer), True
+        return bytes(buffer), False
+
+    # -- presentation ----------------------------------------------------------------------
+
+    async def _render(self, fetched: _Fetched, max_length: int) -> str:
+        kind = classify_content_type(fetched.content_type)
+        if kind == "unknown":
+            if _looks_binary(fetched.body):
+                raise ToolFailure(
+                    f"{fetched.url} returned binary content (no Content-Type); "
+                    "web_fetch only returns text, HTML and JSON"
+                )
+            kind = "text"
+        if kind == "html":
+            text = await asyncio.to_thread(html_to_markdown, fetched.body, fetched.charset)
+        else:
+            text = _decode(fetched.body, fetched.charset)
+            if kind == "json" and not fetched.body_truncated:
+                # Not valid JSON after all: give it as it came.
+                with contextlib.suppress(ValueError):
+                    text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        notes = []
+        if fetched.redirects:
+            notes.append(f"Redirected to {fetched.url}.")
+        if fetched.body_truncated:
+            notes.append(
+                f"The response is larger than {self.max_body_bytes:,} bytes; only the first "
+                f"{self.max_body_bytes:,} bytes were read."
+            )
+        if len(text) > max_length:
+            notes.append(
+                f"Content cut at {max_length:,} of {len(text):,} characters; "
+                "pass a larger max_length to see more."
+            )
+            text = text[:max_length]
+        if not text.strip():
+            text = "(empty response)"
+        if notes:
+            text += "\n\n[" + " ".join(notes) + "]"
+        return text
