@@ -1,0 +1,183 @@
+"""``AnthropicProvider``: Claude through the official ``anthropic`` SDK.
+
+The SDK does the hard parts — HTTP, SSE parsing, the accumulation of a streamed message, and the
+retries (with backoff and ``retry-after``) for overloaded and rate-limited requests. This module
+adds prompt caching (the system prompt, the tool definitions and the conversation so far are
+marked ``cache_control: ephemeral``, so each turn of a tool loop re-reads the earlier ones from
+the cache), turns the stream into ``TextDelta``/``ModelResponse`` and the SDK's exceptions into
+``ProviderError`` with a message a notebook user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+from ..agent.events import TextDelta, Usage
+from ..errors import ProviderError
+from .base import ModelRequest, ModelResponse, ProviderEvent
+
+if TYPE_CHECKING:
+    import anthropic
+
+#: The newest Claude Sonnet that the installed SDK knows; ``JUPYTER_AGENT_MODEL`` overrides it.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+MODEL_ENV_VAR = "JUPYTER_AGENT_MODEL"
+DEFAULT_MAX_TOKENS = 8192
+
+_CACHE_CONTROL = {"type": "ephemeral"}
+
+
+class AnthropicProvider:
+    """Streams replies from the Messages API."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache: bool = True,
+    ) -> None:
+        import anthropic
+
+        self.model: str = model or os.environ.get(MODEL_ENV_VAR) or DEFAULT_MODEL
+        self.max_tokens = max_tokens
+        #: Mark the system prompt, the tools and the conversation for prompt caching.
+        self.cache = cache
+        self._owns_client = client is None
+        # With no client: the SDK reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and
+        # ANTHROPIC_BASE_URL from the environment; its default retries stay on.
+        self.client: anthropic.AsyncAnthropic = (
+            client if client is not None else anthropic.AsyncAnthropic()
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r})"
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.stream`` for ``request`` (caching applied)."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": request.messages,
+        }
+        if request.system:
+            system: dict[str, Any] = {"type": "text", "text": request.system}
+            if self.cache:
+                system["cache_control"] = dict(_CACHE_CONTROL)
+            params["system"] = [system]
+        if request.tools:
+            tools = [dict(tool) for tool in request.tools]
+            if self.cache:
+                tools[-1]["cache_control"] = dict(_CACHE_CONTROL)
+            params["tools"] = tools
+        if self.cache and request.messages:
+            params["messages"] = _with_cached_tail(request.messages)
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        import anthropic
+
+        params = self.build_params(request)
+        try:
+            async with self.client.messages.stream(**cast(Any, params)) as stream:
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        yield TextDelta(event.text)
+                message = await stream.get_final_message()
+        except anthropic.APIStatusError as exc:
+            raise ProviderError(_describe_status_error(exc)) from exc
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError(
+                "The request to Anthropic timed out (after the SDK's retries). Try again."
+            ) from exc
+        except anthropic.APIConnectionError as exc:
+            cause = exc.__cause__
+            detail = f" ({type(cause).__name__}: {cause})" if cause else ""
+            raise ProviderError(
+                f"Could not connect to the Anthropic API at {self.client.base_url}{detail}. "
+                "Check the network (and ANTHROPIC_BASE_URL if you set it)."
+            ) from exc
+        except anthropic.AnthropicError as exc:
+            raise ProviderError(f"Anthropic request failed: {exc}") from exc
+        except TypeError as exc:
+            if self._owns_client and not (
+                os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+            ):
+                raise ProviderError(
+                    "No Anthropic credentials: set the ANTHROPIC_API_KEY environment variable "
+                    "(or use the offline model)."
+                ) from exc
+            raise
+        except ValueError as exc:
+            # the SDK could not parse a tool's streamed JSON input
+            raise ProviderError(f"Anthropic sent a reply that could not be read: {exc}") from exc
+
+        if message.stop_reason is None:
+            raise ProviderError(
+                "The Anthropic stream ended before the reply was complete. Try again."
+            )
+        content: list[dict[str, Any]] = []
+        for block in message.content:
+            if block.type == "text":
+                content.append({"type": "text", "text": block.text})
+            elif block.type == "tool_use":
+                content.append(
+                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                )
+            else:
+                # thinking and server-tool blocks go back to the API unchanged
+                content.append(block.to_dict())
+        usage = message.usage
+        yield ModelResponse(
+            content=content,
+            stop_reason=message.stop_reason,
+            usage=Usage(
+                input_tokens=usage.input_tokens or 0,
+                output_tokens=usage.output_tokens or 0,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+                cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            ),
+            model=message.model,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it (a client passed in is yours)."""
+        if self._owns_client:
+            await self.client.close()
+
+
+def _with_cached_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of ``messages`` whose last block carries ``cache_control`` (the rest is shared)."""
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, str):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    elif isinstance(content, list) and content:
+        blocks = [dict(block) for block in content]
+    else:
+        return messages
+    blocks[-1]["cache_control"] = dict(_CACHE_CONTROL)
+    return [*messages[:-1], {**last, "content": blocks}]
+
+
+def _describe_status_error(exc: anthropic.APIStatusError) -> str:
+    kind = exc.type or "error"
+    detail = exc.api_message or exc.message
+    message = f"Anthropic API error {exc.status_code} ({kind}): {detail}"
+    hints = {
+        401: " Check ANTHROPIC_API_KEY.",
+        403: " The API key is not allowed to do this.",
+        404: " Check the model name (agent.provider.model or JUPYTER_AGENT_MODEL).",
+        413: " The conversation is too large; clear it with %agent reset.",
+        429: " Rate limited even after the SDK's retries; wait a moment and try again.",
+        529: " Anthropic is overloaded even after the SDK's retries; try again shortly.",
+    }
+    message += hints.get(exc.status_code, "")
+    if exc.request_id:
+        message += f" (request id {exc.request_id})"
+    return message

@@ -1,0 +1,306 @@
+"""A fake Anthropic Messages API at the HTTP boundary, for driving the real ``anthropic`` SDK.
+
+``FakeAnthropic`` is an ``httpx2.MockTransport`` handler: it parses each ``POST /v1/messages``
+body, records it, checks it the way the real API does (roles, ``tool_use``/``tool_result``
+pairing, tool and system formats) and answers a 400 ``invalid_request_error`` when the request
+breaks a rule — so a conversation our agent leaves broken fails the test just as it would fail
+against the real API. Otherwise it plays the next scripted reply: a streamed message (the SSE
+events ``message_start``, ``content_block_start``/``delta``/``stop`` with ``text_delta`` and
+``input_json_delta``, ``message_delta`` with usage, ``message_stop``) or an HTTP error.
+
+The validator here is written independently of ``jupyter_agent.agent.conversation`` on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx2
+
+
+@dataclass
+class Reply:
+    """A streamed assistant message: content blocks as the API returns them."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5})
+    #: Split text and tool JSON into pieces of this size.
+    chunk: int = 7
+    #: Awaited before each text delta after the first (lets a test prove streaming is live).
+    gate: asyncio.Event | None = None
+    #: A raw JSON string to stream as the input of the tool_use blocks (for broken JSON).
+    raw_json: dict[str, str] | None = None
+
+    @property
+    def resolved_stop(self) -> str:
+        if self.stop_reason:
+            return self.stop_reason
+        return "tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn"
+
+
+@dataclass
+class ErrorReply:
+    status: int
+    type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Script = Reply | ErrorReply | Callable[[dict[str, Any]], "Reply | ErrorReply"]
+
+
+def text(value: str, **kwargs: Any) -> Reply:
+    return Reply([{"type": "text", "text": value}], **kwargs)
+
+
+def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def api_problems(body: dict[str, Any]) -> list[str]:
+    """What the Messages API would refuse in ``body`` (its documented rules)."""
+    problems: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    if not isinstance(body.get("max_tokens"), int):
+        problems.append("max_tokens: required integer")
+    if not isinstance(body.get("model"), str):
+        problems.append("model: required string")
+    if messages[0].get("role") != "user":
+        problems.append("messages: first message must use the 'user' role")
+    previous_calls: list[str] = []
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            problems.append(f"messages.{i}.role: invalid role {role!r}")
+        if i and messages[i - 1].get("role") == role:
+            problems.append(f"messages.{i}: roles must alternate between 'user' and 'assistant'")
+        content = message.get("content")
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}]
+        elif isinstance(content, list):
+            blocks = content
+        else:
+            problems.append(f"messages.{i}.content: must be a string or a list")
+            blocks = []
+        if not blocks:
+            problems.append(f"messages.{i}: all messages must have non-empty content")
+        for j, block in enumerate(blocks):
+            if block.get("type") == "text" and not block.get("text"):
+                problems.append(
+                    f"messages.{i}.content.{j}.text: text content blocks must be non-empty"
+                )
+            if block.get("type") == "tool_use":
+                if role != "assistant":
+                    problems.append(
+                        f"messages.{i}.content.{j}: tool_use only in assistant messages"
+                    )
+                if not isinstance(block.get("input"), dict):
+                    problems.append(f"messages.{i}.content.{j}.input: must be an object")
+            if block.get("type") == "tool_result":
+                if role != "user":
+                    problems.append(f"messages.{i}.content.{j}: tool_result only in user messages")
+                if not isinstance(block.get("content"), str | list):
+                    problems.append(f"messages.{i}.content.{j}.content: invalid")
+        if role == "user":
+            results = []
+            for block in blocks:
+                if block.get("type") != "tool_result":
+                    break
+                results.append(block.get("tool_use_id"))
+            all_results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            if len(all_results) != len(results):
+                problems.append(
+                    f"messages.{i}: tool_result blocks must come first in the user message"
+                )
+            missing = [c for c in previous_calls if c not in results]
+            if missing:
+                problems.append(
+                    f"messages.{i}: tool_use ids were found without tool_result blocks "
+                    f"immediately after: {', '.join(missing)}"
+                )
+            unexpected = [r for r in all_results if r not in previous_calls]
+            if unexpected:
+                problems.append(
+                    f"messages.{i}: unexpected tool_use_id found in tool_result blocks: "
+                    f"{', '.join(map(str, unexpected))}"
+                )
+            previous_calls = []
+        else:
+            previous_calls = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+    if messages[-1].get("role") == "assistant" and previous_calls:
+        problems.append("messages: the last assistant message has tool_use without results")
+    for k, tool in enumerate(body.get("tools") or []):
+        if set(tool) - {"name", "description", "input_schema", "cache_control"}:
+            problems.append(f"tools.{k}: unexpected fields {sorted(set(tool))}")
+        if (
+            not isinstance(tool.get("input_schema"), dict)
+            or tool["input_schema"].get("type") != "object"
+        ):
+            problems.append(f"tools.{k}.input_schema: must be an object schema")
+    system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        for k, block in enumerate(system):
+            if block.get("type") != "text" or not block.get("text"):
+                problems.append(f"system.{k}: must be a non-empty text block")
+    breakpoints = json.dumps(body).count('"cache_control"')
+    if breakpoints > 4:
+        problems.append(
+            f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+        )
+    return problems
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _pieces(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+class FakeAnthropic:
+    """Scripted replies over ``httpx2.MockTransport``; ``requests`` holds every body received."""
+
+    def __init__(self, *script: Script, model: str = "claude-test") -> None:
+        self.script: list[Script] = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.model = model
+        self._ids = 0
+
+    def add(self, *script: Script) -> None:
+        self.script.extend(script)
+
+    def client(self, *, max_retries: int = 0) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key="sk-test",
+            base_url="https://api.anthropic.test",
+            max_retries=max_retries,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
+        )
+
+    async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST" or request.url.path != "/v1/messages":
+            return self._error(
+                404, "not_found_error", f"no route {request.method} {request.url.path}"
+            )
+        body = json.loads(await request.aread())
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        problems = api_problems(body)
+        if problems:
+            return self._error(400, "invalid_request_error", "; ".join(problems))
+        if not self.script:
+            return self._error(500, "api_error", "the fake server ran out of scripted replies")
+        step = self.script.pop(0)
+        reply = step(body) if callable(step) else step
+        if isinstance(reply, ErrorReply):
+            return self._error(reply.status, reply.type, reply.message, reply.headers)
+        if not body.get("stream"):
+            return httpx2.Response(200, json=self._message(reply))
+        return httpx2.Response(
+            200,
+            headers={"content-type": "text/event-stream", "request-id": "req_fake"},
+            content=self._events(reply),
+        )
+
+    def _error(
+        self, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> httpx2.Response:
+        return httpx2.Response(
+            status,
+            headers={"request-id": "req_fake_error", **(headers or {})},
+            json={"type": "error", "error": {"type": kind, "message": message}},
+        )
+
+    def _message(self, reply: Reply) -> dict[str, Any]:
+        self._ids += 1
+        return {
+            "id": f"msg_fake_{self._ids}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": reply.content,
+            "stop_reason": reply.resolved_stop,
+            "stop_sequence": None,
+            "usage": reply.usage,
+        }
+
+    async def _events(self, reply: Reply) -> AsyncIterator[bytes]:
+        message = self._message(reply)
+        start_usage = {**reply.usage, "output_tokens": 1}
+        yield _sse(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {**message, "content": [], "stop_reason": None, "usage": start_usage},
+            },
+        )
+        yield _sse("ping", {"type": "ping"})
+        first_text = True
+        for index, block in enumerate(reply.content):
+            if block["type"] == "text":
+                yield _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+                for piece in _pieces(block["text"], reply.chunk):
+                    if reply.gate is not None and not first_text:
+                        await reply.gate.wait()
+                    first_text = False
+                    yield _sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+            elif block["type"] == "tool_use":
+                yield _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        },
+                    },
+                )
+                raw = (reply.raw_json or {}).get(block["id"])
+                encoded = raw if raw is not None else json.dumps(block["input"])
+                for piece in _pieces(encoded, reply.chunk):
+                    yield _sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    )
+            yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+            await asyncio.sleep(0)
+        yield _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.resolved_stop, "stop_sequence": None},
+                "usage": {"output_tokens": reply.usage.get("output_tokens", 0)},
+            },
+        )
+        yield _sse("message_stop", {"type": "message_stop"})
