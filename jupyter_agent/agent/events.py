@@ -3,8 +3,11 @@
 The agent knows nothing about notebooks; the notebook layer (or a terminal, or a test) iterates
 ``Agent.stream_chat`` and draws these. Order within one ``stream_chat``:
 
-    TurnStarted → TextDelta* → (ToolCallStarted … ToolCallFinished)* → TurnFinished
+    TurnStarted → TextDelta* → TurnFinished → (ToolCallStarted … ToolCallFinished)*
     … repeated per model turn …
+
+``ToolCallStarted`` events come in the model's order; ``ToolCallFinished`` as each call completes
+(the calls of one turn run concurrently).
     AgentFinished            (always last, unless the stream raised)
 
 ``AgentError`` is emitted just before a failed request raises out of the stream.
