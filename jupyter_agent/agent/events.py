@@ -5,10 +5,10 @@ The agent knows nothing about notebooks; the notebook layer (or a terminal, or a
 
     TurnStarted → TextDelta* → TurnFinished → (ToolCallStarted … ToolCallFinished)*
     … repeated per model turn …
+    AgentFinished            (always last, unless the stream raised)
 
 ``ToolCallStarted`` events come in the model's order; ``ToolCallFinished`` as each call completes
 (the calls of one turn run concurrently).
-    AgentFinished            (always last, unless the stream raised)
 
 ``AgentError`` is emitted just before a failed request raises out of the stream.
 """
