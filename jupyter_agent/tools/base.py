@@ -29,16 +29,20 @@ class ExecutableTool(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolResult:
-    """The outcome of one tool call as the model will see it."""
+    """The outcome of one tool call as the model will see it.
+
+    Not frozen on purpose: the registry builds one per call, and a frozen dataclass costs three
+    times as much to construct; treat it as read-only all the same.
+    """
 
     content: str
     is_error: bool = False
     duration_s: float = 0.0
 
 
-class ToolFailure(Exception):  # noqa: N818 - it is a failure *result*, not a bug
+class ToolFailure(Exception):
     """Raised inside a tool for an expected failure; the model sees only the message.
 
     The registry reports it as ``Error executing {name}: {message}``, the same shape as any other

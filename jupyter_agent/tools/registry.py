@@ -3,12 +3,13 @@
 The registry is the single door through which every tool call passes. It never lets a tool's
 failure escape as an exception: unknown, disabled and schema-invalid calls, and tools that raise,
 all come back as error results the model can read. Arguments are checked against the tool's
-``input_schema`` with a JSON Schema validator compiled once, at registration.
+``input_schema`` with a JSON Schema validator compiled once, at registration — except for tools
+that say they validate their own arguments (``validates_arguments = True``, as ``@tool`` functions
+do through pydantic, which also coerces ``"5"`` to ``5``); checking twice would only cost time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,8 @@ from jsonschema.protocols import Validator
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, ToolResult
 
+_clock = time.perf_counter
+
 #: How many schema violations one error result lists.
 MAX_REPORTED_SCHEMA_ERRORS = 3
 
@@ -30,7 +33,7 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, ExecutableTool] = {}
         self._enabled: dict[str, bool] = {}
-        self._validators: dict[str, Validator] = {}
+        self._validators: dict[str, Validator | None] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -51,10 +54,14 @@ class ToolRegistry:
             input_schema, default=jsonschema_validators.Draft202012Validator
         )
         try:
-            validator_class.check_schema(input_schema)
+            validator_class.check_schema(dict(input_schema))
         except jsonschema_exceptions.SchemaError as exc:
             raise ValueError(f"Tool {name!r} has an invalid input_schema: {exc.message}") from None
-        self._validators[name] = validator_class(input_schema)
+        self._validators[name] = (
+            None
+            if getattr(tool, "validates_arguments", False)
+            else validator_class(dict(input_schema))
+        )
         self._tools[name] = tool
         self._enabled[name] = True
 
@@ -119,43 +126,46 @@ class ToolRegistry:
 
     async def call(self, name: str, args: Mapping[str, object]) -> ToolResult:
         """Run a tool; the result says whether it failed and how long it took."""
-        started = time.perf_counter()
-        content, is_error = await self._run(name, args)
-        return ToolResult(content, is_error, time.perf_counter() - started)
+        started = _clock()
+        refusal = self._refusal(name, args)
+        if refusal is not None:
+            return ToolResult(refusal, True, _clock() - started)
+        try:
+            # A copy: a tool may not change the caller's dict (the agent keeps it in the history).
+            output = await self._tools[name].execute(dict(args))
+        except ToolInputError as exc:
+            return ToolResult(
+                f"Error: invalid arguments for {name}: {exc}", True, _clock() - started
+            )
+        except Exception as exc:
+            return ToolResult(f"Error executing {name}: {_describe(exc)}", True, _clock() - started)
+        if type(output) is not str and not isinstance(output, str):
+            return ToolResult(
+                f"Error executing {name}: the tool returned {type(output).__name__}, not text",
+                True,
+                _clock() - started,
+            )
+        return ToolResult(output, False, _clock() - started)
 
-    async def _run(self, name: str, args: Mapping[str, object]) -> tuple[str, bool]:
+    def _refusal(self, name: str, args: Mapping[str, object]) -> str | None:
+        """Why a call cannot run (unknown, disabled, bad arguments), or None if it can."""
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self.get_tool_names()) or "none"
-            return f"Error: tool {name!r} not found (registered tools: {known})", True
+            return f"Error: tool {name!r} not found (registered tools: {known})"
         if not self._enabled[name]:
-            return (
-                f"Error: tool {name!r} is not available: it is disabled. The user can enable it.",
-                True,
-            )
-        if not isinstance(args, Mapping):
+            return f"Error: tool {name!r} is not available: it is disabled. The user can enable it."
+        if type(args) is not dict and not isinstance(args, Mapping):
             return (
                 f"Error: invalid arguments for {name}: expected a JSON object, "
-                f"got {type(args).__name__}",
-                True,
+                f"got {type(args).__name__}"
             )
         validator = self._validators[name]
-        if not validator.is_valid(args):
-            return _schema_error_message(name, validator, args), True
-        try:
-            output = await tool.execute(dict(args))
-        except asyncio.CancelledError:
-            raise
-        except ToolInputError as exc:
-            return f"Error: invalid arguments for {name}: {exc}", True
-        except Exception as exc:
-            return f"Error executing {name}: {_describe(exc)}", True
-        if not isinstance(output, str):
-            return (
-                f"Error executing {name}: the tool returned {type(output).__name__}, not text",
-                True,
-            )
-        return output, False
+        if validator is not None:
+            instance: dict[str, Any] = dict(args)  # jsonschema wants a dict, not any Mapping
+            if not validator.is_valid(instance):
+                return _schema_error_message(name, validator, instance)
+        return None
 
 
 def _describe(exc: BaseException) -> str:
@@ -163,7 +173,7 @@ def _describe(exc: BaseException) -> str:
     return message if message else type(exc).__name__
 
 
-def _schema_error_message(name: str, validator: Validator, args: Mapping[str, object]) -> str:
+def _schema_error_message(name: str, validator: Validator, args: dict[str, Any]) -> str:
     errors = sorted(validator.iter_errors(args), key=jsonschema_exceptions.relevance)
     parts = []
     for error in errors[:MAX_REPORTED_SCHEMA_ERRORS]:

@@ -50,11 +50,15 @@ class Workspace:
         if follow_final_symlink:
             real = os.path.realpath(candidate)
         else:
-            parent, leaf = os.path.split(os.path.normpath(candidate))
-            if leaf in ("", ".", ".."):
+            # Split before collapsing ``..`` so that ``link/../x`` means what the OS means by it.
+            parent, leaf = os.path.split(candidate.rstrip(os.sep) or os.sep)
+            if leaf in ("", os.curdir, os.pardir):
                 real = os.path.realpath(candidate)
             else:
                 real = os.path.join(os.path.realpath(parent), leaf)
+        if os.path.normpath(real) != real:
+            # realpath() gives up on a symlink loop and returns the rest of the path unresolved.
+            raise WorkspaceError(f"Path {text!r} runs into a symlink loop")
         if not self.contains(real):
             raise PathOutsideWorkspaceError(
                 f"Path {text!r} is outside the workspace ({self.root}); only paths inside it "
@@ -82,7 +86,9 @@ def _check_text(path: str | os.PathLike[str]) -> str:
     except UnicodeEncodeError as exc:
         raise WorkspaceError(f"The path is not valid text: {exc}") from None
     if len(encoded) > MAX_PATH_BYTES:
-        raise WorkspaceError(f"The path is too long ({len(encoded)} bytes; at most {MAX_PATH_BYTES})")
+        raise WorkspaceError(
+            f"The path is too long ({len(encoded)} bytes; at most {MAX_PATH_BYTES})"
+        )
     for part in path.split("/"):
         if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
             raise WorkspaceError(

@@ -1,0 +1,123 @@
+"""Atomic file replacement: a file is either its old content or its new content, never half.
+
+``write_file``, ``edit_file`` and ``save_session_context`` all write through ``atomic_write``.
+The new bytes go to a temporary file in the target's own folder (same filesystem, so the final
+``rename`` is atomic), are flushed to disk, and then replace the target in one step. On Linux the
+temporary file is created with ``O_TMPFILE``: it has no name until it is complete, so even a
+process killed mid-write (``SIGKILL``) leaves nothing behind. Elsewhere a named, hidden temporary
+file is used and removed on any error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+
+__all__ = ["atomic_write", "atomic_write_text"]
+
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: errnos meaning "this filesystem or kernel cannot do O_TMPFILE", so use a named temp file.
+_NO_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ENOSYS}
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """``atomic_write`` of ``text`` encoded, without newline translation."""
+    atomic_write(path, text.encode(encoding))
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace the file at ``path`` with ``data`` atomically; its folder must exist.
+
+    An existing file keeps its permission bits; a new one gets the usual ``0o666 & ~umask``.
+    Raises ``OSError`` (nothing changed) if the write fails.
+    """
+    target = os.fspath(path)
+    folder = os.path.dirname(target) or os.curdir
+    try:
+        old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        old_mode = None
+    if _O_TMPFILE and _write_unnamed(folder, target, data, old_mode):
+        return
+    _write_named(folder, target, data, old_mode)
+
+
+def _write_unnamed(folder: str, target: str, data: bytes, old_mode: int | None) -> bool:
+    """The O_TMPFILE path; False if this filesystem cannot do it (nothing was written)."""
+    try:
+        fd = os.open(folder, _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno in _NO_TMPFILE:
+            return False
+        raise
+    staged: str | None = None
+    try:
+        _write_all(fd, data, old_mode)
+        # Give the finished inode a name next to the target, then rename it over the target.
+        staged = _temp_name(folder, target)
+        try:
+            os.link(f"/proc/self/fd/{fd}", staged, follow_symlinks=True)
+        except OSError as exc:
+            staged = None
+            if exc.errno in (errno.ENOENT, errno.EPERM, errno.EXDEV, errno.EACCES):
+                return False  # no /proc: fall back to a named temp file
+            raise
+        os.replace(staged, target)
+        staged = None
+    finally:
+        os.close(fd)
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+    _sync_folder(folder)
+    return True
+
+
+def _write_named(folder: str, target: str, data: bytes, old_mode: int | None) -> None:
+    staged = _temp_name(folder, target)
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o666)
+    try:
+        try:
+            _write_all(fd, data, old_mode)
+        finally:
+            os.close(fd)
+        os.replace(staged, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+    _sync_folder(folder)
+
+
+def _write_all(fd: int, data: bytes, old_mode: int | None) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    if old_mode is not None:
+        os.fchmod(fd, old_mode)
+    os.fsync(fd)
+
+
+def _temp_name(folder: str, target: str) -> str:
+    # Short enough that a 255-byte file name still leaves room for the prefix and suffix.
+    base = os.path.basename(target)[:200]
+    return os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename itself durable; best effort (some filesystems refuse)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | _O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)

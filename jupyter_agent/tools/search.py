@@ -1,0 +1,600 @@
+"""The search tools: ``search_text`` (grep by regex) and ``search_files`` (find by glob).
+
+Both run ripgrep (the ``rg`` binary of the ``ripgrep`` wheel, found next to the Python executable
+or on ``PATH``) as an asyncio subprocess, and fall back to a pure-Python search that gives the same
+answers when ``rg`` is missing or cannot take a pattern (``rg`` has no look-around or
+back-references; the pattern is always checked with Python's ``re`` first, so an invalid regex is
+the same clean error either way). ``DEFAULT_BACKEND`` (or the ``backend=`` argument of the tool
+classes) forces one of the two, which is how the tests check that they agree.
+
+What both searches share, whichever runs:
+
+* paths are reported relative to the workspace, in ripgrep's order (each folder's entries sorted
+  by name, depth first);
+* symbolic links are never followed (neither files nor folders), so a search cannot leave the
+  workspace; a ``path`` argument is resolved and confined like any other path;
+* ``.git`` folders are skipped; hidden files are searched; what ``.gitignore`` files ignore is
+  skipped — those in the searched folder and below, and those in its parent folders up to the
+  workspace root (the latter matched relative to the workspace root, as ripgrep's
+  ``--ignore-file`` does); files matched by an explicit ``glob`` are searched even when ignored;
+* a file with a NUL byte in what was read of it is binary and skipped;
+* ``glob`` (search_text) follows ``.gitignore`` rules: ``*.py`` matches at any depth,
+  ``src/*.py`` is anchored at the searched folder. ``pattern`` (search_files) is always anchored
+  at the searched folder, like ``pathlib``: ``*.csv`` is the top level only, ``**/*.csv`` any depth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pathspec
+
+from ..errors import ToolInputError
+from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
+from .base import BuiltinTool, ToolFailure
+from .context import ToolContext
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "SearchFilesTool",
+    "SearchTextTool",
+    "find_ripgrep",
+]
+
+Backend = Literal["auto", "ripgrep", "python"]
+
+#: "auto" runs ripgrep when it is found, else the Python search; tests force either.
+DEFAULT_BACKEND: Backend = "auto"
+DEFAULT_MAX_RESULTS = 100
+MAX_RESULTS_LIMIT = 2000
+MAX_FILE_RESULTS = 1000
+#: Matched lines longer than this are shortened in the output.
+MAX_LINE_CHARS = 500
+#: A search that takes longer is stopped and what it found so far is returned.
+SEARCH_TIMEOUT_S = 60.0
+_GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#])")
+
+
+def find_ripgrep() -> str | None:
+    """The ``rg`` of this Python environment (the ``ripgrep`` wheel), else one on ``PATH``."""
+    name = "rg.exe" if os.name == "nt" else "rg"
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which(name)
+
+
+# -- what a search is --------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    """Where a search runs and what it skips, in terms both backends understand."""
+
+    workspace: Path
+    #: the searched folder or file, relative to the workspace ("" for the root)
+    target: str
+    target_is_file: bool
+    #: an override glob (gitignore syntax, relative to the workspace root) files must match
+    whitelist: str | None
+    #: .gitignore files of the folders above the target, up to the root (their text)
+    parent_ignores: list[Path] = field(default_factory=list)
+
+
+def _scope(context: ToolContext, path_text: str | None, whitelist: str | None) -> _Scope:
+    shown = path_text or "."
+    real = context.resolve(shown)
+    try:
+        info = os.stat(real)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolFailure(f"Path not found: {shown}") from None
+    except OSError as exc:
+        raise ToolFailure(f"Cannot search {shown}: {exc.strerror}") from None
+    is_file = stat.S_ISREG(info.st_mode)
+    if not is_file and not stat.S_ISDIR(info.st_mode):
+        raise ToolFailure(f"{shown} is neither a file nor a folder")
+    root = context.workspace
+    target = "" if real == root else real.relative_to(root).as_posix()
+    folder = real.parent if is_file else real
+    parents: list[Path] = []
+    while folder != root and root in folder.parents:
+        folder = folder.parent
+        candidate = folder / ".gitignore"
+        if candidate.is_file():
+            parents.append(candidate)
+    parents.reverse()
+    return _Scope(root, target, is_file, whitelist, parents)
+
+
+def _escape_glob(text: str) -> str:
+    return _GLOB_SPECIALS.sub(r"\\\1", text)
+
+
+def _anchored(pattern: str, target: str) -> str:
+    """``pattern`` relative to the searched folder, as a root-anchored gitignore glob."""
+    prefix = "/" + _escape_glob(target) if target else ""
+    return f"{prefix}/{pattern.lstrip('/')}"
+
+
+def _check_glob(pattern: str, what: str) -> str:
+    if not pattern:
+        raise ToolInputError(f"{what} is empty")
+    if "\x00" in pattern:
+        raise ToolInputError(f"{what} contains a NUL byte")
+    if pattern.startswith("!"):
+        raise ToolInputError(f"{what} cannot start with '!' (exclusions are not supported)")
+    if os.path.isabs(pattern):
+        raise ToolInputError(f"{what} must be relative; use the path argument to choose a folder")
+    if ".." in pattern.replace("\\", "/").split("/"):
+        raise ToolInputError(f"{what} may not contain '..'")
+    return pattern
+
+
+# -- the Python walk (shared by the fallback of both tools) ------------------------------------
+
+
+class _IgnoreRules:
+    """``.gitignore`` matching with git's precedence: deeper files first, last rule wins."""
+
+    def __init__(self, scope: _Scope) -> None:
+        self._parents = [spec for spec in (_load_ignore(p) for p in scope.parent_ignores) if spec]
+        self._whitelist = (
+            pathspec.GitIgnoreSpec.from_lines([scope.whitelist]) if scope.whitelist else None
+        )
+
+    def skipped(
+        self, rel: str, is_dir: bool, stack: list[tuple[str, pathspec.GitIgnoreSpec]]
+    ) -> bool:
+        """Whether the entry at ``rel`` (relative to the workspace) is left out."""
+        name = rel.rsplit("/", 1)[-1]
+        if name == ".git":
+            return True
+        probe = rel + "/" if is_dir else rel
+        if self._whitelist is not None:
+            if self._whitelist.match_file(probe):
+                return False  # an explicit glob wins over .gitignore, as in ripgrep
+            if not is_dir:
+                return True
+        for base, spec in reversed(stack):
+            local = probe[len(base) + 1 :] if base else probe
+            verdict = spec.check_file(local).include
+            if verdict is not None:
+                return verdict
+        for spec in reversed(self._parents):
+            verdict = spec.check_file(probe).include
+            if verdict is not None:
+                return verdict
+        return False
+
+
+def _load_ignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        text = path.read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+
+def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
+    """(absolute path, path relative to the workspace) of each file searched, in rg's order."""
+    root = str(scope.workspace)
+    if scope.target_is_file:
+        yield os.path.join(root, scope.target), scope.target
+        return
+    rules = _IgnoreRules(scope)
+    stack: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    yield from _walk_folder(root, scope.target, rules, stack)
+
+
+def _walk_folder(
+    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, pathspec.GitIgnoreSpec]]
+) -> Iterator[tuple[str, str]]:
+    folder = os.path.join(root, rel) if rel else root
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    pushed = False
+    ignore_file = os.path.join(folder, ".gitignore")
+    if os.path.isfile(ignore_file):
+        spec = _load_ignore(Path(ignore_file))
+        if spec is not None:
+            stack.append((rel, spec))
+            pushed = True
+    try:
+        for entry in entries:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if not (is_dir or is_file) or rules.skipped(child, is_dir, stack):
+                continue
+            if is_dir:
+                yield from _walk_folder(root, child, rules, stack)
+            else:
+                yield entry.path, child
+    finally:
+        if pushed:
+            stack.pop()
+
+
+def _python_grep(scope: _Scope, regex: re.Pattern[str], max_results: int) -> list[str]:
+    """Up to ``max_results + 1`` output lines (one more tells that there were more)."""
+    found: list[str] = []
+    wanted = max_results + 1
+    for absolute, rel in _walk_files(scope):
+        hits = _grep_file(absolute, rel, regex, wanted)
+        if hits:
+            found.extend(hits)
+            if len(found) >= wanted:
+                break
+    return found[:wanted]
+
+
+def _grep_file(absolute: str, rel: str, regex: re.Pattern[str], cap: int) -> list[str]:
+    hits: list[str] = []
+    try:
+        with open(absolute, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if b"\0" in raw:
+                    return []  # binary
+                line = raw.decode("utf-8", "replace")
+                if line.endswith("\n"):
+                    line = line[:-1]
+                if regex.search(line):
+                    hits.append(_format_hit(rel, number, line))
+                    if len(hits) >= cap:
+                        break
+    except OSError:
+        return []
+    return hits
+
+
+def _format_hit(rel: str, number: int, line: str) -> str:
+    text = line.rstrip("\r")
+    if len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS] + f"… [{len(text) - MAX_LINE_CHARS} more characters]"
+    return f"{rel}:{number}: {text}"
+
+
+def _python_find(scope: _Scope, cap: int) -> list[str]:
+    found: list[str] = []
+    for _absolute, rel in _walk_files(scope):
+        found.append(rel)
+        if len(found) >= cap:
+            break
+    return found
+
+
+# -- ripgrep -----------------------------------------------------------------------------------
+
+
+class _RipgrepCannot(Exception):
+    """ripgrep cannot run this search (e.g. its regex engine refuses the pattern)."""
+
+
+def _rg_common(scope: _Scope) -> list[str]:
+    args = [
+        "--no-config",
+        "--sort=path",
+        "--hidden",
+        "--no-follow",
+        "--no-require-git",
+        "--no-ignore-parent",
+        "--no-ignore-dot",
+        "--no-ignore-global",
+        "--no-ignore-exclude",
+        "--no-messages",
+    ]
+    if scope.whitelist:
+        args += ["--glob", scope.whitelist]
+    args += ["--glob", "!.git"]
+    for ignore in scope.parent_ignores:
+        args += ["--ignore-file", str(ignore)]
+    return args
+
+
+def _rg_target(scope: _Scope) -> str:
+    return scope.target or "."
+
+
+def _strip_dot(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _rg_env() -> dict[str, str]:
+    # rg needs nothing from the environment; in particular it gets no credentials.
+    return {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+async def _spawn_rg(rg: str, argv: list[str], cwd: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        rg,
+        *argv,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_rg_env(),
+        limit=64 * 1024 * 1024,
+    )
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    await process.wait()
+
+
+def _json_text(value: dict[str, Any]) -> str:
+    if "text" in value:
+        return str(value["text"])
+    return base64.b64decode(value.get("bytes", "")).decode("utf-8", "replace")
+
+
+async def _ripgrep_grep(
+    rg: str, scope: _Scope, pattern: str, case_insensitive: bool, max_results: int
+) -> tuple[list[str], bool]:
+    """(up to max_results + 1 lines, timed_out)."""
+    wanted = max_results + 1
+    argv = [
+        "--json",
+        *_rg_common(scope),
+        f"--max-count={wanted}",
+        *(["--ignore-case"] if case_insensitive else ["--case-sensitive"]),
+        "--regexp",
+        pattern,
+        "--",
+        _rg_target(scope),
+    ]
+    process = await _spawn_rg(rg, argv, scope.workspace)
+    assert process.stdout is not None and process.stderr is not None
+    found: list[str] = []
+    pending: list[str] = []
+
+    async def read() -> None:
+        assert process.stdout is not None
+        while len(found) < wanted:
+            try:
+                raw = await process.stdout.readline()
+            except ValueError:  # one absurdly long line: stop here with what we have
+                return
+            if not raw:
+                return
+            message = json.loads(raw)
+            kind = message.get("type")
+            data = message.get("data", {})
+            if kind == "begin":
+                pending.clear()
+            elif kind == "match":
+                line = _json_text(data["lines"])
+                if line.endswith("\n"):
+                    line = line[:-1]
+                path = _strip_dot(_json_text(data["path"]))
+                pending.append(_format_hit(path, int(data["line_number"]), line))
+            elif kind == "end":
+                if data.get("binary_offset") is None:
+                    found.extend(pending)
+                pending.clear()
+
+    timed_out = False
+    try:
+        await asyncio.wait_for(read(), SEARCH_TIMEOUT_S)
+    except TimeoutError:
+        timed_out = True
+    except BaseException:
+        await _stop(process)
+        raise
+    if timed_out or not process.stdout.at_eof():
+        await _stop(process)  # enough found, or gave up: rg need not finish
+        return found[:wanted], timed_out
+    stderr = await process.stderr.read()
+    await process.wait()
+    if process.returncode == 2 and not found:
+        message = stderr.decode("utf-8", "replace").strip()
+        if "regex" in message.lower() or "literal" in message.lower():
+            raise _RipgrepCannot(message)
+        raise ToolFailure(f"search failed: {message or 'ripgrep error'}")
+    return found[:wanted], False
+
+
+async def _ripgrep_find(rg: str, scope: _Scope, cap: int) -> tuple[list[str], bool]:
+    argv = ["--files", "--null", *_rg_common(scope), "--", _rg_target(scope)]
+    process = await _spawn_rg(rg, argv, scope.workspace)
+    assert process.stdout is not None
+    found: list[str] = []
+
+    async def read() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        while len(found) < cap:
+            chunk = await process.stdout.read(65536)
+            if not chunk:
+                return
+            buffer += chunk
+            *names, buffer = buffer.split(b"\0")
+            found.extend(_strip_dot(n.decode("utf-8", "surrogateescape")) for n in names)
+
+    timed_out = False
+    try:
+        await asyncio.wait_for(read(), SEARCH_TIMEOUT_S)
+    except TimeoutError:
+        timed_out = True
+    except BaseException:
+        await _stop(process)
+        raise
+    if timed_out or not process.stdout.at_eof():
+        await _stop(process)
+    else:
+        await process.wait()
+    return found[:cap], timed_out
+
+
+# -- the tools ---------------------------------------------------------------------------------
+
+
+class _SearchTool(BuiltinTool):
+    def __init__(self, context: ToolContext, *, backend: Backend | None = None) -> None:
+        super().__init__(context)
+        self.backend = backend
+
+    def _ripgrep(self) -> str | None:
+        backend = self.backend or DEFAULT_BACKEND
+        if backend == "python":
+            return None
+        rg = find_ripgrep()
+        if rg is None and backend == "ripgrep":
+            raise ToolFailure("ripgrep (rg) is not installed")
+        return rg
+
+
+class SearchTextTool(_SearchTool):
+    name = "search_text"
+    description = (
+        "Search file contents in the workspace for a regular expression (Python/ripgrep syntax). "
+        "Answers one line per match, 'path:line: text', with paths relative to the workspace. "
+        "Skips binary files, .git and whatever .gitignore ignores; never follows symbolic links."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression to search for."},
+            "path": {
+                "type": "string",
+                "description": "Folder or file to search, relative to the workspace "
+                "(default: the whole workspace).",
+            },
+            "glob": {
+                "type": "string",
+                "description": "Only search files matching this glob, e.g. '*.py' (any depth) or "
+                "'src/**/*.ts' (relative to path).",
+            },
+            "case_insensitive": {
+                "type": "boolean",
+                "description": "Ignore letter case (default false).",
+            },
+            "max_results": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RESULTS_LIMIT,
+                "description": f"Most matching lines to return (default {DEFAULT_MAX_RESULTS}).",
+            },
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, args: dict[str, object]) -> str:
+        pattern = str_arg(args, "pattern")
+        path_text = optional_str_arg(args, "path")
+        glob = optional_str_arg(args, "glob")
+        case_insensitive = bool_arg(args, "case_insensitive", False)
+        max_results = min(
+            int_arg(args, "max_results", DEFAULT_MAX_RESULTS, minimum=1), MAX_RESULTS_LIMIT
+        )
+        if "\x00" in pattern:
+            raise ToolInputError("pattern contains a NUL byte")
+        try:
+            regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+        except re.error as exc:
+            raise ToolInputError(f"invalid regular expression {pattern!r}: {exc}") from None
+        scope = _scope(self.context, path_text, None)
+        if glob is not None:
+            _check_glob(glob, "glob")
+            inner = glob.rstrip("/")
+            scope.whitelist = _anchored(glob, scope.target) if "/" in inner else glob
+        found: list[str] | None = None
+        timed_out = False
+        rg = self._ripgrep()
+        if rg is not None:
+            with contextlib.suppress(_RipgrepCannot):
+                found, timed_out = await _ripgrep_grep(
+                    rg, scope, pattern, case_insensitive, max_results
+                )
+        if found is None:
+            found = await asyncio.to_thread(_python_grep, scope, regex, max_results)
+        where = f" in {path_text}" if path_text else ""
+        if not found:
+            return f"No matches for {pattern!r}{where}" + (
+                " (search timed out)" if timed_out else ""
+            )
+        lines = found[:max_results]
+        if len(found) > max_results:
+            lines.append(
+                f"[Stopped at {max_results} matches; narrow the search with path or glob, or "
+                "raise max_results.]"
+            )
+        elif timed_out:
+            lines.append(
+                f"[Search stopped after {SEARCH_TIMEOUT_S:.0f} s; results may be partial.]"
+            )
+        return "\n".join(lines)
+
+
+class SearchFilesTool(_SearchTool):
+    name = "search_files"
+    description = (
+        "Find files in the workspace by glob pattern, relative to path: '*.csv' matches the top "
+        "level only, '**/*.csv' any depth. Lists matching file paths relative to the workspace. "
+        "Skips .git and whatever .gitignore ignores; never follows symbolic links."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "type": "string",
+                "description": "Glob pattern, e.g. '**/*.csv' or 'data/*.json'.",
+            },
+            "path": {
+                "type": "string",
+                "description": "Folder to search under, relative to the workspace "
+                "(default: the whole workspace).",
+            },
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, args: dict[str, object]) -> str:
+        pattern = _check_glob(str_arg(args, "pattern"), "pattern")
+        path_text = optional_str_arg(args, "path")
+        scope = _scope(self.context, path_text, None)
+        if scope.target_is_file:
+            raise ToolFailure(f"{path_text} is a file; give a folder as path")
+        scope.whitelist = _anchored(pattern, scope.target)
+        cap = MAX_FILE_RESULTS + 1
+        rg = self._ripgrep()
+        timed_out = False
+        if rg is not None:
+            found, timed_out = await _ripgrep_find(rg, scope, cap)
+        else:
+            found = await asyncio.to_thread(_python_find, scope, cap)
+        where = f" in {path_text}" if path_text else ""
+        if not found:
+            return f"No files match {pattern!r}{where}"
+        lines = found[:MAX_FILE_RESULTS]
+        if len(found) > MAX_FILE_RESULTS:
+            lines.append(f"[Stopped at {MAX_FILE_RESULTS} files; use a narrower pattern or path.]")
+        elif timed_out:
+            lines.append(
+                f"[Search stopped after {SEARCH_TIMEOUT_S:.0f} s; results may be partial.]"
+            )
+        return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""``save_session_context``: write the conversation so far to a Markdown file in the workspace.
+
+The agent's ``save_context(reason)`` goes through the registry to this tool. The file is
+``context.session_context_file_path`` (``.jupyter_agent/session.md`` in the workspace unless the
+program chose another). A relative path, or any path inside the workspace, goes through the
+workspace resolver like every other path, so a symlink planted there cannot redirect the write;
+an absolute path outside the workspace is the programmer's explicit choice and is used as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .arguments import str_arg
+from .atomic import atomic_write
+from .base import BuiltinTool, ToolFailure
+
+__all__ = ["SaveSessionContextTool", "render_session_file"]
+
+
+class SaveSessionContextTool(BuiltinTool):
+    name = "save_session_context"
+    description = (
+        "Save the current session context (the conversation so far, as Markdown) to the "
+        "session file in the workspace, so that it can be picked up later. Give a short reason."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "reason": {
+                "type": "string",
+                "description": "Why the context is being saved (recorded in the file).",
+            },
+        },
+        "required": ["reason"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, args: dict[str, object]) -> str:
+        reason = str_arg(args, "reason")
+        target = self._target()
+        text = render_session_file(self.context.session_context, reason)
+        data = text.encode("utf-8", "surrogatepass")
+        await asyncio.to_thread(_write, target, data)
+        shown = (
+            self.context.relative(target)
+            if self.context.confinement.contains(str(target))
+            else str(target)
+        )
+        return f"Session context saved to {shown} ({len(data)} bytes). Reason: {reason}"
+
+    def _target(self) -> Path:
+        configured = Path(self.context.session_context_file_path)
+        root = self.context.workspace
+        inside = not configured.is_absolute() or _lexically_inside(configured, root)
+        if inside:
+            return self.context.resolve(configured)
+        return configured
+
+
+def _lexically_inside(path: Path, root: Path) -> bool:
+    normal = os.path.normpath(path)
+    return normal == str(root) or normal.startswith(str(root).rstrip(os.sep) + os.sep)
+
+
+def _write(target: Path, data: bytes) -> None:
+    if target.is_dir():
+        raise ToolFailure(f"The session file path {target.name!r} is a folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+    except OSError as exc:
+        raise ToolFailure(f"Cannot save the session context: {exc.strerror or exc}") from None
+
+
+def render_session_file(session_context: str, reason: str, *, now: datetime | None = None) -> str:
+    """The session file's text: a header with the time and reason, then the context."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    body = session_context if session_context.strip() else "_(no conversation yet)_\n"
+    if not body.endswith("\n"):
+        body += "\n"
+    return f"# Session context\n\n- Saved: {stamp}\n- Reason: {reason}\n\n{body}"
