@@ -1,0 +1,343 @@
+"""The offline demo model: a few deterministic tricks with the tools it is given.
+
+No language model here — a handful of rules good enough to show the agent loop working for real
+in a tutorial or on Binder: file names and globs in the prompt are read (``read_file``) or
+searched for (``search_files``), "list"/"files" requests list the workspace (``list_dir``), a
+question about "the CSV" finds the CSV files and reads them. What the tools return is summarised
+— a CSV gets its row count, its columns and the sum and mean of each numeric column, computed
+with the ``csv`` module from the text ``read_file`` returned. Every answer says that this is the
+demo model and that ``ANTHROPIC_API_KEY`` switches to Claude.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .base import ModelRequest, ModelResponse
+
+#: Files of these kinds are read when a search finds them.
+READABLE_SUFFIXES = (
+    ".csv", ".tsv", ".txt", ".md", ".json", ".py", ".toml", ".yaml", ".yml", ".ini", ".cfg",
+    ".html", ".xml", ".js", ".ts", ".r", ".sql", ".log", ".ipynb",
+)  # fmt: skip
+#: Words that point at a kind of file, and the glob that finds it.
+KIND_GLOBS = {
+    "csv": "**/*.csv",
+    "tsv": "**/*.tsv",
+    "json": "**/*.json",
+    "markdown": "**/*.md",
+    "python": "**/*.py",
+    "notebook": "**/*.ipynb",
+    "text file": "**/*.txt",
+}
+LIST_WORDS = re.compile(
+    r"\b(list|ls|files|folders?|director(?:y|ies)|workspace|what'?s here|contents)\b", re.I
+)
+FIND_ONLY_WORDS = re.compile(r"\b(find|which|where|search|locate)\b", re.I)
+PATH_TOKEN = re.compile(r"(?<![\w@])(?:[\w.*?\-]+/)*[\w*?\-]*[\w*?]\.[A-Za-z0-9*]{1,10}(?![\w/])")
+MAX_FILES_READ = 3
+PREVIEW_LINES = 8
+PREVIEW_CHARS = 1500
+
+
+def find_prompt(messages: list[dict[str, Any]]) -> tuple[str, int]:
+    """The chat's prompt (last user text) and how many model turns have answered it since."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts = [content]
+        else:
+            texts = [
+                str(block.get("text", ""))
+                for block in content or []
+                if isinstance(block, dict) and block.get("type") == "text"
+            ]
+        if texts:
+            turn = sum(1 for m in messages[index + 1 :] if m.get("role") == "assistant")
+            return texts[-1], turn
+    return "", sum(1 for m in messages if m.get("role") == "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    name: str
+    input: dict[str, Any]
+    output: str
+    is_error: bool
+
+
+def outcomes_since_prompt(messages: list[dict[str, Any]]) -> list[ToolOutcome]:
+    """Every tool call answered since the prompt, with its result, in order."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    outcomes: list[ToolOutcome] = []
+    start = 0
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index].get("content")
+        if messages[index].get("role") == "user" and (
+            isinstance(content, str)
+            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
+        ):
+            start = index
+            break
+    for message in messages[start:]:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = (
+                    str(block.get("name")),
+                    dict(block.get("input") or {}),
+                )
+            elif block.get("type") == "tool_result":
+                name, arguments = calls.get(str(block.get("tool_use_id")), ("tool", {}))
+                output = block.get("content", "")
+                if isinstance(output, list):
+                    output = "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
+                outcomes.append(
+                    ToolOutcome(name, arguments, str(output), bool(block.get("is_error")))
+                )
+    return outcomes
+
+
+def path_tokens(prompt: str) -> list[str]:
+    """File names and globs mentioned in ``prompt`` (``sales.csv``, ``data/*.json``)."""
+    found: list[str] = []
+    for match in PATH_TOKEN.finditer(prompt):
+        token = match.group(0).strip("`'\".,;:!?()")
+        stem = token.rsplit(".", 1)[0]
+        if not token or stem.replace(".", "").isdigit() or token.lower() in ("e.g", "i.e"):
+            continue
+        if token not in found:
+            found.append(token)
+    return found
+
+
+def is_glob(token: str) -> bool:
+    return any(char in token for char in "*?[")
+
+
+def found_paths(search_output: str) -> list[str]:
+    """The paths in a ``search_files`` result (one per line; notes and headers skipped)."""
+    paths = []
+    for line in search_output.splitlines():
+        line = line.strip().lstrip("-*• ").strip()
+        if not line or (" " in line.strip() and not line.endswith(READABLE_SUFFIXES)):
+            continue
+        if "." in line.rsplit("/", 1)[-1]:
+            paths.append(line)
+    return paths
+
+
+def summarise_csv(text: str, name: str) -> str:
+    """Row count, columns, and the sum/mean/min/max of each numeric column."""
+    sample = text[:4096]
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel_tab if name.lower().endswith(".tsv") else csv.excel
+    rows = [
+        row for row in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in row)
+    ]
+    if not rows:
+        return f"**`{name}`** is empty."
+    header, body = rows[0], rows[1:]
+    records = [row for row in body if len(row) == len(header)]
+    skipped = len(body) - len(records)
+    columns = ", ".join(f"`{column}`" for column in header)
+    lines = [f"**`{name}`** has {len(records)} data rows and {len(header)} columns: {columns}."]
+    if skipped:
+        lines.append(f"({skipped} line(s) with a different number of fields were left out.)")
+    table = []
+    for position, column in enumerate(header):
+        values = [
+            row[position].strip().replace(",", "") for row in records if row[position].strip()
+        ]
+        numbers = []
+        for value in values:
+            try:
+                numbers.append(float(value))
+            except ValueError:
+                break
+        if not values or len(numbers) != len(values):
+            continue
+        table.append(
+            f"| {column} | {_number(sum(numbers))} | {_number(statistics.fmean(numbers))} "
+            f"| {_number(min(numbers))} | {_number(max(numbers))} |"
+        )
+    if table:
+        lines.append("")
+        lines.append("| column | sum | mean | min | max |")
+        lines.append("| --- | ---: | ---: | ---: | ---: |")
+        lines.extend(table)
+    else:
+        lines.append("No column is entirely numeric.")
+    return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.4g}" if abs(value) >= 1e6 else f"{value:,.2f}"
+
+
+def summarise_text(text: str, name: str) -> str:
+    lines = text.splitlines()
+    if name.lower().endswith(".json"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            keys = ", ".join(f"`{key}`" for key in list(data)[:20])
+            return f"**`{name}`** is a JSON object with {len(data)} keys: {keys}."
+        if isinstance(data, list):
+            return f"**`{name}`** is a JSON list of {len(data)} items."
+    preview = "\n".join(lines[:PREVIEW_LINES])[:PREVIEW_CHARS]
+    more = f"\n… ({len(lines) - PREVIEW_LINES} more lines)" if len(lines) > PREVIEW_LINES else ""
+    return (
+        f"**`{name}`** has {len(lines)} line{'' if len(lines) == 1 else 's'} "
+        f"({len(text):,} characters). It starts:\n\n"
+        f"```\n{preview}{more}\n```"
+    )
+
+
+class DemoModel:
+    """Decides each turn from the request alone, so it is deterministic and stateless."""
+
+    def __init__(self, notice: str) -> None:
+        self.notice = notice
+        self._ids = 0
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self._ids += 1
+        return {
+            "type": "tool_use",
+            "id": f"toolu_offline_{self._ids:04d}",
+            "name": name,
+            "input": arguments,
+        }
+
+    def reply(self, request: ModelRequest, prompt: str, turn: int) -> ModelResponse:
+        tools = {str(schema.get("name")) for schema in request.tools}
+        outcomes = outcomes_since_prompt(request.messages) if turn else []
+        if turn == 0:
+            text, calls = self._plan(prompt, tools)
+        else:
+            text, calls = self._follow_up(prompt, outcomes, tools, turn)
+        if not calls:
+            text = f"{text}\n\n---\n*{self._footer()}*"
+            text = f"{self.notice}\n\n{text}" if turn == 0 else text
+        elif turn == 0:
+            text = f"{self.notice}\n\n{text}"
+        content: list[dict[str, Any]] = [{"type": "text", "text": text.strip()}, *calls]
+        return ModelResponse(content, "tool_use" if calls else "end_turn", model="offline-demo")
+
+    @staticmethod
+    def _footer() -> str:
+        return (
+            "This answer came from the offline demo model, which can only list, find and read "
+            "files and summarise CSV data. Set `ANTHROPIC_API_KEY` to use Claude."
+        )
+
+    def _plan(self, prompt: str, tools: set[str]) -> tuple[str, list[dict[str, Any]]]:
+        calls: list[dict[str, Any]] = []
+        missing: set[str] = set()
+        said: list[str] = []
+
+        def want(name: str, arguments: dict[str, Any]) -> None:
+            if name in tools:
+                calls.append(self._call(name, arguments))
+            else:
+                missing.add(name)
+
+        for token in path_tokens(prompt):
+            if is_glob(token):
+                said.append(f"search for `{token}`")
+                want("search_files", {"pattern": token})
+            else:
+                said.append(f"read `{token}`")
+                want("read_file", {"file_path": token})
+        if not said:
+            lowered = prompt.lower()
+            for word, pattern in KIND_GLOBS.items():
+                if re.search(rf"\b{word}s?\b", lowered):
+                    said.append(f"look for {word} files")
+                    want("search_files", {"pattern": pattern})
+                    break
+        if not said and LIST_WORDS.search(prompt):
+            said.append("list the workspace")
+            want("list_dir", {})
+        if calls:
+            return "I'll " + _join(said) + ".", calls
+        if missing:
+            names = ", ".join(f"`{name}`" for name in sorted(missing))
+            return f"I would {_join(said)}, but the tool(s) {names} are disabled.", []
+        return (
+            "I can help with the files of this workspace: name a file (`data/sales.csv`), a "
+            "pattern (`**/*.py`), or ask me to list the files or to summarise the CSV files.",
+            [],
+        )
+
+    def _follow_up(
+        self, prompt: str, outcomes: list[ToolOutcome], tools: set[str], turn: int
+    ) -> tuple[str, list[dict[str, Any]]]:
+        already_read = {str(o.input.get("file_path")) for o in outcomes if o.name == "read_file"}
+        searches = [o for o in outcomes if o.name == "search_files" and not o.is_error]
+        if turn == 1 and searches and not FIND_ONLY_WORDS.search(prompt) and "read_file" in tools:
+            targets = [
+                path
+                for outcome in searches
+                for path in found_paths(outcome.output)
+                if path.lower().endswith(READABLE_SUFFIXES) and path not in already_read
+            ][:MAX_FILES_READ]
+            if targets:
+                calls = [self._call("read_file", {"file_path": path}) for path in targets]
+                names = ", ".join(f"`{path}`" for path in targets)
+                return f"Found them; reading {names}.", calls
+        return self._summary(outcomes), []
+
+    def _summary(self, outcomes: list[ToolOutcome]) -> str:
+        parts: list[str] = []
+        for outcome in outcomes:
+            if outcome.is_error:
+                parts.append(f"`{outcome.name}` failed: {outcome.output.strip()}")
+            elif outcome.name == "read_file":
+                name = str(outcome.input.get("file_path", "file"))
+                if name.lower().endswith((".csv", ".tsv")):
+                    parts.append(summarise_csv(outcome.output, name))
+                else:
+                    parts.append(summarise_text(outcome.output, name))
+            elif outcome.name == "search_files":
+                paths = found_paths(outcome.output)
+                pattern = outcome.input.get("pattern", "")
+                if paths:
+                    listing = "\n".join(f"- `{path}`" for path in paths[:30])
+                    more = f"\n- … and {len(paths) - 30} more" if len(paths) > 30 else ""
+                    parts.append(f"Files matching `{pattern}`:\n\n{listing}{more}")
+                else:
+                    parts.append(f"Nothing matches `{pattern}`: {outcome.output.strip()}")
+            elif outcome.name == "list_dir":
+                parts.append(f"The workspace contains:\n\n```\n{outcome.output.strip()}\n```")
+            else:
+                output = outcome.output.strip()
+                shown = output if len(output) <= PREVIEW_CHARS else output[:PREVIEW_CHARS] + "…"
+                parts.append(f"`{outcome.name}` returned:\n\n```\n{shown}\n```")
+        return "\n\n".join(parts) if parts else "The tools returned nothing to report."
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,299 @@
+"""The offline model: cassette replay, the demo model, recording, and the default provider choice.
+
+Everything runs through the real ``Agent`` with the real built-in file tools in a temporary
+workspace; the recording test records a session of the real ``anthropic`` SDK (against the fake
+Messages API) and replays it offline.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, api_problems, text, tool_use
+
+from jupyter_agent.agent.agent import Agent
+from jupyter_agent.agent.events import (
+    AgentEvent,
+    AgentFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnStarted,
+)
+from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.providers.auto import select_default_provider
+from jupyter_agent.providers.offline import (
+    OFFLINE_NOTICE,
+    REPLAY_NOTICE,
+    OfflineProvider,
+    RecordingProvider,
+    load_cassette,
+)
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.files import ListDirTool, ReadFileTool, WriteFileTool
+from jupyter_agent.tools.registry import ToolRegistry
+from jupyter_agent.tools.search import SearchFilesTool
+
+ROWS = [
+    ("month", "region", "units", "revenue"),
+    ("2024-01", "North", "10", "100.50"),
+    ("2024-01", "South", "20", "200.25"),
+    ("2024-02", "North", "30", "300.00"),
+    ("2024-02", "South", "40", "399.25"),
+]
+
+
+def file_registry(workspace: Path) -> ToolRegistry:
+    context = ToolContext(workspace)
+    registry = ToolRegistry()
+    for cls in (ReadFileTool, WriteFileTool, ListDirTool, SearchFilesTool):
+        registry.register(cls(context))
+    return registry
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "data").mkdir()
+    with (tmp_path / "data" / "sales.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows(ROWS)
+    (tmp_path / "notes.md").write_text("# Notes\n\nFirst line.\nSecond line.\n")
+    return tmp_path
+
+
+def offline_agent(workspace: Path, provider: OfflineProvider | None = None) -> Agent:
+    return Agent(
+        provider or OfflineProvider(),
+        workspace=workspace,
+        registry=file_registry(workspace),
+    )
+
+
+async def collect(agent: Agent, prompt: str) -> list[AgentEvent]:
+    return [event async for event in agent.stream_chat(prompt)]
+
+
+def final_of(events: list[AgentEvent]) -> AgentFinished:
+    final = events[-1]
+    assert isinstance(final, AgentFinished)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == final.text
+    return final
+
+
+async def test_demo_model_answers_a_csv_question_with_a_real_read(workspace: Path) -> None:
+    agent = offline_agent(workspace)
+    events = await collect(agent, "What is in data/sales.csv?")
+    calls = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert [(c.name, c.input) for c in calls] == [("read_file", {"file_path": "data/sales.csv"})]
+    results = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert not results[0].is_error and results[0].output.startswith("month,region")
+    final = final_of(events)
+    assert final.text.startswith(OFFLINE_NOTICE + "\n")
+    assert "4 data rows and 4 columns" in final.text
+    assert "`month`, `region`, `units`, `revenue`" in final.text
+    assert "| units | 100 | 25 | 10 | 40 |" in final.text
+    assert "| revenue | 1,000 | 250 | 100.50 | 399.25 |" in final.text
+    assert "ANTHROPIC_API_KEY" in final.text.splitlines()[-1]
+    assert len([e for e in events if isinstance(e, TextDelta)]) > 10  # it streams
+    assert [m["role"] for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_demo_model_finds_csv_files_then_reads_them(workspace: Path) -> None:
+    agent = offline_agent(workspace)
+    events = await collect(agent, "Summarise the CSV data for me")
+    calls = [(e.name, e.input) for e in events if isinstance(e, ToolCallStarted)]
+    assert calls == [
+        ("search_files", {"pattern": "**/*.csv"}),
+        ("read_file", {"file_path": "data/sales.csv"}),
+    ]
+    final = final_of(events)
+    assert "4 data rows" in final.text and final.turns == 3
+
+
+async def test_demo_model_lists_files_and_reports_errors(workspace: Path) -> None:
+    agent = offline_agent(workspace)
+    listing = await agent.chat("list the files please")
+    assert "notes.md" in listing and "data" in listing
+    missing = await agent.chat("show me missing.txt")
+    assert "`read_file` failed" in missing
+    helpless = await agent.chat("hello there")
+    assert helpless.startswith(OFFLINE_NOTICE)
+    assert "name a file" in helpless
+    assert (
+        api_problems(
+            {
+                "model": "m",
+                "max_tokens": 1,
+                "messages": [*agent.messages, {"role": "user", "content": "next"}],
+            }
+        )
+        == []
+    )
+
+
+def write_cassette(path: Path, exchanges: list[dict[str, Any]]) -> None:
+    path.write_text(json.dumps({"exchanges": exchanges}))
+
+
+async def test_cassette_replay_runs_the_recorded_tool_calls_for_real(workspace: Path) -> None:
+    cassette = workspace / "session.json"
+    write_cassette(
+        cassette,
+        [
+            {
+                "prompt": "Write a greeting to hello.txt and read it back",
+                "responses": [
+                    {
+                        "content": [
+                            {"type": "text", "text": "Writing the file."},
+                            {
+                                "type": "tool_use",
+                                "id": "toolu_rec_1",
+                                "name": "write_file",
+                                "input": {"file_path": "hello.txt", "content": "Hello, world!\n"},
+                            },
+                        ],
+                        "stop_reason": "tool_use",
+                        "usage": {"input_tokens": 120, "output_tokens": 30},
+                    },
+                    {
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "toolu_rec_2",
+                                "name": "read_file",
+                                "input": {"file_path": "hello.txt"},
+                            }
+                        ],
+                        "stop_reason": "tool_use",
+                        "usage": {"input_tokens": 160, "output_tokens": 20},
+                    },
+                    {
+                        "content": [{"type": "text", "text": "The file says hello."}],
+                        "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 200, "output_tokens": 10},
+                    },
+                ],
+            }
+        ],
+    )
+    agent = offline_agent(workspace, OfflineProvider(cassette))
+    events = await collect(agent, "  write a GREETING to hello.txt   and read it back ")
+    assert (workspace / "hello.txt").read_text() == "Hello, world!\n"
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert [e.name for e in finished] == ["write_file", "read_file"]
+    assert finished[1].output == "Hello, world!\n"
+    final = final_of(events)
+    assert final.text == f"{REPLAY_NOTICE}\n\nWriting the file.\n\nThe file says hello."
+    assert final.turns == 3 and final.usage.input_tokens == 480
+    # a prompt that was not recorded falls back to the demo model
+    other = await agent.chat("list the files")
+    assert other.startswith(OFFLINE_NOTICE) and "hello.txt" in other
+
+
+def comparable(events: list[AgentEvent]) -> list[Any]:
+    """Events with streaming chunking, durations and model names taken out."""
+    out: list[Any] = []
+    for event in events:
+        if isinstance(event, TextDelta):
+            if out and isinstance(out[-1], str):
+                out[-1] += event.text
+            else:
+                out.append(event.text)
+        elif isinstance(event, ToolCallFinished):
+            out.append(dataclasses.replace(event, duration_s=0.0))
+        elif isinstance(event, TurnStarted):
+            out.append(dataclasses.replace(event, model=""))
+        else:
+            out.append(event)
+    return out
+
+
+async def test_recording_round_trip_replays_the_same_events(tmp_path: Path) -> None:
+    recorded_ws = tmp_path / "recorded"
+    replayed_ws = tmp_path / "replayed"
+    for ws in (recorded_ws, replayed_ws):
+        ws.mkdir()
+        (ws / "numbers.txt").write_text("1\n2\n3\n")
+    fake = FakeAnthropic(
+        Reply(
+            [
+                {"type": "text", "text": "I'll read it and look around."},
+                tool_use("toolu_1", "read_file", {"file_path": "numbers.txt"}),
+                tool_use("toolu_2", "list_dir", {}),
+            ],
+            usage={"input_tokens": 50, "output_tokens": 12, "cache_read_input_tokens": 7},
+        ),
+        text("The numbers add up to 6."),
+        text("You're welcome."),
+    )
+    cassette = tmp_path / "cassettes" / "session.json"
+    recorder = RecordingProvider(AnthropicProvider("claude-test", client=fake.client()), cassette)
+    assert (recorder.name, recorder.model) == ("anthropic", "claude-test")
+    live = Agent(recorder, workspace=recorded_ws, registry=file_registry(recorded_ws))
+    live_events = [await collect(live, "Add up numbers.txt"), await collect(live, "thanks")]
+
+    exchanges = load_cassette(cassette)
+    assert [e["prompt"] for e in exchanges] == ["Add up numbers.txt", "thanks"]
+    assert [len(e["responses"]) for e in exchanges] == [2, 1]
+    assert exchanges[0]["responses"][0]["usage"]["cache_read_input_tokens"] == 7
+
+    replay = Agent(
+        OfflineProvider(cassette, notice=False),
+        workspace=replayed_ws,
+        registry=file_registry(replayed_ws),
+    )
+    replay_events = [await collect(replay, "Add up numbers.txt"), await collect(replay, "thanks")]
+    assert comparable(replay_events[0]) == comparable(live_events[0])
+    assert comparable(replay_events[1]) == comparable(live_events[1])
+    assert replay.messages == live.messages
+
+    # with the notice on, the only difference is the notice in front of the answer
+    noticed = Agent(
+        OfflineProvider(cassette), workspace=replayed_ws, registry=file_registry(replayed_ws)
+    )
+    text_with_notice = await noticed.chat("add up numbers.txt")
+    assert text_with_notice == f"{REPLAY_NOTICE}\n\n" + live_events[0][-1].text  # type: ignore[union-attr]
+
+
+async def test_recording_extends_an_existing_cassette(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.json"
+    first = RecordingProvider(OfflineProvider(), cassette)
+    await Agent(first, workspace=tmp_path, registry=file_registry(tmp_path)).chat("hello")
+    second = RecordingProvider(OfflineProvider(), cassette)
+    await Agent(second, workspace=tmp_path, registry=file_registry(tmp_path)).chat("hi again")
+    assert [e["prompt"] for e in load_cassette(cassette)] == ["hello", "hi again"]
+
+
+def test_select_default_provider(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+    monkeypatch.delenv("JUPYTER_AGENT_MODEL", raising=False)
+    cassette = tmp_path / "c.json"
+    write_cassette(
+        cassette, [{"prompt": "hi", "responses": [{"content": [{"type": "text", "text": "hey"}]}]}]
+    )
+    offline = select_default_provider(cassette=cassette)
+    assert isinstance(offline, OfflineProvider) and offline.name == "offline"
+    assert offline.exchanges[0]["prompt"] == "hi"
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-real")
+    claude = select_default_provider(model="claude-x")
+    assert isinstance(claude, AnthropicProvider) and claude.model == "claude-x"
+
+    monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "offline")
+    assert isinstance(select_default_provider(), OfflineProvider)
+    monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "bogus")
+    with pytest.raises(ValueError, match="bogus"):
+        select_default_provider()
+
+
+def test_bad_cassette_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"prompt": "x"}]))
+    with pytest.raises(ValueError, match="exchange 0"):
+        OfflineProvider(path)
