@@ -1,0 +1,103 @@
+"""The notebook's ``ApprovalHandler``: ask the user before a tool with policy ``ask`` runs.
+
+The agent awaits the handler on the background loop; the question itself is asked on the main
+thread through the bridge. In a kernel with a frontend that can answer, an ``ApprovalPrompt``
+(Approve / Deny) appears in the running cell and the main thread keeps widget messages flowing
+until a button is clicked. In terminal IPython it asks with ``input()``. With nobody to ask —
+nbclient, nbval, a script without stdin — the call is denied with a message that says why.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..agent.approvals import ApprovalRequest, Decision
+from . import tool_format
+from .kernel_comm import KernelCommPoller
+from .runner import MainThreadBridge
+
+NO_ONE_TO_ASK = (
+    "no one could approve it: this session is not interactive (no frontend or stdin to ask). "
+    "Allow the tool first with `%agent_tools policy NAME allow` if it should run unattended."
+)
+
+
+class NotebookApprovals:
+    """An ``ApprovalHandler`` that asks on the main thread, with widgets or with ``input()``."""
+
+    def __init__(
+        self,
+        bridge: MainThreadBridge,
+        shell: Any,
+        *,
+        use_widgets: Callable[[], bool],
+        on_waiting: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self._bridge = bridge
+        self._shell = shell
+        self._use_widgets = use_widgets
+        self._on_waiting = on_waiting
+        #: The pump's widget poller for the current run (set by the magics), if any.
+        self.poller: KernelCommPoller | None = None
+
+    async def __call__(self, request: ApprovalRequest) -> Decision:
+        return await self._bridge.call_on_main(lambda: self.ask(request))
+
+    # -- on the main thread ------------------------------------------------------------------
+
+    def ask(self, request: ApprovalRequest) -> Decision:
+        if self._on_waiting is not None:
+            self._on_waiting(request.call_id, True)
+        try:
+            if self._use_widgets():
+                return self._ask_with_widget(request)
+            return self._ask_with_input(request)
+        finally:
+            if self._on_waiting is not None:
+                self._on_waiting(request.call_id, False)
+
+    def _interactive_frontend(self) -> bool:
+        kernel = getattr(self._shell, "kernel", None)
+        if kernel is None:
+            return sys.stdin is not None and sys.stdin.isatty()
+        # Jupyter frontends send allow_stdin=True with each execute_request; nbclient/nbval don't.
+        return bool(getattr(kernel, "_allow_stdin", False))
+
+    def _ask_with_widget(self, request: ApprovalRequest) -> Decision:
+        from ._ipython import display
+        from .widgets.approval_prompt import ApprovalPrompt
+
+        if not self._interactive_frontend():
+            return Decision(False, NO_ONE_TO_ASK)
+        poller = self.poller
+        owned = False
+        if poller is None:
+            poller = KernelCommPoller.for_shell(self._shell)
+            owned = poller is not None
+        if poller is None or not poller.available:
+            return self._ask_with_input(request)
+        prompt = ApprovalPrompt(request)
+        display(prompt)
+        try:
+            while prompt.decision is None:
+                if poller.poll(0.05) == 0:
+                    time.sleep(0.01)
+        finally:
+            if owned:
+                poller.close()
+        return prompt.decision
+
+    def _ask_with_input(self, request: ApprovalRequest) -> Decision:
+        if not self._interactive_frontend():
+            return Decision(False, NO_ONE_TO_ASK)
+        question = f"Allow {request.name}({tool_format.short_args(request.input, 120)})? [y/N] "
+        try:
+            answer = input(question)
+        except (EOFError, OSError, RuntimeError) as exc:  # StdinNotImplementedError: RuntimeError
+            return Decision(False, f"{NO_ONE_TO_ASK} ({type(exc).__name__})")
+        if answer.strip().lower() in ("y", "yes"):
+            return Decision(True)
+        return Decision(False, "denied at the prompt")

@@ -1,0 +1,46 @@
+"""The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
+
+Loading registers one ``AgentMagics`` instance (the session's agent and settings); unloading
+closes its connections and its background loop. Loading twice keeps the first instance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INSTANCE_ATTRIBUTE = "_jupyter_agent_magics"
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """Register ``%%agent``, ``%agent`` and ``%agent_tools`` in the shell ``ip``."""
+    from .magics import AgentMagics
+
+    if getattr(ip, _INSTANCE_ATTRIBUTE, None) is not None:
+        return
+    magics = AgentMagics(shell=ip)
+    ip.register_magics(magics)
+    setattr(ip, _INSTANCE_ATTRIBUTE, magics)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """Remove the magics and stop the session's agent."""
+    magics = getattr(ip, _INSTANCE_ATTRIBUTE, None)
+    if magics is None:
+        return
+    setattr(ip, _INSTANCE_ATTRIBUTE, None)
+    magics.close()
+    for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):
+        table = ip.magics_manager.magics[kind]
+        for name in names:
+            if getattr(table.get(name), "__self__", None) is magics:
+                del table[name]
+    registry = ip.magics_manager.registry
+    if registry.get(type(magics).__name__) is magics:
+        del registry[type(magics).__name__]
+    if magics in ip.configurables:
+        ip.configurables.remove(magics)
+
+
+def get_magics(ip: Any) -> Any:
+    """The ``AgentMagics`` of the shell ``ip``, or ``None`` when the extension is not loaded."""
+    return getattr(ip, _INSTANCE_ATTRIBUTE, None)

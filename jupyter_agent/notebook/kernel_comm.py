@@ -1,0 +1,138 @@
+"""Keep widgets responsive while a ``%%agent`` cell is still running.
+
+A button in a cell's output (Approve / Deny, "show more", a tool toggle) sends a comm message to
+the kernel. The kernel normally handles it on its main event loop, which is blocked for as long
+as the cell runs — so a cell that waits for a click would wait forever.
+
+ipykernel 7 receives shell messages on a separate thread and forwards them to the main thread
+through an in-process socket. ``KernelCommPoller.poll()``, called from the main thread while the
+cell waits, reads that socket directly: comm messages are dispatched at once (in a copied context,
+so the running cell keeps its output parent); anything else (the next cell's ``execute_request``
+when the user pressed "run all") is kept and handed back to the kernel, in order, when the
+poller is closed. Kernels without that thread (ipykernel 6) get the same effect through
+``jupyter_ui_poll``. Where neither works, ``available`` is ``False`` and callers fall back to a
+text prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_COMM_MESSAGES = frozenset({"comm_open", "comm_msg", "comm_close"})
+
+
+class KernelCommPoller:
+    """Dispatch widget messages from the main thread while a cell blocks it."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._socket: Any = None
+        self._deferred: list[Any] = []
+        self._ui_poll: Any = None
+        self._ui_poll_context: Any = None
+        self.available = False
+        try:
+            manager = kernel.shell_channel_thread.manager
+            self._socket = manager._shell_channel_to_main.to_socket
+            self.available = callable(getattr(kernel, "dispatch_shell", None))
+        except AttributeError:
+            self._socket = None
+        if not self.available:
+            self._start_ui_poll()
+
+    @classmethod
+    def for_shell(cls, shell: Any) -> KernelCommPoller | None:
+        """A poller for ``shell``'s kernel, or ``None`` outside a kernel."""
+        kernel = getattr(shell, "kernel", None)
+        if kernel is None:
+            return None
+        return cls(kernel)
+
+    def _start_ui_poll(self) -> None:
+        try:
+            from jupyter_ui_poll import ui_events
+
+            self._ui_poll_context = ui_events()
+            self._ui_poll = self._ui_poll_context.__enter__()
+            self.available = True
+        except Exception:  # not an ipykernel we understand: no live widgets during the cell
+            self._ui_poll_context = None
+            self._ui_poll = None
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Handle the widget messages that arrived; wait up to ``timeout_s`` for the first."""
+        if self._socket is not None:
+            return self._poll_socket(timeout_s)
+        if self._ui_poll is not None:
+            self._ui_poll(10)
+        return 0
+
+    def _poll_socket(self, timeout_s: float) -> int:
+        handled = 0
+        wait_ms = int(timeout_s * 1000)
+        while self._socket.poll(wait_ms):
+            wait_ms = 0
+            frames = self._socket.recv_multipart(copy=False)
+            if self._message_type(frames) in _COMM_MESSAGES:
+                self._dispatch(frames)
+                handled += 1
+            else:
+                self._deferred.append(frames)
+        return handled
+
+    def _message_type(self, frames: list[Any]) -> str:
+        try:
+            session = self._kernel.session
+            _, message = session.feed_identities(frames, copy=False)
+            header = session.deserialize(message, content=False, copy=False)["header"]
+            return str(header.get("msg_type", ""))
+        except Exception:
+            return ""
+
+    def _dispatch(self, frames: list[Any]) -> None:
+        kernel = self._kernel
+        saved_context = getattr(kernel, "_shell_context", None)
+
+        def drive() -> None:
+            coroutine = kernel.dispatch_shell(frames, subshell_id=None, concurrent=True)
+            try:
+                coroutine.send(None)
+            except StopIteration:
+                return
+            coroutine.close()  # it wanted the event loop: give up on this one message
+            log.warning("jupyter-agent: a widget message could not be handled during the cell")
+
+        try:
+            contextvars.copy_context().run(drive)
+        except Exception:
+            log.exception("jupyter-agent: handling a widget message failed")
+        finally:
+            if saved_context is not None:
+                kernel._shell_context = saved_context
+
+    def close(self) -> None:
+        """Hand the messages that are not ours back to the kernel, in the order they came."""
+        if self._ui_poll_context is not None:
+            with contextlib.suppress(Exception):
+                self._ui_poll_context.__exit__(None, None, None)
+            self._ui_poll_context = None
+            self._ui_poll = None
+        deferred, self._deferred = self._deferred, []
+        if not deferred and self._socket is None:
+            return
+        loop = self._kernel.io_loop
+        for frames in deferred:
+            loop.add_callback(self._kernel.shell_main, None, frames)
+        stream = getattr(
+            getattr(self._kernel.shell_channel_thread.manager, "_shell_channel_to_main", None),
+            "to_stream",
+            None,
+        )
+        if stream is not None:
+            # We read from the stream's socket behind its back; let it look for more messages.
+            loop.add_callback(lambda: stream._handle_events(stream.socket, 0))

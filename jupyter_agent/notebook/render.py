@@ -1,0 +1,245 @@
+"""Draw an agent run in a cell, from its events, on the main thread.
+
+``RichRenderer`` (Jupyter): the answer streams into one Markdown display per text segment,
+updated at most every ``interval`` seconds plus a final update, so a long answer costs tens of
+display updates rather than one per token; each model reply's tool calls appear as a
+``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a ``text/plain`` part.
+
+``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
+is a line when it starts and a short block when it ends.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Protocol, TextIO
+
+from ..agent.events import (
+    AgentError,
+    AgentFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from . import tool_format
+
+#: Default seconds between two updates of the streaming answer.
+DEFAULT_RENDER_INTERVAL_S = 0.15
+
+
+class MarkdownText:
+    """Markdown for rich frontends, the same text for everything else."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {"text/markdown": self.text, "text/plain": self.text}
+
+
+class Renderer(Protocol):
+    """What the magics drive while a run is pumped."""
+
+    def handle(self, event: object) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def close(self, *, interrupted: bool) -> None: ...
+
+    def mark_waiting(self, call_id: str, waiting: bool) -> None: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class RichRenderer:
+    """Markdown displays and tool-call widgets, for Jupyter frontends."""
+
+    def __init__(self, interval_s: float = DEFAULT_RENDER_INTERVAL_S) -> None:
+        from ._ipython import DisplayHandle
+
+        self._handle_factory = DisplayHandle
+        self.interval_s = interval_s
+        self._parts: list[str] = []
+        self._segment: list[str] = []
+        self._segment_handle: Any = None
+        self._segment_dirty = False
+        self._last_update = 0.0
+        self._group: Any = None
+        self._group_handle: Any = None
+        self._group_closed = True
+        self._groups: list[tuple[Any, Any]] = []
+        #: Display calls and updates made for the answer text (for tests and diagnostics).
+        self.text_updates = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def handle(self, event: object) -> None:
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return
+            self._parts.append(event.text)
+            self._segment.append(event.text)
+            self._segment_dirty = True
+            self.tick()
+        elif isinstance(event, ToolCallStarted):
+            self._end_segment()
+            self._start_call(event)
+        elif isinstance(event, ToolCallFinished):
+            view = self._view(event.call_id)
+            if view is not None:
+                view.finish(event.output, is_error=event.is_error, duration_s=event.duration_s)
+        elif isinstance(event, TurnFinished):
+            self._flush(force=True)
+            self._group_closed = True  # the next call belongs to a new reply
+        elif isinstance(event, TurnStarted):
+            self._close_group()
+        elif isinstance(event, AgentFinished | AgentError):
+            self._flush(force=True)
+
+    def tick(self) -> None:
+        self._flush(force=False)
+
+    def close(self, *, interrupted: bool) -> None:
+        self._end_segment()
+        for group, _handle in self._groups:
+            for view in group.views:
+                if not view.finished:
+                    view.mark("interrupted" if interrupted else "error")
+        for group, handle in self._groups:
+            handle.update(group)
+        self._group = None
+
+    def mark_waiting(self, call_id: str, waiting: bool) -> None:
+        view = self._view(call_id)
+        if view is not None and not view.finished:
+            view.mark("waiting" if waiting else "running")
+
+    # -- text --------------------------------------------------------------------------------
+
+    def _flush(self, *, force: bool) -> None:
+        if not self._segment_dirty:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_update < self.interval_s:
+            return
+        content = MarkdownText("".join(self._segment))
+        if self._segment_handle is None:
+            self._segment_handle = self._handle_factory()
+            self._segment_handle.display(content)
+        else:
+            self._segment_handle.update(content)
+        self.text_updates += 1
+        self._segment_dirty = False
+        self._last_update = now
+
+    def _end_segment(self) -> None:
+        self._flush(force=True)
+        self._segment = []
+        self._segment_handle = None
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def _start_call(self, event: ToolCallStarted) -> None:
+        from .widgets.tool_call_group import ToolCallGroup
+        from .widgets.tool_call_view import ToolCallView
+
+        if self._group is None or self._group_closed:
+            self._close_group()
+            self._group = ToolCallGroup()
+            self._group_handle = self._handle_factory()
+            self._group_handle.display(self._group)
+            self._groups.append((self._group, self._group_handle))
+            self._group_closed = False
+        self._group.add(ToolCallView(event.call_id, event.name, dict(event.input)))
+
+    def _close_group(self) -> None:
+        if self._group is not None and self._group_handle is not None:
+            self._group_handle.update(self._group)  # the final text/plain for static viewers
+        self._group = None
+        self._group_handle = None
+        self._group_closed = True
+
+    def _view(self, call_id: str) -> Any:
+        for group, _handle in reversed(self._groups):
+            view = group.view(call_id)
+            if view is not None:
+                return view
+        return None
+
+
+class TextRenderer:
+    """Plain text, for terminal IPython and scripts."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._parts: list[str] = []
+        self._at_line_start = True
+        self._calls: dict[str, ToolCallStarted] = {}
+        self._finished: set[str] = set()
+        self._calls_this_reply = 0
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stdout
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        self.stream.write(text)
+        self._at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+        self._write(text + "\n")
+
+    def handle(self, event: object) -> None:
+        if isinstance(event, TextDelta):
+            self._parts.append(event.text)
+            self._write(event.text)
+        elif isinstance(event, ToolCallStarted):
+            self._calls[event.call_id] = event
+            self._calls_this_reply += 1
+            prefix = "⇉ " if self._calls_this_reply > 1 else ""
+            self._line(prefix + tool_format.title(event.name, event.input, "running", None))
+        elif isinstance(event, ToolCallFinished):
+            self._finished.add(event.call_id)
+            started = self._calls.get(event.call_id)
+            arguments = started.input if started is not None else {}
+            status = "error" if event.is_error else "done"
+            text = tool_format.plain_text(
+                event.name, arguments, status, event.duration_s, event.output, result_chars=300
+            )
+            self._line(text)
+        elif isinstance(event, TurnStarted):
+            self._calls_this_reply = 0
+        elif isinstance(event, AgentFinished | AgentError) and not self._at_line_start:
+            self._write("\n")
+        self.stream.flush()
+
+    def tick(self) -> None:
+        return None
+
+    def close(self, *, interrupted: bool) -> None:
+        if interrupted:
+            for call_id, started in self._calls.items():
+                if call_id not in self._finished:
+                    self._line(tool_format.title(started.name, started.input, "interrupted", None))
+        if not self._at_line_start:
+            self._write("\n")
+        self.stream.flush()
+
+    def mark_waiting(self, call_id: str, waiting: bool) -> None:
+        return None

@@ -1,0 +1,315 @@
+"""Run the async agent from synchronous magics: one background event loop, one main-thread pump.
+
+Two constraints shape this module:
+
+* An ``AsyncAnthropic`` client (its HTTP connection pool) must stay on the event loop that
+  created it. A kernel's own loop is already running while a cell executes, so the magics can't
+  ``asyncio.run`` there, and a fresh loop per cell would strand the client. So the session gets
+  **one long-lived loop in a daemon thread**; the agent and its provider live there.
+* ipykernel 7 attributes output to the thread that produced it, and widgets must be touched from
+  the kernel's main thread. So **every display happens on the main thread**: the background loop
+  posts events (and requests such as "ask the user", "run this code in the user's namespace") to a
+  thread-safe queue, and the main thread pumps that queue until the work is done.
+
+The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
+an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
+kernel's stop button) cancels the background task, waits for its cleanup, and reports the run as
+interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+#: How often, at most, the pump waits before it runs its idle work (render flush, widget comms).
+POLL_INTERVAL_S = 0.02
+#: How long an interrupted run may take to clean up before the pump stops waiting.
+CLEANUP_TIMEOUT_S = 30.0
+
+
+class InterruptedByUser(Exception):
+    """The user interrupted the kernel while the main thread was doing work for the agent."""
+
+
+class NotPumpingError(RuntimeError):
+    """Main-thread work was requested while no ``%%agent`` run is pumping the queue."""
+
+
+class BackgroundLoop:
+    """An asyncio event loop running forever in a daemon thread."""
+
+    def __init__(self, name: str = "jupyter-agent-loop") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def in_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop; the returned future is safe to wait on from any thread."""
+        if self._closed:
+            coro.close()
+            raise RuntimeError("the agent's event loop is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result (for short setup/teardown work)."""
+        if self.in_loop_thread():
+            coro.close()
+            raise RuntimeError("BackgroundLoop.run() called from the loop's own thread")
+        return self.submit(coro).result(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the loop (cancelling what still runs there) and join its thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if not self.in_loop_thread():
+            self._thread.join(timeout)
+
+
+@dataclass
+class RunOutcome(Generic[T]):
+    """How a pumped run ended: its value, or that it was interrupted."""
+
+    value: T | None = None
+    interrupted: bool = False
+
+
+@dataclass
+class _MainCall:
+    fn: Callable[[], Any]
+    future: concurrent.futures.Future[Any]
+
+
+@dataclass
+class _Settled:
+    value: Any = None
+    error: BaseException | None = None
+    cancelled: bool = False
+
+
+class _Job:
+    """A task on the background loop plus a future that settles only when the task has ended."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self._coro: Coroutine[Any, Any, Any] | None = coro
+        self.task: asyncio.Task[Any] | None = None
+        self.settled: concurrent.futures.Future[_Settled] = concurrent.futures.Future()
+        self._cancel_requested = False
+
+    def start(self) -> None:  # on the loop thread
+        assert self._coro is not None
+        self.task = asyncio.ensure_future(self._coro)
+        self._coro = None
+        self.task.add_done_callback(self._settle)
+        if self._cancel_requested:
+            self.task.cancel()
+
+    def cancel(self) -> None:  # on the loop thread
+        self._cancel_requested = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def _settle(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self.settled.set_result(_Settled(cancelled=True))
+        elif task.exception() is not None:
+            self.settled.set_result(_Settled(error=task.exception()))
+        else:
+            self.settled.set_result(_Settled(value=task.result()))
+
+
+class MainThreadBridge:
+    """The queue between the background loop and the main thread, and the pump that drains it."""
+
+    def __init__(self, loop: BackgroundLoop) -> None:
+        self.background = loop
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._accepting_calls = False
+        self._pumping = False
+
+    @property
+    def pumping(self) -> bool:
+        return self._pumping
+
+    # -- from any thread -----------------------------------------------------------------------
+
+    def post(self, event: object) -> None:
+        """Hand ``event`` to the main thread's ``on_event`` (in order)."""
+        self._queue.put(event)
+
+    async def call_on_main(self, fn: Callable[[], T]) -> T:
+        """Run ``fn()`` on the main thread during the current run and return its result.
+
+        Raises ``NotPumpingError`` when no run is pumping, ``InterruptedByUser`` when the user
+        interrupted the kernel while ``fn`` ran. Cancelling the awaiting task before ``fn`` starts
+        means it never starts.
+        """
+        if not self._accepting_calls:
+            raise NotPumpingError(
+                "this needs the notebook's main thread, which is only available while a "
+                "%%agent cell is running"
+            )
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put(_MainCall(fn, future))
+        return await asyncio.wrap_future(future)
+
+    # -- on the main thread ----------------------------------------------------------------------
+
+    def run(
+        self,
+        coro: Coroutine[Any, Any, T],
+        on_event: Callable[[object], None],
+        *,
+        on_idle: Callable[[], None] | None = None,
+        cleanup_timeout: float = CLEANUP_TIMEOUT_S,
+    ) -> RunOutcome[T]:
+        """Run ``coro`` on the background loop, pumping posted events until it ends.
+
+        Returns the coroutine's value, or ``RunOutcome(interrupted=True)`` after a
+        ``KeyboardInterrupt``. An exception raised by the coroutine is raised here.
+        """
+        if self._pumping:
+            coro.close()
+            raise RuntimeError("an agent run is already in progress in this session")
+        job = _Job(coro)
+        self._pumping = True
+        self._accepting_calls = True
+        interrupted = False
+        try:
+            self.background.loop.call_soon_threadsafe(job.start)
+            try:
+                self._pump(job, on_event, on_idle, deadline=None)
+            except KeyboardInterrupt:
+                interrupted = True
+            except BaseException:
+                self._stop(job, on_event, on_idle, cleanup_timeout)
+                raise
+            if interrupted:
+                self._stop(job, on_event, on_idle, cleanup_timeout)
+        finally:
+            self._accepting_calls = False
+            self._pumping = False
+            self._refuse_pending_calls()
+        if interrupted:
+            return RunOutcome(interrupted=True)
+        settled = job.settled.result()
+        if settled.error is not None:
+            raise settled.error
+        if settled.cancelled:
+            return RunOutcome(interrupted=True)
+        return RunOutcome(value=settled.value)
+
+    def _stop(
+        self,
+        job: _Job,
+        on_event: Callable[[object], None],
+        on_idle: Callable[[], None] | None,
+        cleanup_timeout: float,
+    ) -> None:
+        """Cancel ``job`` and keep pumping (refusing new main-thread work) while it cleans up."""
+        self._accepting_calls = False  # queued requests are cancelled as the pump reaches them
+        self.background.loop.call_soon_threadsafe(job.cancel)
+        # A second stop press while cleaning up: stop waiting, the loop finishes on its own.
+        with contextlib.suppress(KeyboardInterrupt):
+            self._pump(job, on_event, on_idle, deadline=time.monotonic() + cleanup_timeout)
+
+    def _pump(
+        self,
+        job: _Job,
+        on_event: Callable[[object], None],
+        on_idle: Callable[[], None] | None,
+        deadline: float | None,
+    ) -> None:
+        last_idle = 0.0
+        while True:
+            finished = job.settled.done()  # read before draining: every post happened before it
+            try:
+                item: object | None = self._queue.get(timeout=0 if finished else POLL_INTERVAL_S)
+            except queue.Empty:
+                item = None
+            if item is not None:
+                self._handle(item, on_event)
+            now = time.monotonic()
+            if on_idle is not None and (item is None or now - last_idle >= POLL_INTERVAL_S):
+                on_idle()
+                last_idle = now
+            if finished and item is None:
+                return
+            if deadline is not None and now > deadline:
+                return
+
+    def _handle(self, item: object, on_event: Callable[[object], None]) -> None:
+        if isinstance(item, _MainCall):
+            if not self._accepting_calls:
+                item.future.cancel()
+                return
+            if not item.future.set_running_or_notify_cancel():
+                return  # the caller was cancelled before we got to it
+            try:
+                result = item.fn()
+            except KeyboardInterrupt:
+                item.future.set_exception(InterruptedByUser("interrupted by the user"))
+                raise
+            except BaseException as exc:
+                item.future.set_exception(exc)
+            else:
+                item.future.set_result(result)
+            return
+        on_event(item)
+
+    def _refuse_pending_calls(self) -> None:
+        """After a run: cancel main-thread requests still queued and drop stale events."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, _MainCall):
+                item.future.cancel()
+
+
+async def forward_events(stream: AsyncIterator[object], bridge: MainThreadBridge) -> None:
+    """Consume ``stream`` on the background loop, posting each event to the main thread."""
+    try:
+        async for event in stream:
+            bridge.post(event)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()

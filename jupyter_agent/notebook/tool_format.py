@@ -1,0 +1,78 @@
+"""How a tool call reads as text: the one-line title and the plain-text block.
+
+Widgets, the terminal renderer and the ``text/plain`` part of every display all describe a tool
+call the same way, so the wording lives here once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from .summarize import clip
+
+ToolStatus = Literal["running", "waiting", "done", "error", "interrupted", "denied"]
+
+STATUS_ICONS: dict[str, str] = {
+    "running": "⏳",
+    "waiting": "✋",
+    "done": "✓",
+    "error": "✗",
+    "interrupted": "⏹",
+    "denied": "⛔",
+}
+
+#: Characters of a result shown before "show more".
+RESULT_PREVIEW_CHARS = 2000
+#: Characters of a result in the plain-text rendering.
+TEXT_RESULT_CHARS = 600
+
+
+def short_args(arguments: dict[str, Any], limit: int = 60) -> str:
+    """``file_path='data.csv', limit=10`` — each value short, the whole within ``limit``."""
+    parts = []
+    for key, value in arguments.items():
+        if isinstance(value, str):
+            shown = value if len(value) <= 30 else value[:27] + "…"
+            text = repr(shown.replace("\n", "⏎"))
+        else:
+            text = clip(json.dumps(value, ensure_ascii=False, default=str), 30)
+        parts.append(f"{key}={text}")
+    return clip(", ".join(parts), limit)
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
+
+
+def title(name: str, arguments: dict[str, Any], status: str, duration_s: float | None) -> str:
+    """``✓ read_file(file_path='a.csv') · done · 12 ms``"""
+    pieces = [f"{STATUS_ICONS.get(status, '')} {name}({short_args(arguments)})", status]
+    if duration_s is not None:
+        pieces.append(format_duration(duration_s))
+    return " · ".join(pieces)
+
+
+def pretty_json(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+
+
+def plain_text(
+    name: str,
+    arguments: dict[str, Any],
+    status: str,
+    duration_s: float | None,
+    result: str | None,
+    *,
+    result_chars: int = TEXT_RESULT_CHARS,
+) -> str:
+    """The plain-text rendering of one call: its title and, once finished, its result."""
+    lines = [title(name, arguments, status, duration_s)]
+    if result:
+        shown = clip(result, result_chars)
+        lines.extend("    " + line for line in shown.splitlines() or [""])
+    return "\n".join(lines)

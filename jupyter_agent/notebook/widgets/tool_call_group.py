@@ -1,0 +1,61 @@
+"""``ToolCallGroup``: the tool calls of one model reply, shown together.
+
+The agent runs the calls of one reply concurrently; when there is more than one, the group says
+so ("3 calls in parallel") and indents them under that label.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+
+from .tool_call_view import ToolCallView, widget_bundle
+
+
+class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
+    """A labelled column of ``ToolCallView``s from one model reply."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._label = widgets.HTML(layout=widgets.Layout(display="none"))
+        self._column = widgets.VBox()
+        super().__init__(children=[self._label, self._column], **kwargs)
+        self.views: list[ToolCallView] = []
+
+    def add(self, view: ToolCallView) -> None:
+        self.views.append(view)
+        self._column.children = tuple(self.views)
+        self._refresh_label()
+
+    def view(self, call_id: str) -> ToolCallView | None:
+        for view in self.views:
+            if view.call_id == call_id:
+                return view
+        return None
+
+    @property
+    def parallel(self) -> bool:
+        return len(self.views) > 1
+
+    def label_text(self) -> str:
+        return f"{len(self.views)} calls in parallel" if self.parallel else ""
+
+    def _refresh_label(self) -> None:
+        if self.parallel:
+            self._label.value = f"<i>⇉ {self.label_text()}</i>"
+            self._label.layout.display = "flex"
+            self._column.layout.border_left = "2px solid #999"
+            self._column.layout.padding = "0 0 0 8px"
+        else:
+            self._label.layout.display = "none"
+
+    def as_text(self) -> str:
+        if not self.parallel:
+            return "\n".join(view.as_text() for view in self.views)
+        lines = [f"⇉ {self.label_text()}:"]
+        for view in self.views:
+            lines.extend("  " + line for line in view.as_text().splitlines())
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return widget_bundle(self, self.as_text())

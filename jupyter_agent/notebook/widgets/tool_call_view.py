@@ -1,0 +1,173 @@
+"""``ToolCallView``: one tool call, collapsed to a title line, expandable to its details.
+
+The title shows the tool's name, a short form of its arguments, its status and duration; errors
+turn it red. Expanded, it shows the full arguments as JSON and the result, long results cut with a
+"show more" button. The view also renders as plain text (``as_text()``), which is what terminal
+IPython and notebook viewers without widgets show.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+from traitlets import Bool, Dict, Float, Int, Unicode, observe
+
+from .. import tool_format
+
+#: Characters added to the visible result by each "show more" click.
+SHOW_MORE_STEP = 10_000
+
+_BUTTON_STYLES = {
+    "running": "info",
+    "waiting": "warning",
+    "done": "success",
+    "error": "danger",
+    "interrupted": "warning",
+    "denied": "danger",
+}
+
+
+def widget_bundle(widget: widgets.Widget, text: str) -> dict[str, Any]:
+    """A display bundle with the widget's view and our own ``text/plain`` rendering."""
+    return {
+        "text/plain": text,
+        "application/vnd.jupyter.widget-view+json": {
+            "version_major": 2,
+            "version_minor": 0,
+            "model_id": widget.model_id,
+        },
+    }
+
+
+def _pre(text: str, color: str | None = None) -> str:
+    style = "white-space: pre-wrap; margin: 0; font-size: 12px; max-height: 400px; overflow: auto;"
+    if color:
+        style += f" color: {color};"
+    return f'<pre style="{style}">{html.escape(text)}</pre>'
+
+
+class ToolCallView(widgets.VBox):  # type: ignore[misc]
+    """A collapsible view of one tool call."""
+
+    tool_name = Unicode()
+    arguments = Dict()
+    status = Unicode("running")
+    duration_s = Float(None, allow_none=True)
+    result = Unicode("")
+    is_error = Bool(False)
+    expanded = Bool(False)
+    shown_chars = Int(tool_format.RESULT_PREVIEW_CHARS)
+
+    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], **kwargs: Any) -> None:
+        self.call_id = call_id
+        self._header = widgets.ToggleButton(
+            value=False,
+            layout=widgets.Layout(width="auto", max_width="100%"),
+            tooltip="Show or hide this call's arguments and result",
+        )
+        self._arguments_html = widgets.HTML()
+        self._result_html = widgets.HTML()
+        self._show_more = widgets.Button(
+            description="show more", layout=widgets.Layout(width="auto", display="none")
+        )
+        self._body = widgets.VBox(
+            [
+                widgets.HTML("<b>arguments</b>"),
+                self._arguments_html,
+                widgets.HTML("<b>result</b>"),
+                self._result_html,
+                self._show_more,
+            ],
+            layout=widgets.Layout(display="none", padding="0 0 0 24px"),
+        )
+        super().__init__(
+            children=[self._header, self._body],
+            tool_name=name,
+            arguments=dict(arguments),
+            **kwargs,
+        )
+        self._header.observe(self._on_header_toggled, names="value")
+        self._show_more.on_click(self._on_show_more)
+        self._refresh_title()
+        self._refresh_arguments()
+        self._refresh_result()
+
+    # -- state changes -----------------------------------------------------------------------
+
+    def finish(self, output: str, *, is_error: bool, duration_s: float | None) -> None:
+        """The call ended; an error result that reports a refusal shows as ``denied``."""
+        denied = is_error and _looks_denied(output)
+        self.set_trait("is_error", is_error)
+        self.set_trait("duration_s", duration_s)
+        self.set_trait("result", output)
+        self.status = "denied" if denied else ("error" if is_error else "done")
+
+    def mark(self, status: str) -> None:
+        """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
+        self.status = status
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "error", "denied", "interrupted")
+
+    def as_text(self) -> str:
+        return tool_format.plain_text(
+            self.tool_name, self.arguments, self.status, self.duration_s, self.result or None
+        )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return widget_bundle(self, self.as_text())
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    @observe("status", "duration_s", "tool_name", "arguments")
+    def _on_summary_change(self, change: dict[str, Any]) -> None:
+        self._refresh_title()
+        if change["name"] == "arguments":
+            self._refresh_arguments()
+
+    @observe("result", "shown_chars", "is_error")
+    def _on_result_change(self, change: dict[str, Any]) -> None:
+        self._refresh_result()
+
+    @observe("expanded")
+    def _on_expanded(self, change: dict[str, Any]) -> None:
+        self._header.value = bool(change["new"])
+        self._body.layout.display = "flex" if change["new"] else "none"
+
+    def _on_header_toggled(self, change: dict[str, Any]) -> None:
+        self.expanded = bool(change["new"])
+
+    def _on_show_more(self, _button: widgets.Button) -> None:
+        self.shown_chars = min(self.shown_chars + SHOW_MORE_STEP, len(self.result))
+
+    def _refresh_title(self) -> None:
+        self._header.description = tool_format.title(
+            self.tool_name, self.arguments, self.status, self.duration_s
+        )
+        self._header.button_style = _BUTTON_STYLES.get(self.status, "")
+        self._header.icon = "chevron-down" if self.expanded else "chevron-right"
+
+    def _refresh_arguments(self) -> None:
+        self._arguments_html.value = _pre(tool_format.pretty_json(self.arguments))
+
+    def _refresh_result(self) -> None:
+        if not self.result:
+            self._result_html.value = _pre("(running…)" if not self.finished else "(empty)")
+            self._show_more.layout.display = "none"
+            return
+        visible = self.result[: self.shown_chars]
+        hidden = len(self.result) - len(visible)
+        color = "#b00020" if self.is_error else None
+        suffix = f"\n… {hidden} more characters" if hidden > 0 else ""
+        self._result_html.value = _pre(visible + suffix, color)
+        self._show_more.layout.display = "flex" if hidden > 0 else "none"
+        self._show_more.description = f"show more ({hidden} characters hidden)"
+
+
+def _looks_denied(output: str) -> bool:
+    """The agent's refusals (policy ``deny``, the user declined) say the call "was not run"."""
+    head = output[:200].lower()
+    return "was not run" in head or "declined" in head

@@ -1,0 +1,126 @@
+"""``ToolPanel``: one row per tool — an enable checkbox and an allow/ask/deny policy — acting on
+the live registry.
+
+Ticking a box enables the tool in the agent's registry at once (the next request's tool list
+shows it); the dropdown sets the agent's approval policy for it. The tool's description is the
+checkbox's tooltip. ``refresh()`` re-reads the registry after changes made elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import ipywidgets as widgets
+
+from ...agent.approvals import POLICIES, Policy
+from ...tools.registry import ToolRegistry
+from .tool_call_view import widget_bundle
+
+
+class ToolOwner(Protocol):
+    """What the panel acts on (an ``Agent`` satisfies it)."""
+
+    @property
+    def registry(self) -> ToolRegistry: ...
+
+    def get_policy(self, name: str) -> Policy: ...
+
+    def set_policy(self, name: str, policy: Policy) -> None: ...
+
+
+def tool_description(registry: ToolRegistry, name: str) -> str:
+    tool = registry.get_tool(name)
+    if tool is None:
+        return ""
+    return str(tool.get_schema().get("description", "")).strip()
+
+
+def tools_table(owner: ToolOwner) -> str:
+    """The plain table ``%agent_tools list`` prints: name, enabled, policy, description."""
+    registry = owner.registry
+    names = registry.get_tool_names()
+    if not names:
+        return "(no tools registered)"
+    width = max(len(name) for name in names)
+    lines = [f"{'tool'.ljust(width)}  enabled  policy  description"]
+    for name in names:
+        enabled = "yes" if registry.is_tool_enabled(name) else "no"
+        description = tool_description(registry, name).splitlines()
+        first_line = description[0] if description else ""
+        if len(first_line) > 70:
+            first_line = first_line[:69] + "…"
+        policy = owner.get_policy(name)
+        lines.append(f"{name.ljust(width)}  {enabled.ljust(7)}  {policy.ljust(6)}  {first_line}")
+    return "\n".join(lines)
+
+
+class ToolRow(widgets.HBox):  # type: ignore[misc]
+    """The controls for one tool."""
+
+    def __init__(self, owner: ToolOwner, name: str) -> None:
+        self.owner = owner
+        self.name = name
+        registry = owner.registry
+        self.checkbox = widgets.Checkbox(
+            value=registry.is_tool_enabled(name),
+            description=name,
+            tooltip=tool_description(registry, name),
+            indent=False,
+            layout=widgets.Layout(width="220px"),
+        )
+        self.policy = widgets.Dropdown(
+            options=list(POLICIES),
+            value=owner.get_policy(name),
+            tooltip="allow: run freely · ask: wait for your approval · deny: never run",
+            layout=widgets.Layout(width="90px"),
+        )
+        super().__init__(children=[self.checkbox, self.policy])
+        self.checkbox.observe(self._on_enabled_change, names="value")
+        self.policy.observe(self._on_policy_change, names="value")
+
+    def _on_enabled_change(self, change: dict[str, Any]) -> None:
+        if self.owner.registry.has_tool(self.name):
+            self.owner.registry.set_enabled(self.name, bool(change["new"]))
+        # A destructive tool's default policy depends on whether it is enabled.
+        self.policy.value = self.owner.get_policy(self.name)
+
+    def _on_policy_change(self, change: dict[str, Any]) -> None:
+        if self.owner.registry.has_tool(self.name) and change["new"] in POLICIES:
+            self.owner.set_policy(self.name, change["new"])
+
+    def refresh(self) -> None:
+        registry = self.owner.registry
+        self.checkbox.value = registry.is_tool_enabled(self.name)
+        self.policy.value = self.owner.get_policy(self.name)
+
+
+class ToolPanel(widgets.VBox):  # type: ignore[misc]
+    """A column of ``ToolRow``s for every registered tool."""
+
+    def __init__(self, owner: ToolOwner) -> None:
+        self.owner = owner
+        self.rows: dict[str, ToolRow] = {}
+        self._header = widgets.HTML(
+            "<b>Agent tools</b> — tick to enable; policy: allow / ask (approve each call) / deny"
+        )
+        super().__init__(children=[self._header])
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Match the rows to the registry (new and removed tools, changed states)."""
+        names = self.owner.registry.get_tool_names()
+        for name in list(self.rows):
+            if name not in names:
+                del self.rows[name]
+        for name in names:
+            if name in self.rows:
+                self.rows[name].refresh()
+            else:
+                self.rows[name] = ToolRow(self.owner, name)
+        self.children = (self._header, *(self.rows[name] for name in names))
+
+    def as_text(self) -> str:
+        return tools_table(self.owner)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return widget_bundle(self, self.as_text())
