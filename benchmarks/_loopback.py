@@ -1,0 +1,207 @@
+"""A zero-latency Messages API on loopback, for measuring client-side overhead.
+
+It runs in its own process (``python -m benchmarks._loopback`` prints ``PORT <n>``), so its CPU
+time is not charged to the client being measured. It is stateless: the *model name* carries the
+script, ``bench-t{turns}-c{calls}``: while the conversation holds fewer than ``turns`` assistant
+messages, the reply is a short text plus ``calls`` ``tool_use`` blocks for the request's first
+tool, each with input ``{"i": k}``; after that the reply is ``end_turn`` text. It speaks both wire
+formats the SDK uses: a JSON message, and the SSE event stream when the request says
+``"stream": true``. It also follows the SDK's server-side threads (``"thread": {"type":
+"continue", "previous_message_id": ...}``), where a request carries only the new messages: the one
+piece of state it keeps is, per message id it sent, how many assistant turns came before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+import sys
+from typing import Any
+
+_ids = itertools.count(1)
+_MODEL = re.compile(r"bench-t(\d+)-c(\d+)")
+#: message id -> (assistant turns up to and including it, the thread's tools)
+_threads: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+
+
+def plan_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, int]:
+    """Content blocks, stop reason and turn number for a request, from its model name's script."""
+    match = _MODEL.search(str(body.get("model", "")))
+    turns, calls = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+    messages = body.get("messages") or []
+    assistant_turns = sum(1 for m in messages if m.get("role") == "assistant")
+    tools = body.get("tools") or []
+    thread = body.get("thread")
+    if isinstance(thread, dict) and thread.get("type") == "continue":
+        before, thread_tools = _threads.get(str(thread.get("previous_message_id")), (0, []))
+        assistant_turns += before
+        tools = tools or thread_tools
+    if assistant_turns < turns and tools and calls:
+        name = tools[0]["name"]
+        content: list[dict[str, Any]] = [{"type": "text", "text": "Calling the tool."}]
+        for k in range(calls):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(_ids):08d}",
+                    "name": name,
+                    "input": {"i": k},
+                }
+            )
+        return content, "tool_use", assistant_turns
+    return (
+        [{"type": "text", "text": f"Done after {assistant_turns} turns."}],
+        "end_turn",
+        assistant_turns,
+    )
+
+
+def _message(body: dict[str, Any], content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+    return {
+        "id": f"msg_{next(_ids):08d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "bench"),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 6},
+    }
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def sse_body(message: dict[str, Any]) -> bytes:
+    """The event stream of one message, with the tool input sent as ``input_json_delta``."""
+    start_message = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 12, "output_tokens": 1},
+    }
+    parts = [_sse("message_start", {"type": "message_start", "message": start_message})]
+    for index, block in enumerate(message["content"]):
+        start: dict[str, Any]
+        if block["type"] == "text":
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        parts.append(
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
+        parts.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+        parts.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    parts.append(
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": 6},
+            },
+        )
+    )
+    parts.append(_sse("message_stop", {"type": "message_stop"}))
+    return "".join(parts).encode()
+
+
+def respond(raw: bytes) -> tuple[bytes, str]:
+    """The response body and content type for one request body."""
+    body = json.loads(raw) if raw else {}
+    content, stop, assistant_turns = plan_reply(body)
+    message = _message(body, content, stop)
+    if body.get("thread"):
+        tools = body.get("tools") or []
+        thread = body["thread"]
+        if not tools and isinstance(thread, dict):
+            tools = _threads.get(str(thread.get("previous_message_id")), (0, []))[1]
+        _threads[message["id"]] = (assistant_turns + 1, tools)
+    if body.get("stream"):
+        return sse_body(message), "text/event-stream"
+    return json.dumps(message).encode(), "application/json"
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            headers = head.decode("latin-1").split("\r\n")
+            length = 0
+            for line in headers[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+            raw = await reader.readexactly(length) if length else b""
+            payload, content_type = respond(raw)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\n"
+                + f"content-type: {content_type}\r\n".encode()
+                + f"content-length: {len(payload)}\r\n".encode()
+                + b"request-id: req_bench\r\n\r\n"
+                + payload
+            )
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve() -> None:
+    server = await asyncio.start_server(_handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+class LoopbackServer:
+    """Starts the server in a child process; ``base_url`` points a client at it."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        from ._harness import REPO_ROOT
+
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks._loopback"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self._proc.kill()
+            raise RuntimeError(f"loopback server did not start: {line!r}")
+        self.base_url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+
+    def __enter__(self) -> LoopbackServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve())
