@@ -1,0 +1,271 @@
+"""``OpenAIProvider``: any OpenAI-compatible chat-completions server (vLLM, Ollama, llama.cpp).
+
+The agent keeps its conversation in Anthropic format; this module translates each request to
+chat completions (``tool_use`` → assistant ``tool_calls``, ``tool_result`` → ``tool`` messages,
+tool schemas → ``{"type": "function", ...}``) and the streamed answer back (text deltas, tool-call
+argument fragments assembled into ``tool_use`` blocks, ``finish_reason`` → ``stop_reason``, usage).
+The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
+imported only when this provider is created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from ..agent.events import TextDelta, Usage
+from ..errors import ProviderError
+from .base import ModelRequest, ModelResponse, ProviderEvent
+
+if TYPE_CHECKING:
+    import openai
+
+DEFAULT_MODEL = "gpt-5.4-mini"
+#: Local servers do not check the key, but the SDK wants one.
+PLACEHOLDER_API_KEY = "not-needed"
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "OpenAIProvider needs the openai package: pip install 'jupyter-agent[openai]'"
+        ) from exc
+    return openai
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Anthropic-format conversation as chat-completions messages."""
+    converted: list[dict[str, Any]] = []
+    if system:
+        converted.append({"role": "system", "content": system})
+    for message in messages:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        if message.get("role") == "assistant":
+            text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+            calls = [
+                {
+                    "id": str(b.get("id")),
+                    "type": "function",
+                    "function": {
+                        "name": str(b.get("name")),
+                        "arguments": json.dumps(b.get("input", {}), ensure_ascii=False),
+                    },
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            converted.append(entry)
+            continue
+        texts: list[str] = []
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                output = _text_of(block.get("content", ""))
+                if block.get("is_error") and not output.lower().startswith("error"):
+                    output = f"Error: {output}"
+                converted.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": str(block.get("tool_use_id")),
+                        "content": output,
+                    }
+                )
+            elif block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+        if texts:
+            converted.append({"role": "user", "content": "\n\n".join(texts)})
+    return converted
+
+
+def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic tool schemas as chat-completions function tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("input_schema", {"type": "object", "properties": {}}),
+            },
+        }
+        for tool in tools
+    ]
+
+
+@dataclass
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+    def block(self) -> dict[str, Any]:
+        """The call as a ``tool_use`` block; unparseable arguments stay a string (the agent
+        answers them with an error result the model can read)."""
+        raw = self.arguments.strip()
+        arguments: object
+        try:
+            arguments = json.loads(raw) if raw else {}
+        except ValueError:
+            arguments = raw
+        return {
+            "type": "tool_use",
+            "id": self.id or f"call_{uuid.uuid4().hex[:24]}",
+            "name": self.name,
+            "input": arguments,
+        }
+
+
+class OpenAIProvider:
+    """Streams replies from an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        max_tokens: int | None = None,
+        stream_usage: bool = True,
+    ) -> None:
+        openai_module = _import_openai()
+        self.model: str = (
+            model
+            or os.environ.get("OPENAI_MODEL")
+            or os.environ.get("JUPYTER_AGENT_MODEL")
+            or DEFAULT_MODEL
+        )
+        self.max_tokens = max_tokens
+        #: Ask for token usage in the last chunk (``stream_options``); turn off for servers
+        #: that refuse the option.
+        self.stream_usage = stream_usage
+        self._owns_client = client is None
+        if client is None:
+            client = openai_module.AsyncOpenAI(
+                api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
+                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            )
+        self.client: openai.AsyncOpenAI = client
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={str(self.client.base_url)!r})"
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(request.system, request.messages),
+            "stream": True,
+        }
+        if request.tools:
+            params["tools"] = to_openai_tools(request.tools)
+        if self.stream_usage:
+            params["stream_options"] = {"include_usage": True}
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        openai_module = _import_openai()
+        params = self.build_params(request)
+        text: list[str] = []
+        calls: dict[int, _PendingCall] = {}
+        finish_reason: str | None = None
+        usage = Usage()
+        model = self.model
+        try:
+            stream = await self.client.chat.completions.create(**cast(Any, params))
+            async with stream:
+                async for chunk in stream:
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    for choice in chunk.choices:
+                        delta = choice.delta
+                        if delta.content:
+                            text.append(delta.content)
+                            yield TextDelta(delta.content)
+                        for fragment in delta.tool_calls or []:
+                            pending = calls.setdefault(fragment.index, _PendingCall())
+                            if fragment.id:
+                                pending.id = fragment.id
+                            if fragment.function is not None:
+                                if fragment.function.name:
+                                    pending.name += fragment.function.name
+                                if fragment.function.arguments:
+                                    pending.arguments += fragment.function.arguments
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+        except openai_module.APIStatusError as exc:
+            raise ProviderError(_describe_status_error(exc, self.client.base_url)) from exc
+        except openai_module.APIConnectionError as exc:
+            raise ProviderError(
+                f"Could not connect to the OpenAI-compatible server at {self.client.base_url}: "
+                f"{exc}. Is it running (and OPENAI_BASE_URL right)?"
+            ) from exc
+        except openai_module.OpenAIError as exc:
+            raise ProviderError(f"OpenAI-compatible request failed: {exc}") from exc
+
+        content: list[dict[str, Any]] = []
+        if text:
+            content.append({"type": "text", "text": "".join(text)})
+        content.extend(calls[index].block() for index in sorted(calls))
+        stop_reason = _STOP_REASONS.get(finish_reason or "", finish_reason)
+        if calls and stop_reason == "end_turn":
+            stop_reason = "tool_use"  # some servers say "stop" after tool calls
+        yield ModelResponse(content, stop_reason, usage, model)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.client.close()
+
+
+def _usage(usage: Any) -> Usage:
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return Usage(
+        input_tokens=max(prompt - cached, 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cache_read_input_tokens=cached,
+    )
+
+
+def _describe_status_error(exc: Any, base_url: object) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body) if isinstance(body, dict) else {}
+    detail = error.get("message") if isinstance(error, dict) else None
+    return (
+        f"OpenAI-compatible server at {base_url} answered {exc.status_code}: "
+        f"{detail or exc.message}"
+    )

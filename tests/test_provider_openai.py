@@ -1,0 +1,256 @@
+"""``OpenAIProvider`` driven through the real ``openai`` SDK against a fake chat-completions server.
+
+The fake speaks the streaming wire format of OpenAI-compatible servers (vLLM, Ollama,
+llama.cpp): ``data:`` chunks with content deltas, tool-call fragments split across chunks,
+``finish_reason``, a final usage chunk and ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from fake_anthropic import api_problems
+
+from jupyter_agent.agent.agent import Agent
+from jupyter_agent.agent.events import AgentFinished, TextDelta, ToolCallFinished, Usage
+from jupyter_agent.errors import ProviderError
+from jupyter_agent.providers.openai_compat import OpenAIProvider
+from jupyter_agent.tools.decorator import tool
+from jupyter_agent.tools.registry import ToolRegistry
+
+Chunk = dict[str, Any]
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> Chunk:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "local-model",
+        "choices": choices,
+        **extra,
+    }
+
+
+def text_reply(value: str, size: int = 4) -> list[Chunk]:
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": value[i : i + size]}) for i in range(0, len(value), size)]
+    chunks.append(chunk({}, "stop"))
+    chunks.append(
+        chunk(None, usage={"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49})
+    )
+    return chunks
+
+
+def tool_reply(calls: list[tuple[str | None, str, str]], finish: str = "tool_calls") -> list[Chunk]:
+    """Tool calls (id, name, raw JSON arguments), the arguments streamed in fragments."""
+    chunks = [chunk({"role": "assistant", "content": "Working on it."})]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        head: dict[str, Any] = {
+            "index": index,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        if call_id is not None:
+            head["id"] = call_id
+        chunks.append(chunk({"tool_calls": [head]}))
+        for i in range(0, len(arguments), 5):
+            fragment = {"index": index, "function": {"arguments": arguments[i : i + 5]}}
+            chunks.append(chunk({"tool_calls": [fragment]}))
+    chunks.append(chunk({}, finish))
+    chunks.append(
+        chunk(
+            None,
+            usage={
+                "prompt_tokens": 100,
+                "completion_tokens": 20,
+                "total_tokens": 120,
+                "prompt_tokens_details": {"cached_tokens": 64},
+            },
+        )
+    )
+    return chunks
+
+
+class FakeChatServer:
+    def __init__(self, *replies: list[Chunk] | tuple[int, dict[str, Any]]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        assert request.url.path == "/v1/chat/completions"
+        body = json.loads(request.content)
+        self.requests.append(body)
+        reply = self.replies.pop(0)
+        if isinstance(reply, tuple):
+            status, error = reply
+            return httpx2.Response(status, json={"error": error})
+        assert body["stream"] is True
+        payload = "".join(f"data: {json.dumps(c)}\n\n" for c in reply) + "data: [DONE]\n\n"
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=payload.encode()
+        )
+
+    def provider(self) -> OpenAIProvider:
+        client = openai.AsyncOpenAI(
+            api_key="sk-test",
+            base_url="http://llm.local.test/v1",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
+        )
+        return OpenAIProvider("local-model", client=client)
+
+
+@tool
+def add(a: int, b: int) -> str:
+    """Add two integers.
+
+    Args:
+        a: first
+        b: second
+    """
+    return str(a + b)
+
+
+@tool
+def fail(why: str) -> str:
+    """Fails.
+
+    Args:
+        why: reason
+    """
+    raise RuntimeError(why)
+
+
+def make_agent(server: FakeChatServer, tmp_path: Path) -> Agent:
+    registry = ToolRegistry()
+    registry.register(add)
+    registry.register(fail)
+    return Agent(
+        server.provider(), workspace=tmp_path, system_prompt="Be brief.", registry=registry
+    )
+
+
+async def test_tool_calls_are_translated_both_ways(tmp_path: Path) -> None:
+    server = FakeChatServer(
+        tool_reply(
+            [("call_1", "add", '{"a": 19, "b": 23}'), ("call_2", "fail", '{"why": "nope"}')]
+        ),
+        text_reply("The answer is 42."),
+    )
+    agent = make_agent(server, tmp_path)
+    events = [e async for e in agent.stream_chat("What is 19 + 23?")]
+
+    first, second = server.requests
+    assert first["model"] == "local-model"
+    assert first["stream_options"] == {"include_usage": True}
+    assert first["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 19 + 23?"},
+    ]
+    assert first["tools"][0]["type"] == "function"
+    assert first["tools"][0]["function"]["name"] == "add"
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["a", "b"]
+    assert first["tools"][0]["function"]["description"].startswith("Add two integers")
+
+    assistant, tool_one, tool_two = second["messages"][2:]
+    assert assistant["role"] == "assistant" and assistant["content"] == "Working on it."
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"a": 19, "b": 23}
+    assert tool_one == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    assert tool_two["tool_call_id"] == "call_2"
+    assert tool_two["content"] == "Error executing fail: nope"
+
+    final = events[-1]
+    assert isinstance(final, AgentFinished)
+    assert final.text == "Working on it.\n\nThe answer is 42."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == final.text
+    assert final.usage == Usage(input_tokens=36 + 40, output_tokens=29, cache_read_input_tokens=64)
+    # the agent's own conversation stays in Anthropic format, valid for Claude too
+    assert agent.messages[1]["content"][1] == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "add",
+        "input": {"a": 19, "b": 23},
+    }
+    assert (
+        api_problems(
+            {
+                "model": "m",
+                "max_tokens": 1,
+                "messages": [*agent.messages, {"role": "user", "content": "x"}],
+            }
+        )
+        == []
+    )
+
+
+async def test_bad_arguments_and_missing_ids_become_error_results(tmp_path: Path) -> None:
+    server = FakeChatServer(
+        # a local model that writes broken JSON, omits the id and says "stop" after tool calls
+        tool_reply(
+            [(None, "add", '{"a": 1, "b": '), ("call_x", "add", '{"a": "x"}')], finish="stop"
+        ),
+        text_reply("Sorry."),
+    )
+    agent = make_agent(server, tmp_path)
+    events = [e async for e in agent.stream_chat("add")]
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert len(finished) == 2 and all(e.is_error for e in finished)
+    by_id = {e.call_id: e for e in finished}
+    generated = server.requests[1]["messages"][2]["tool_calls"][0]
+    assert generated["id"].startswith("call_") and generated["function"]["arguments"] == "{}"
+    assert "not a JSON object" in by_id[generated["id"]].output
+    assert '{"a": 1, "b":' in by_id[generated["id"]].output  # the model sees what it sent
+    assert "invalid arguments for add" in by_id["call_x"].output
+    tools = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tools) == 2 and all(m["content"].startswith("Error") for m in tools)
+    assert isinstance(events[-1], AgentFinished) and events[-1].text.endswith("Sorry.")
+
+
+async def test_http_error_is_a_provider_error_and_the_next_chat_works(tmp_path: Path) -> None:
+    server = FakeChatServer(
+        (400, {"message": "model 'local-model' not found", "type": "invalid_request_error"}),
+        text_reply("Hello!"),
+    )
+    agent = make_agent(server, tmp_path)
+    with pytest.raises(ProviderError, match=r"400: model 'local-model' not found"):
+        await agent.chat("hi")
+    assert agent.messages == []
+    assert await agent.chat("hi") == "Hello!"
+    assert [m["role"] for m in server.requests[-1]["messages"]] == ["system", "user"]
+
+
+async def test_connection_error_is_a_provider_error(tmp_path: Path) -> None:
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    client = openai.AsyncOpenAI(
+        api_key="sk-test",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)),
+    )
+    agent = Agent(OpenAIProvider("m", client=client), workspace=tmp_path, registry=ToolRegistry())
+    with pytest.raises(ProviderError, match="Could not connect"):
+        await agent.chat("hi")
+
+
+def test_configuration_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_MODEL", "llama3.2")
+    provider = OpenAIProvider()
+    assert provider.name == "openai" and provider.model == "llama3.2"
+    assert str(provider.client.base_url).startswith("http://localhost:11434/v1")
+    assert provider.client.api_key == "not-needed"
+    explicit = OpenAIProvider("qwen", base_url="http://gpu:8000/v1", api_key="k")
+    assert explicit.model == "qwen" and str(explicit.client.base_url).startswith(
+        "http://gpu:8000/v1"
+    )
