@@ -218,8 +218,16 @@ class WebFetchTool(BuiltinTool):
         target = parse_target(url)
         visited = {str(target.url)}
         redirects: list[str] = []
+        came_from: FetchTarget | None = None
         while True:
-            address = await self.policy.pin(target)
+            try:
+                address = await self.policy.pin(target)
+            except URLRefusedError as exc:
+                if came_from is None:
+                    raise
+                raise URLRefusedError(
+                    f"{came_from.url} redirected to {target.url}: {exc}"
+                ) from None
             headers = {
                 "Host": target.host_header,
                 "User-Agent": USER_AGENT,
@@ -248,6 +256,7 @@ class WebFetchTool(BuiltinTool):
                 try:
                     location = response.headers.get("location")
                     if response.status_code in REDIRECT_STATUSES and location:
+                        came_from = target
                         target = self._next_hop(target, location, visited, redirects)
                         continue
                     return await self._read(target, response, redirects)

@@ -1,0 +1,397 @@
+"""web_fetch against loopback HTTP servers the tests start; nothing reaches the internet."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.netguard import PrivateNetworkSetting
+from jupyter_agent.tools.registry import ToolRegistry
+from jupyter_agent.tools.web import MAX_REDIRECTS, WebFetchTool
+
+HTML_PAGE = b"""<!doctype html>
+<html><head><title>Quarterly report</title>
+<style>body { color: red; } .secret-style {}</style>
+<script>var trackingCode = "SCRIPT-CONTENT";</script>
+</head>
+<body>
+<noscript>NOSCRIPT-CONTENT</noscript>
+<h1>Sales grew</h1>
+<p>Revenue was <b>up 12%</b> in <a href="/q3">Q3</a>.</p>
+<ul><li>North</li><li>South</li></ul>
+<script type="module">import("SCRIPT-MODULE")</script>
+</body></html>"""
+
+JSON_DOCUMENT = {"name": "jupyter-agent", "tags": ["a", "b"], "nested": {"ok": True}}
+
+
+class Recorder:
+    """What a loopback server saw."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str | None]] = []  # (path, Host header)
+        self.lock = threading.Lock()
+
+
+def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet
+            pass
+
+        def send_body(self, status: int, body: bytes, content_type: str, **headers: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name.replace("_", "-"), value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def redirect(self, location: str) -> None:
+            self.send_response(302)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            with recorder.lock:
+                recorder.requests.append((self.path, self.headers.get("Host")))
+            url = urlsplit(self.path)
+            query = parse_qs(url.query)
+            route = url.path
+            if route == "/json":
+                self.send_body(200, json.dumps(JSON_DOCUMENT).encode(), "application/json")
+            elif route == "/gzip-json":
+                body = gzip.compress(json.dumps(JSON_DOCUMENT).encode())
+                self.send_body(200, body, "application/json", Content_Encoding="gzip")
+            elif route == "/html":
+                self.send_body(200, HTML_PAGE, "text/html; charset=utf-8")
+            elif route == "/text":
+                self.send_body(200, "plain text, naïve café\n".encode(), "text/plain")
+            elif route == "/latin1":
+                self.send_body(200, "café".encode("latin-1"), "text/plain; charset=iso-8859-1")
+            elif route == "/binary":
+                self.send_body(200, b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")
+            elif route == "/untyped-binary":
+                self.send_body(200, bytes(range(256)) * 4, "")
+            elif route == "/missing":
+                self.send_body(404, b"no such page here", "text/plain")
+            elif route == "/huge":
+                self.stream_forever(b"x" * 65536, "text/plain")
+            elif route == "/huge-gzip":
+                # A small compressed body that inflates to far more than the cap.
+                body = gzip.compress(b"z" * (64 * 1024 * 1024))
+                self.send_body(200, body, "text/plain", Content_Encoding="gzip")
+            elif route == "/drip":
+                self.drip()
+            elif route == "/loop-a":
+                self.redirect("/loop-b")
+            elif route == "/loop-b":
+                self.redirect("/loop-a")
+            elif route.startswith("/chain/"):
+                self.redirect(f"/chain/{int(route.rsplit('/', 1)[1]) + 1}")
+            elif route == "/hops":
+                remaining = int(query["n"][0])
+                self.redirect(f"/hops?n={remaining - 1}" if remaining else "/json")
+            elif route == "/to":
+                self.redirect(query["url"][0])
+            else:
+                self.send_body(500, b"unknown route", "text/plain")
+
+        def stream_forever(self, chunk: bytes, content_type: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.end_headers()  # no length: the body ends when the connection does
+            self.close_connection = True
+            try:
+                for _ in range(4096):  # at most 256 MiB
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+
+        def drip(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for _ in range(600):
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+
+    return Handler
+
+
+class LoopbackServer:
+    def __init__(self) -> None:
+        self.recorder = Recorder()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self.recorder))
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    @property
+    def requests(self) -> list[tuple[str, str | None]]:
+        with self.recorder.lock:
+            return list(self.recorder.requests)
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    running = LoopbackServer()
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def other_server() -> Iterator[LoopbackServer]:
+    running = LoopbackServer()
+    yield running
+    running.close()
+
+
+def fetch_registry(
+    tmp_path: Path, allow: PrivateNetworkSetting = True, **options: float
+) -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(WebFetchTool(ToolContext(tmp_path), allow, **options))  # type: ignore[arg-type]
+    return registry
+
+
+# -- content ------------------------------------------------------------------------------------
+
+
+async def test_json_is_returned_as_json(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/json")})
+    assert not result.is_error, result.content
+    assert json.loads(result.content) == JSON_DOCUMENT
+    assert '\n  "name": "jupyter-agent"' in result.content  # pretty-printed
+
+
+async def test_gzip_body_is_inflated(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/gzip-json")})
+    assert json.loads(result.content) == JSON_DOCUMENT
+
+
+async def test_html_is_made_readable(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/html")})
+    assert not result.is_error, result.content
+    text = result.content
+    assert "# Sales grew" in text
+    assert "**up 12%**" in text
+    assert "[Q3](/q3)" in text
+    assert "North" in text
+    for hidden in ("SCRIPT-CONTENT", "SCRIPT-MODULE", "NOSCRIPT-CONTENT", "color: red", "<"):
+        assert hidden not in text
+
+
+async def test_plain_text_and_charsets(tmp_path: Path, server: LoopbackServer) -> None:
+    registry = fetch_registry(tmp_path)
+    assert (await registry.execute("web_fetch", {"url": server.url("/text")})).startswith(
+        "plain text, naïve café"
+    )
+    assert await registry.execute("web_fetch", {"url": server.url("/latin1")}) == "café"
+
+
+@pytest.mark.parametrize(("path", "named"), [("/binary", "image/png"), ("/untyped-binary", "")])
+async def test_binary_is_refused(
+    tmp_path: Path, server: LoopbackServer, path: str, named: str
+) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url(path)})
+    assert result.is_error
+    assert "binary content" in result.content
+    assert named in result.content
+
+
+async def test_404_is_an_error_with_status(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/missing")})
+    assert result.is_error
+    assert "HTTP 404 Not Found" in result.content
+    assert "no such page here" in result.content
+
+
+async def test_max_length_cuts_and_says_so(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call(
+        "web_fetch", {"url": server.url("/text"), "max_length": 5}
+    )
+    assert result.content.startswith("plain\n\n[Content cut at 5 of ")
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+async def test_huge_body_is_capped_while_streaming(tmp_path: Path, server: LoopbackServer) -> None:
+    registry = fetch_registry(tmp_path, max_body_bytes=1_000_000)
+    started = time.monotonic()
+    result = await registry.call("web_fetch", {"url": server.url("/huge"), "max_length": 500_000})
+    assert time.monotonic() - started < 10
+    assert not result.is_error, result.content[:200]
+    assert result.content.startswith("x" * 1000)
+    assert "larger than 1,000,000 bytes" in result.content
+    assert len(result.content) < 500_000 + 300
+
+
+async def test_compressed_bomb_is_capped(tmp_path: Path, server: LoopbackServer) -> None:
+    registry = fetch_registry(tmp_path, max_body_bytes=100_000)
+    result = await registry.call("web_fetch", {"url": server.url("/huge-gzip")})
+    assert "larger than 100,000 bytes" in result.content
+    assert result.content.count("z") <= 100_000
+
+
+async def test_slow_drip_is_cut_at_the_deadline(tmp_path: Path, server: LoopbackServer) -> None:
+    registry = fetch_registry(tmp_path, timeout_s=1.5)
+    started = time.monotonic()
+    result = await registry.call("web_fetch", {"url": server.url("/drip")})
+    elapsed = time.monotonic() - started
+    assert result.is_error
+    assert "Timed out after 1.5 s" in result.content
+    assert 1.4 < elapsed < 4
+
+
+def test_default_deadline_is_thirty_seconds(tmp_path: Path) -> None:
+    assert WebFetchTool(ToolContext(tmp_path)).timeout_s == 30.0
+
+
+# -- redirects ----------------------------------------------------------------------------------
+
+
+async def test_redirects_are_followed(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/hops?n=3")})
+    assert not result.is_error, result.content
+    assert f"[Redirected to {server.url('/json')}.]" in result.content
+
+
+async def test_redirect_loop_is_refused(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/loop-a")})
+    assert result.is_error
+    assert "Redirect loop" in result.content
+    assert [path for path, _ in server.requests] == ["/loop-a", "/loop-b"]
+
+
+async def test_too_many_redirects(tmp_path: Path, server: LoopbackServer) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/chain/0")})
+    assert result.is_error
+    assert "Too many redirects" in result.content
+    assert len(server.requests) == MAX_REDIRECTS + 1
+
+
+# -- address policy with a real server -------------------------------------------------------
+
+
+async def test_allow_list_admits_only_the_listed_port(
+    tmp_path: Path, server: LoopbackServer, other_server: LoopbackServer
+) -> None:
+    registry = fetch_registry(tmp_path, [f"127.0.0.1:{server.port}"])
+    allowed = await registry.call("web_fetch", {"url": server.url("/json")})
+    assert json.loads(allowed.content) == JSON_DOCUMENT
+    refused = await registry.call("web_fetch", {"url": other_server.url("/json")})
+    assert refused.is_error
+    assert "loopback" in refused.content
+    assert other_server.requests == []
+
+
+async def test_redirect_from_allowed_host_to_private_is_refused(
+    tmp_path: Path, server: LoopbackServer, other_server: LoopbackServer
+) -> None:
+    registry = fetch_registry(tmp_path, [f"127.0.0.1:{server.port}"])
+    for target in (other_server.url("/json"), "http://169.254.169.254/latest/meta-data/"):
+        started = time.monotonic()
+        result = await registry.call("web_fetch", {"url": server.url(f"/to?url={target}")})
+        assert time.monotonic() - started < 1
+        assert result.is_error
+        assert "redirected to" in result.content
+        assert "Refused" in result.content
+    assert other_server.requests == []
+
+
+async def test_host_header_is_the_original_host(tmp_path: Path, server: LoopbackServer) -> None:
+    await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/json")})
+    assert server.requests == [("/json", f"127.0.0.1:{server.port}")]
+
+
+def hostile_urls(port: int) -> list[tuple[str, str]]:
+    """(url, a word the refusal must contain); port points at a live server that must stay idle."""
+    return [
+        (f"http://localhost:{port}/", "loopback"),
+        (f"http://127.0.0.1:{port}/", "loopback"),
+        (f"http://127.1:{port}/", "loopback"),
+        (f"http://2130706433:{port}/", "loopback"),
+        (f"http://0x7f000001:{port}/", "loopback"),
+        (f"http://0x7f.0.0.1:{port}/", "loopback"),
+        (f"http://0177.0.0.1:{port}/", "not valid"),
+        (f"http://[::1]:{port}/", "loopback"),
+        (f"http://[::ffff:127.0.0.1]:{port}/", "loopback"),
+        (f"http://[::ffff:7f00:1]:{port}/", "loopback"),
+        (f"http://[64:ff9b::7f00:1]:{port}/", "loopback"),
+        ("http://[fd00::1]/", "unique local"),
+        ("http://[fe80::1]/", "link-local"),
+        ("http://10.0.0.1/", "private"),
+        ("http://172.16.0.1/", "private"),
+        ("http://192.168.1.1/", "private"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+        ("http://[::ffff:169.254.169.254]/", "link-local"),
+        ("http://100.64.0.1/", "carrier-grade NAT"),
+        (f"http://0.0.0.0:{port}/", "unspecified"),
+        (f"http://0:{port}/", "unspecified"),
+        ("http://224.0.0.1/", "multicast"),
+        ("file:///etc/passwd", "Only http"),
+        (f"ftp://127.0.0.1:{port}/", "Only http"),
+        ("gopher://127.0.0.1:70/", "Only http"),
+        ("http://user@evil.com/", "user name"),
+        (f"http://evil.com@127.0.0.1:{port}/", "user name"),
+        (f"http://127.0.0.1:{port}\\@example.com/", "backslash"),
+        (f"http://127.0.0.1:{port}/\\..\\", "backslash"),
+        (f"http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: x", "whitespace"),
+        ("http://%31%32%37.0.0.1/", "not a valid host name"),
+        ("//127.0.0.1/", "relative"),
+    ]
+
+
+HOSTILE_CASES = hostile_urls(1)  # ids only; the real port is substituted per test
+
+
+@pytest.mark.parametrize("index", range(len(HOSTILE_CASES)), ids=[u for u, _ in HOSTILE_CASES])
+async def test_hostile_urls_are_refused_without_a_request(
+    tmp_path: Path, server: LoopbackServer, index: int
+) -> None:
+    url, reason = hostile_urls(server.port)[index]
+    registry = fetch_registry(tmp_path, False)
+    started = time.monotonic()
+    result = await registry.call("web_fetch", {"url": url})
+    assert time.monotonic() - started < 1
+    assert result.is_error
+    assert reason in result.content
+    assert server.requests == []
+
+
+async def test_default_registry_tool_refuses_loopback(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    result = await fetch_registry(tmp_path, False).call("web_fetch", {"url": server.url("/json")})
+    assert result.is_error
+    assert "allow_private_network" in result.content
+    assert server.requests == []
