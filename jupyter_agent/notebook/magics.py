@@ -97,13 +97,14 @@ class AgentMagics(Magics):
     _agent_settings: ClassVar[tuple[str, ...]] = ("workspace", "allow_private_network")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        # Before super().__init__: loading the shell's config fires the observers below.
+        self._agent: Any = None
+        self._agent_stale = False
+        self._custom_provider: Provider | None = None
         super().__init__(shell=shell, **kwargs)
         self._start_dir = os.getcwd()
         self._background: BackgroundLoop | None = None
         self._bridge: MainThreadBridge | None = None
-        self._agent: Any = None
-        self._agent_stale = False
-        self._custom_provider: Provider | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._usage_by_model: dict[str, Usage] = {}
         self._renderer: Renderer | None = None

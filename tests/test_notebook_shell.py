@@ -1,0 +1,460 @@
+"""The magics through a real IPython ``InteractiveShell``, the model faked at the HTTP boundary.
+
+The agent talks to the real ``anthropic`` SDK whose transport is ``tests/fake_anthropic.py``
+(which also refuses any conversation the real API would refuse); the test plugs it in with the
+documented hook ``AgentMagics.use_provider``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.magics import AgentMagics
+from jupyter_agent.providers.anthropic import AnthropicProvider
+
+
+@pytest.fixture
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ip = InteractiveShell.instance()
+    ip.config.pop("AgentMagics", None)  # %config of an earlier test
+    ip.run_line_magic("load_ext", "jupyter_agent")
+    magics = get_magics(ip)
+    assert magics is not None
+    magics.workspace = str(tmp_path)
+    yield ip
+    ip.run_line_magic("unload_ext", "jupyter_agent")
+    ip.config.pop("AgentMagics", None)
+    for name in ("ans", "df", "x", "y", "numbers"):
+        ip.user_ns.pop(name, None)
+
+
+def magics_of(ip: InteractiveShell) -> AgentMagics:
+    magics = get_magics(ip)
+    assert isinstance(magics, AgentMagics)
+    return magics
+
+
+def use_fake(ip: InteractiveShell, *script: Any) -> FakeAnthropic:
+    fake = FakeAnthropic(*script)
+    magics_of(ip).use_provider(AnthropicProvider(client=fake.client()))
+    return fake
+
+
+def run_ok(ip: InteractiveShell, code: str) -> None:
+    result = ip.run_cell(code)
+    assert result.error_before_exec is None, result.error_before_exec
+    assert result.error_in_exec is None, result.error_in_exec
+    assert result.result is None  # the magics display; they return nothing
+
+
+def tool_names(request: dict[str, Any]) -> list[str]:
+    return [tool["name"] for tool in request.get("tools", [])]
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    texts = []
+    for message in request["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts.extend(b["text"] for b in blocks if b["type"] == "text" and message["role"] == "user")
+    return texts
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in request["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    ]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
+def test_round_trip_with_a_tool_call(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("the meeting is on Tuesday\n")
+    fake = use_fake(
+        shell,
+        Reply(
+            [
+                {"type": "text", "text": "Let me read it."},
+                tool_use("toolu_1", "read_file", {"file_path": "notes.txt"}),
+            ]
+        ),
+        text("The meeting is on **Tuesday**."),
+    )
+    run_ok(shell, "%%agent --out ans\nWhen is the meeting? See notes.txt")
+
+    assert len(fake.requests) == 2
+    assert user_texts(fake.requests[0]) == ["When is the meeting? See notes.txt"]
+    [result] = tool_results(fake.requests[1])
+    assert result["tool_use_id"] == "toolu_1"
+    assert "the meeting is on Tuesday" in result_text(result)
+    assert not result.get("is_error")
+    assert shell.user_ns["ans"].endswith("The meeting is on **Tuesday**.")
+    out = capsys.readouterr().out
+    assert "read_file(file_path='notes.txt')" in out
+    assert "done" in out
+    assert "The meeting is on **Tuesday**." in out
+
+
+def test_conversation_carries_over_until_reset(shell: InteractiveShell) -> None:
+    fake = use_fake(shell, text("Paris."), text("About 2.1 million."), text("Hello again."))
+    run_ok(shell, "%%agent\nWhat is the capital of France?")
+    run_ok(shell, "%%agent\nHow many people live there?")
+    second = fake.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert user_texts(fake.requests[1]) == [
+        "What is the capital of France?",
+        "How many people live there?",
+    ]
+    assert "Paris." in json.dumps(second[1])
+
+    run_ok(shell, "%agent reset")
+    run_ok(shell, "%%agent\nHi")
+    assert user_texts(fake.requests[2]) == ["Hi"]
+    assert len(fake.requests[2]["messages"]) == 1
+
+
+def test_new_option_starts_a_new_conversation(shell: InteractiveShell) -> None:
+    fake = use_fake(shell, text("one"), text("two"))
+    run_ok(shell, "%%agent\nfirst")
+    run_ok(shell, "%%agent --new\nsecond")
+    assert user_texts(fake.requests[1]) == ["second"]
+
+
+def test_agent_tools_changes_the_next_requests_tool_list(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(shell, text("a"), text("b"), text("c"))
+    run_ok(shell, "%%agent\nfirst")
+    assert "read_file" in tool_names(fake.requests[0])
+    assert "run_bash" not in tool_names(fake.requests[0])
+    assert "run_python" not in tool_names(fake.requests[0])
+    assert {"list_variables", "inspect_variable"} <= set(tool_names(fake.requests[0]))
+
+    run_ok(shell, "%agent_tools disable read_file web_fetch")
+    run_ok(shell, "%agent_tools enable run_bash")
+    run_ok(shell, "%%agent\nsecond")
+    names = tool_names(fake.requests[1])
+    assert "read_file" not in names and "web_fetch" not in names
+    assert "run_bash" in names
+
+    run_ok(shell, "%agent_tools enable read_file")
+    run_ok(shell, "%%agent\nthird")
+    assert "read_file" in tool_names(fake.requests[2])
+
+    capsys.readouterr()
+    run_ok(shell, "%agent_tools list")
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["tool", "enabled", "policy", "description"]
+    rows = {line.split()[0]: line.split()[1:3] for line in table.splitlines()[1:]}
+    assert rows["read_file"] == ["yes", "allow"]
+    assert rows["web_fetch"] == ["no", "allow"]
+    assert rows["run_bash"] == ["yes", "ask"]  # destructive: asks once enabled
+    assert rows["run_python"] == ["no", "ask"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        (
+            "%agent_tools disable no_such_tool",
+            "Unknown tool 'no_such_tool'; valid names: read_file",
+        ),
+        ("%agent_tools enable", "usage: %agent_tools enable NAME"),
+        ("%agent_tools policy read_file maybe", "usage: %agent_tools policy NAME allow|ask|deny"),
+        ("%agent_tools frobnicate", "Unknown %agent_tools command 'frobnicate'"),
+        ("%agent frobnicate", "Unknown %agent command 'frobnicate'"),
+        ("%agent", "%agent needs a command"),
+        ("%agent reset now", "%agent reset takes no arguments"),
+        ("%agent load missing.json", "No saved conversation at 'missing.json'"),
+        ("%%agent\n   \n", "%%agent needs a prompt"),
+        ("%%agent --bogus\nhi", "unrecognized arguments: --bogus"),
+        ("%%agent --max-turns 0\nhi", "--max-turns must be at least 1"),
+        ("%%agent --out 1x\nhi", "--out needs a variable name"),
+        ("%%agent --provider nope\nhi", "Unknown provider 'nope'"),
+    ],
+)
+def test_user_mistakes_are_one_line_usage_errors(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], cell: str, expected: str
+) -> None:
+    fake = use_fake(shell)
+    result = shell.run_cell(cell)
+    assert isinstance(result.error_in_exec, UsageError)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("UsageError: ")
+    assert expected in lines[0]
+    assert fake.requests == []
+
+
+def test_unknown_tool_error_lists_every_valid_name(shell: InteractiveShell) -> None:
+    result = shell.run_cell("%agent_tools enable nope")
+    message = str(result.error_in_exec)
+    for name in magics_of(shell).agent.registry.get_tool_names():
+        assert name in message
+
+
+def test_help_shows_the_options(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.run_cell("%%agent?")
+    out = capsys.readouterr().out
+    for option in (
+        "--model",
+        "--provider",
+        "--new",
+        "--max-turns",
+        "--system",
+        "--out",
+        "{{name}}",
+    ):
+        assert option in out
+
+
+def test_config_traits_are_settable_with_percent_config(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_ok(shell, "%config AgentMagics.max_turns = 3")
+    run_ok(shell, "%config AgentMagics.model = 'claude-haiku-4-5'")
+    assert magics_of(shell).max_turns == 3
+    assert magics_of(shell).agent.max_turns == 3
+    capsys.readouterr()
+    run_ok(shell, "%agent config")
+    out = capsys.readouterr().out
+    assert "AgentMagics.max_turns" in out and "3" in out
+    assert "'claude-haiku-4-5'" in out
+
+
+def test_system_option_replaces_the_system_prompt(shell: InteractiveShell) -> None:
+    fake = use_fake(shell, text("ok"))
+    run_ok(shell, '%%agent --system "Answer in French."\nHello')
+    assert "Answer in French." in json.dumps(fake.requests[0]["system"])
+
+
+def test_variables_are_injected_by_name_and_summarised(shell: InteractiveShell) -> None:
+    pandas = pytest.importorskip("pandas")
+    shell.user_ns["df"] = pandas.DataFrame(
+        {"city": [f"city{i}" for i in range(10_000)], "sales": range(10_000)}
+    )
+    fake = use_fake(shell, text("ok"))
+    run_ok(
+        shell,
+        '%%agent\nDescribe {{df}}. Keep {x} and {{missing}} and f"{{{{y}}}}" as typed.',
+    )
+    [prompt] = user_texts(fake.requests[0])
+    assert prompt.startswith('Describe `df`. Keep {x} and {{missing}} and f"{{{{y}}}}" as typed.')
+    assert "10000 rows × 2 columns" in prompt
+    assert "sales: int64" in prompt
+    assert "city9999" not in prompt  # summarised, not dumped
+    assert len(prompt) < 4000
+
+
+def test_save_and_load_resume_a_conversation(shell: InteractiveShell, tmp_path: Path) -> None:
+    fake = use_fake(shell, text("Noted: the code word is falcon."), text("falcon"))
+    run_ok(shell, "%%agent\nRemember the code word falcon.")
+    run_ok(shell, f"%agent save {tmp_path / 'chat.json'}")
+    saved = json.loads((tmp_path / "chat.json").read_text())
+    assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]
+
+    run_ok(shell, "%agent reset")
+    run_ok(shell, f"%agent load {tmp_path / 'chat.json'}")
+    run_ok(shell, "%%agent\nWhat is the code word?")
+    assert user_texts(fake.requests[1]) == [
+        "Remember the code word falcon.",
+        "What is the code word?",
+    ]
+
+
+def test_history_and_usage(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    use_fake(
+        shell,
+        Reply(
+            [{"type": "text", "text": "Forty-two."}],
+            usage={"input_tokens": 1000, "output_tokens": 200},
+        ),
+    )
+    run_ok(shell, "%%agent\nWhat is six times seven?")
+    capsys.readouterr()
+    run_ok(shell, "%agent history")
+    history = capsys.readouterr().out
+    assert "What is six times seven?" in history and "Forty-two." in history
+    run_ok(shell, "%config AgentMagics.model = 'claude-sonnet-4-5'")
+    run_ok(shell, "%agent usage")
+    usage = capsys.readouterr().out
+    assert "1000" in usage and "200" in usage
+
+
+def test_kernel_tools_see_the_users_namespace(shell: InteractiveShell) -> None:
+    shell.user_ns["numbers"] = list(range(500))
+    fake = use_fake(
+        shell,
+        Reply([tool_use("t1", "list_variables", {})]),
+        Reply([tool_use("t2", "inspect_variable", {"name": "numbers"})]),
+        Reply([tool_use("t3", "run_python", {"code": "y = 21 * 2"})]),
+        text("done"),
+    )
+    run_ok(shell, "%%agent\nWhat data do I have?")
+    results = [result_text(r) for r in tool_results(fake.requests[3])]
+    assert "numbers: list len 500" in results[0]
+    assert "In" not in results[0].split() and "get_ipython" not in results[0]
+    assert results[1].startswith("list of 500 items (int)")
+    assert "not available" in results[2]  # run_python is disabled by default
+    assert "y" not in shell.user_ns
+
+    fake.add(Reply([tool_use("t4", "run_python", {"code": "y = 21 * 2\nprint('hi')\ny"})]))
+    fake.add(text("y is 42"))
+    run_ok(shell, "%agent_tools enable run_python")
+    run_ok(shell, "%agent_tools policy run_python allow")
+    run_ok(shell, "%%agent\nCompute y")
+    last = result_text(tool_results(fake.requests[5])[-1])
+    assert "stdout:\nhi" in last and "result:\n42" in last
+    assert shell.user_ns["y"] == 42
+
+
+def test_ask_policy_without_anyone_to_ask_denies_the_call(shell: InteractiveShell) -> None:
+    fake = use_fake(
+        shell,
+        Reply([tool_use("t1", "run_bash", {"command": "touch created.txt"})]),
+        text("It was denied."),
+    )
+    run_ok(shell, "%agent_tools enable run_bash")
+    run_ok(shell, "%%agent\nCreate a file")
+    [result] = tool_results(fake.requests[1])
+    assert result["is_error"] is True
+    assert "declined" in result_text(result)
+    assert "no one could approve it" in result_text(result)
+    assert not Path("created.txt").exists()
+
+
+def test_model_failure_is_a_one_line_usage_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_anthropic import ErrorReply
+
+    use_fake(shell, ErrorReply(401, "authentication_error", "invalid x-api-key"))
+    result = shell.run_cell("%%agent\nhello")
+    assert isinstance(result.error_in_exec, UsageError)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "invalid x-api-key" in err
+
+
+def test_widget_mode_displays_tool_views_with_plain_text(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "b.txt").write_text("beta")
+    use_fake(
+        shell,
+        Reply(
+            [
+                tool_use("t1", "read_file", {"file_path": "a.txt"}),
+                tool_use("t2", "read_file", {"file_path": "b.txt"}),
+                tool_use("t3", "read_file", {"file_path": "missing.txt"}),
+            ]
+        ),
+        text("Read them."),
+    )
+    run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    with capture_output() as captured:
+        run_ok(shell, "%%agent\nRead a.txt, b.txt and missing.txt")
+    bundles = [output.data for output in captured.outputs]
+    widget_bundles = [b for b in bundles if "application/vnd.jupyter.widget-view+json" in b]
+    assert widget_bundles
+    final_text = widget_bundles[-1]["text/plain"]
+    assert final_text.startswith("⇉ 3 calls in parallel:")
+    assert "read_file(file_path='a.txt') · done" in final_text
+    assert "alpha" in final_text
+    assert "read_file(file_path='missing.txt') · error" in final_text
+    markdown = [b["text/markdown"] for b in bundles if "text/markdown" in b]
+    assert markdown[-1] == "Read them."
+
+
+class _Ticker:
+    """Stands in for ``Reply.gate``: each text delta waits a millisecond, like a real stream."""
+
+    async def wait(self) -> None:
+        await asyncio.sleep(0.001)
+
+
+def test_streaming_is_throttled_and_the_final_text_is_exact(shell: InteractiveShell) -> None:
+    words = [f"word{i}" for i in range(2000)]
+    answer = "# Report\n\n" + " ".join(words) + "\n\n*the end*"
+    use_fake(shell, Reply([{"type": "text", "text": answer}], chunk=6, gate=_Ticker()))  # type: ignore[arg-type]
+    run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    with capture_output() as captured:
+        run_ok(shell, "%%agent --out ans\nWrite a long report")
+    markdown_outputs = [o for o in captured.outputs if "text/markdown" in o.data]
+    deltas = len(answer) // 6
+    assert deltas > 2000
+    assert 2 <= len(markdown_outputs) <= 60
+    assert markdown_outputs[0].update is False
+    assert all(o.update for o in markdown_outputs[1:])
+    assert markdown_outputs[-1].data["text/markdown"] == answer
+    assert markdown_outputs[-1].data["text/plain"] == answer
+    assert shell.user_ns["ans"] == answer
+
+
+def test_interrupt_ends_the_turn_cleanly_and_the_next_cell_works(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    never = asyncio.Event()  # the stream stalls after its first piece until interrupted
+    fake = use_fake(
+        shell,
+        Reply([{"type": "text", "text": "Thinking about it at length"}], chunk=5, gate=never),
+        text("Fresh answer."),
+    )
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        run_ok(shell, "%%agent\nA slow question")
+    finally:
+        timer.cancel()
+    out = capsys.readouterr().out
+    assert "Interrupted" in out
+    run_ok(shell, "%%agent\nAnother question")
+    # The fake API refuses broken conversations, so this request proves the repair.
+    assert user_texts(fake.requests[1])[-1] == "Another question"
+    assert "Fresh answer." in capsys.readouterr().out
+
+
+def test_unload_removes_the_magics_and_stops_the_loop(shell: InteractiveShell) -> None:
+    use_fake(shell, text("hi"))
+    run_ok(shell, "%%agent\nhello")
+    magics = magics_of(shell)
+    background = magics._background
+    assert background is not None
+    shell.run_line_magic("unload_ext", "jupyter_agent")
+    assert background.closed
+    assert "agent" not in shell.magics_manager.magics["line"]
+    assert magics not in shell.configurables
+    shell.run_line_magic("load_ext", "jupyter_agent")  # the fixture unloads it again
+    magics_of(shell).workspace = str(Path.cwd())
