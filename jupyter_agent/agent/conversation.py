@@ -51,7 +51,8 @@ def _is_empty_block(block: Block) -> bool:
 def repair(messages: list[Message], *, missing_result: str = NOT_RUN) -> bool:
     """Make ``messages`` valid to send (after a user message is added); returns True if changed.
 
-    - drops empty text blocks and messages left without content, and leading assistant messages;
+    - drops empty text blocks, misplaced blocks (``tool_use`` in a user message, ``tool_result``
+      in an assistant message), messages left without content, and leading assistant messages;
     - merges consecutive messages of the same role (e.g. pending tool results and a new prompt);
     - answers every ``tool_use`` left without a ``tool_result`` with an error result
       (``missing_result``), puts the results first and in the order of the calls, and drops
@@ -60,12 +61,29 @@ def repair(messages: list[Message], *, missing_result: str = NOT_RUN) -> bool:
     The result may end with either role; ``add_user_text`` then appends or merges the prompt.
     """
     original = [dict(m) for m in messages]
+    current = original
+    # dropping an orphan result can empty a message, which changes the neighbours: repeat
+    for _ in range(len(messages) + 2):
+        repaired = _repair_once(current, missing_result)
+        if repaired == current:
+            break
+        current = repaired
+    messages[:] = current
+    return current != original
+
+
+def _repair_once(messages: list[Message], missing_result: str) -> list[Message]:
     cleaned: list[Message] = []
     for message in messages:
         role = message.get("role")
         if role not in ("user", "assistant"):
             continue
-        blocks = [b for b in content_blocks(message) if not _is_empty_block(b)]
+        misplaced = "tool_result" if role == "assistant" else "tool_use"
+        blocks = [
+            b
+            for b in content_blocks(message)
+            if not _is_empty_block(b) and b.get("type") != misplaced
+        ]
         if not blocks:
             continue
         if not cleaned and role == "assistant":
@@ -88,9 +106,7 @@ def repair(messages: list[Message], *, missing_result: str = NOT_RUN) -> bool:
         if pending:
             result.append(_answer_calls({"role": "user", "content": []}, pending, missing_result))
 
-    changed = result != original
-    messages[:] = result
-    return changed
+    return result
 
 
 def _answer_calls(message: Message, expected: list[str], missing_result: str) -> Message:
