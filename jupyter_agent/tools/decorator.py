@@ -57,12 +57,9 @@ class FunctionTool:
         )
         self.input_schema: dict[str, Any] = _input_schema(func, docstring)
         self._is_async = _is_async_callable(func)
-        if self._is_async:
-            # pydantic checks the arguments when the coroutine is *created*, before the body runs,
-            # so a ValidationError here is about the arguments, never from inside the function.
-            self._start: Callable[..., Any] = pydantic.validate_call(func)
-        else:
-            self._validator = SchemaValidator(generate_arguments_schema(func))
+        # Arguments are validated apart from the call, so that a ValidationError raised inside
+        # the function's body is reported as the tool failing, not as bad arguments.
+        self._validate = SchemaValidator(generate_arguments_schema(func)).validate_python
 
     def get_schema(self) -> dict[str, Any]:
         return {
@@ -72,17 +69,13 @@ class FunctionTool:
         }
 
     async def execute(self, args: dict[str, object]) -> str:
+        try:
+            positional, keywords = self._validate(ArgsKwargs((), args))
+        except pydantic.ValidationError as exc:
+            raise ToolInputError(_validation_message(exc)) from None
         if self._is_async:
-            try:
-                coroutine = self._start(**args)
-            except pydantic.ValidationError as exc:
-                raise ToolInputError(_validation_message(exc)) from None
-            result = await coroutine
+            result = await self.func(*positional, **keywords)
         else:
-            try:
-                positional, keywords = self._validator.validate_python(ArgsKwargs((), args))
-            except pydantic.ValidationError as exc:
-                raise ToolInputError(_validation_message(exc)) from None
             result = await asyncio.to_thread(self.func, *positional, **keywords)
             if inspect.isawaitable(result):
                 result = await result
