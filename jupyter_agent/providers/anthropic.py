@@ -167,8 +167,8 @@ def _with_cached_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _describe_status_error(exc: anthropic.APIStatusError) -> str:
     kind = exc.type or "error"
-    detail = exc.api_message or exc.message
-    message = f"Anthropic API error {exc.status_code} ({kind}): {detail}"
+    detail = str(exc.api_message or exc.message).strip().rstrip(".")
+    message = f"Anthropic API error {exc.status_code} ({kind}): {detail}."
     hints = {
         401: " Check ANTHROPIC_API_KEY.",
         403: " The API key is not allowed to do this.",
