@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -183,11 +184,23 @@ async def test_connection_failure_names_the_endpoint() -> None:
 
 async def test_overloaded_error_event_mid_stream_is_a_provider_error() -> None:
     async def handler(request: httpx2.Request) -> httpx2.Response:
+        start = {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "claude-test",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        }
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
         body = (
-            'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message",'
-            '"role":"assistant","content":[],"model":"claude-test","stop_reason":null,'
-            '"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
-            'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+            f"event: message_start\ndata: {json.dumps(start)}\n\n"
+            f"event: error\ndata: {json.dumps(error)}\n\n"
         )
         return httpx2.Response(
             200, headers={"content-type": "text/event-stream"}, content=body.encode()
