@@ -181,6 +181,17 @@ async def test_timeout_kills_background_grandchild(tool: RunBashTool, tmp_path: 
     assert await wait_until_gone(pid), f"background sleep {pid} survived the timeout"
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="descendants found via /proc")
+async def test_timeout_kills_a_child_that_left_the_process_group(
+    tool: RunBashTool, tmp_path: Path
+) -> None:
+    command = "setsid sleep 100 & echo $! > escaped.pid; wait"
+    with pytest.raises(ToolFailure, match="timed out"):
+        await tool.execute({"command": command, "timeout_ms": 500})
+    pid = int((tmp_path / "escaped.pid").read_text())
+    assert await wait_until_gone(pid), f"setsid child {pid} survived the timeout"
+
+
 async def test_timeout_escalates_to_sigkill(tool: RunBashTool, tmp_path: Path) -> None:
     command = "trap '' TERM; echo $$ > shell.pid; echo before; while :; do sleep 0.1; done"
     started = time.monotonic()

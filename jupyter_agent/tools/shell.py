@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import shutil
 import signal
@@ -229,16 +230,17 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def _group_has_live_members(pgid: int) -> bool:
-    """True while a process of the group is still running (zombies do not count).
+#: A process as ``/proc`` shows it: (pid, start time) identifies it even if the pid is reused.
+_ProcessId = tuple[int, int]
 
-    Uses ``/proc`` where there is one, because a dead orphan stays a zombie until init reaps it,
-    which can take a while in a container; elsewhere falls back to probing with signal 0.
-    """
+
+def _process_table() -> list[tuple[_ProcessId, int, int, bool]] | None:
+    """``(identity, ppid, pgid, is_zombie)`` for every process, or ``None`` without ``/proc``."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return _signal_group(pgid, 0)
+        return None
+    table = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -246,25 +248,79 @@ def _group_has_live_members(pgid: int) -> bool:
             with open(f"/proc/{entry}/stat", "rb") as stat_file:
                 stat = stat_file.read()
         except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+            continue  # exited meanwhile
+        # "pid (comm) state ppid pgrp session tty tpgid flags ... starttime(22) ...";
+        # comm may hold spaces and parentheses, so split after the last ")".
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+        if len(fields) < 20:
+            continue
+        table.append(
+            ((int(entry), int(fields[19])), int(fields[1]), int(fields[2]), fields[0] == b"Z")
+        )
+    return table
 
 
-async def _stop_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM the group, wait up to ``grace_s`` for it to die, then SIGKILL what is left."""
-    if not _signal_group(pgid, signal.SIGTERM):
+def _live_tree(leader: int) -> set[_ProcessId] | None:
+    """Running processes in the leader's group or descended from the leader (``None``: no /proc).
+
+    Descendants matter because a child may leave the group with ``setsid``; while its parent
+    lives it can still be found through the parent links.
+    """
+    table = _process_table()
+    if table is None:
+        return None
+    children: dict[int, list[_ProcessId]] = {}
+    zombies = set()
+    members = set()
+    for identity, ppid, pgid, zombie in table:
+        children.setdefault(ppid, []).append(identity)
+        if zombie:
+            zombies.add(identity)
+        elif pgid == leader:
+            members.add(identity)
+    stack = [leader]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in members and child not in zombies:
+                members.add(child)
+                stack.append(child[0])
+    return members
+
+
+def _signal_tree(leader: int, known: set[_ProcessId], sig: int) -> None:
+    """Signal the leader's group and each known process that is still the same process."""
+    _signal_group(leader, sig)
+    current = _live_tree(leader)
+    alive = {identity for identity, _, _, zombie in (_process_table() or ()) if not zombie}
+    for identity in known | (current or set()):
+        if identity in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(identity[0], sig)
+
+
+def kill_tree_now(leader: int) -> None:
+    """SIGKILL the process group led by ``leader`` and all its descendants, at once."""
+    _signal_tree(leader, _live_tree(leader) or set(), signal.SIGKILL)
+
+
+async def _stop_tree(leader: int, grace_s: float) -> None:
+    """SIGTERM the group and descendants, wait up to ``grace_s`` for them to die, then SIGKILL."""
+    known = _live_tree(leader)
+    if known is None:  # no /proc: the process group is all we can reach
+        if _signal_group(leader, signal.SIGTERM):
+            await asyncio.sleep(min(grace_s, 0.5))
+            _signal_group(leader, signal.SIGKILL)
         return
+    _signal_tree(leader, known, signal.SIGTERM)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_s
     while loop.time() < deadline:
         await asyncio.sleep(0.05)
-        if not _group_has_live_members(pgid):
+        alive = {identity for identity, _, _, zombie in (_process_table() or ()) if not zombie}
+        known = (known & alive) | (_live_tree(leader) or set())
+        if not known:
             return
-    _signal_group(pgid, signal.SIGKILL)
+    _signal_tree(leader, known, signal.SIGKILL)
 
 
 async def _drain(stream: asyncio.StreamReader, sink: _BoundedText) -> None:
@@ -317,7 +373,7 @@ async def run_command(
         except TimeoutError:
             timed_out = True
         if timed_out or stragglers:
-            await _stop_group(pgid, grace_s)
+            await _stop_tree(pgid, grace_s)
             # Every writer is gone now, unless one escaped into a session of its own.
             done, _ = await asyncio.wait({reader}, timeout=LINGER_S)
             if not done:
@@ -329,7 +385,7 @@ async def run_command(
             await asyncio.sleep(_POLL_S)
     except BaseException:
         # Cancelled (user interrupt) or failed: nothing of the command may outlive us.
-        _signal_group(pgid, signal.SIGKILL)
+        kill_tree_now(pgid)
         reader.cancel()
         raise
     return CommandOutcome(sink.render(), proc.returncode, timed_out, stragglers)
