@@ -1,0 +1,265 @@
+"""The extension in a real ipykernel: a notebook run by nbclient, a stop button, an Approve click.
+
+The kernel is a separate process started from this venv (jupyter_client swaps the kernelspec's
+``python`` for this interpreter); it reaches the fake Messages API on a loopback port through
+``ANTHROPIC_BASE_URL`` with a fake key. Widget clicks are sent the way a browser sends them: a
+``comm_msg`` on the shell channel while the cell is still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from jupyter_client.manager import start_new_kernel
+from nbclient import NotebookClient
+from notebook_fake_server import serve
+
+pytestmark = pytest.mark.slow
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    fake = FakeAnthropic()
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+        monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
+        yield fake
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in request["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    ]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
+def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic) -> None:
+    (tmp_path / "notes.txt").write_text("Quarterly sales grew 12%.\n")
+    fake_api.add(
+        Reply(
+            [
+                {"type": "text", "text": "I'll read the notes."},
+                tool_use("toolu_1", "read_file", {"file_path": "notes.txt"}),
+                tool_use("toolu_2", "list_variables", {}),
+            ]
+        ),
+        text("Sales grew **12%** this quarter."),
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jupyter_agent\nregion = 'north'"),
+        nbformat.v4.new_code_cell("%agent_tools disable web_fetch\n%agent_tools"),
+        nbformat.v4.new_code_cell("%%agent --out answer\nSummarise notes.txt"),
+        nbformat.v4.new_code_cell("print(answer)"),
+        nbformat.v4.new_code_cell("%agent usage"),
+    ]
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    saved = tmp_path / "executed.ipynb"
+    nbformat.write(nb, saved)
+    nb = nbformat.read(saved, as_version=4)
+
+    errors = [o for cell in nb.cells for o in cell.outputs if o.output_type == "error"]
+    assert errors == []
+
+    # the model got the tools' results, and the disabled tool was not offered
+    assert len(fake_api.requests) == 2
+    assert "web_fetch" not in [t["name"] for t in fake_api.requests[0]["tools"]]
+    results = {r["tool_use_id"]: result_text(r) for r in tool_results(fake_api.requests[1])}
+    assert "Quarterly sales grew 12%." in results["toolu_1"]
+    assert "region: str" in results["toolu_2"]
+
+    panel_outputs = [o for o in nb.cells[1].outputs if WIDGET_VIEW in o.get("data", {})]
+    assert len(panel_outputs) == 1
+    panel_text = panel_outputs[0].data["text/plain"]
+    assert [line.split()[:2] for line in panel_text.splitlines()[1:3]] == [
+        ["read_file", "yes"],
+        ["write_file", "yes"],
+    ]
+    assert any(line.split()[:2] == ["web_fetch", "no"] for line in panel_text.splitlines())
+
+    agent_outputs = nb.cells[2].outputs
+    markdown = [
+        o.data["text/markdown"] for o in agent_outputs if "text/markdown" in o.get("data", {})
+    ]
+    # one Markdown display per stretch of text, tool calls between them; together the answer
+    assert [part.strip() for part in markdown] == [
+        "I'll read the notes.",
+        "Sales grew **12%** this quarter.",
+    ]
+    assert "".join(markdown) == "I'll read the notes.\n\nSales grew **12%** this quarter."
+    views = [o for o in agent_outputs if WIDGET_VIEW in o.get("data", {})]
+    assert len(views) == 1
+    view_text = views[0].data["text/plain"]
+    assert view_text.startswith("⇉ 2 calls in parallel:")
+    assert "read_file(file_path='notes.txt') · done" in view_text
+    assert "Quarterly sales grew 12%." in view_text
+    assert "list_variables() · done" in view_text
+    # the widget models are saved with the notebook, so the views render when reopened
+    model_id = views[0].data[WIDGET_VIEW]["model_id"]
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    assert model_id in state
+
+    printed = "".join(o.get("text", "") for o in nb.cells[3].outputs)
+    assert printed.strip() == "I'll read the notes.\n\nSales grew **12%** this quarter."
+    usage = "".join(o.get("text", "") for o in nb.cells[4].outputs)
+    assert "input" in usage and "output" in usage
+
+
+class _Kernel:
+    """A kernel driven like a frontend: execute cells, watch iopub, send comm messages."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+    def execute(
+        self,
+        code: str,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float = 60,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        msg_id = self.client.execute(code, allow_stdin=True)
+        outputs: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"timed out running {code!r}: {outputs}"
+            try:
+                message = self.client.get_iopub_msg(timeout=0.2)
+            except Exception:
+                continue
+            if message["parent_header"].get("msg_id") != msg_id:
+                if on_message is not None:
+                    on_message(message)
+                continue
+            if on_message is not None:
+                on_message(message)
+            kind = message["msg_type"]
+            if kind in ("stream", "display_data", "update_display_data", "error"):
+                outputs.append({"type": kind, **message["content"]})
+            if kind == "status" and message["content"]["execution_state"] == "idle":
+                break
+        reply = self.client.get_shell_msg(timeout=10)
+        return reply["content"], outputs
+
+    def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+        message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.client.shell_channel.send(message)
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, fake_api: FakeAnthropic) -> Iterator[_Kernel]:
+    kernel = _Kernel(tmp_path)
+    try:
+        reply, outputs = kernel.execute("%load_ext jupyter_agent")
+        assert reply["status"] == "ok", outputs
+        yield kernel
+    finally:
+        kernel.close()
+
+
+class _SlowGate:
+    """``Reply.gate`` that makes the stream trickle: one text piece every 0.3 s."""
+
+    async def wait(self) -> None:
+        await asyncio.sleep(0.3)
+
+
+def _text_of(outputs: list[dict[str, Any]]) -> str:
+    return "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
+
+
+def test_stop_button_ends_the_turn_and_the_next_cell_works(
+    kernel: _Kernel, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(
+        Reply([{"type": "text", "text": "word " * 200}], chunk=5, gate=_SlowGate()),  # type: ignore[arg-type]
+        text("Back again."),
+    )
+    interrupted = {"sent": False}
+
+    def interrupt_once_text_shows(message: dict[str, Any]) -> None:
+        if not interrupted["sent"] and message["msg_type"] in (
+            "display_data",
+            "update_display_data",
+        ):
+            interrupted["sent"] = True
+            kernel.manager.interrupt_kernel()
+
+    reply, outputs = kernel.execute("%%agent\nTell me a long story", interrupt_once_text_shows)
+    assert interrupted["sent"]
+    assert reply["status"] == "ok", outputs  # no KeyboardInterrupt traceback
+    assert "Interrupted" in _text_of(outputs)
+    assert not [o for o in outputs if o["type"] == "error"]
+
+    reply, outputs = kernel.execute("%%agent\nAre you there?")
+    assert reply["status"] == "ok", outputs
+    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    assert markdown[-1] == "Back again."
+    # the fake API validates the conversation: an unrepaired one would have been refused
+    assert len(fake_api.requests) == 2
+    last_user = fake_api.requests[1]["messages"][-1]
+    assert json.dumps(last_user).count("Are you there?") == 1
+
+
+def test_approve_button_works_while_the_cell_runs(
+    kernel: _Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(
+        Reply([tool_use("toolu_1", "run_bash", {"command": "echo approved > proof.txt"})]),
+        text("Done."),
+    )
+    reply, outputs = kernel.execute("%agent_tools enable run_bash")
+    assert reply["status"] == "ok", outputs
+    clicked = {"sent": False}
+
+    def click_approve(message: dict[str, Any]) -> None:
+        if message["msg_type"] != "comm_open" or clicked["sent"]:
+            return
+        state = message["content"]["data"].get("state", {})
+        if state.get("_model_name") == "ButtonModel" and state.get("description") == "Approve":
+            clicked["sent"] = True
+            kernel.send_comm(
+                message["content"]["comm_id"],
+                {"method": "custom", "content": {"event": "click"}},
+            )
+
+    reply, outputs = kernel.execute("%%agent\nWrite the proof file", click_approve)
+    assert clicked["sent"]
+    assert reply["status"] == "ok", outputs
+    assert (tmp_path / "proof.txt").read_text().strip() == "approved"
+    [result] = tool_results(fake_api.requests[1])
+    assert not result.get("is_error")
+    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    assert markdown[-1] == "Done."
+
+    # a cell queued while the approval waited still runs afterwards, in order
+    reply, outputs = kernel.execute("print('next cell')")
+    assert "next cell" in _text_of(outputs)
