@@ -102,6 +102,14 @@ async def test_demo_model_answers_a_csv_question_with_a_real_read(workspace: Pat
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user", "assistant"]
 
 
+async def test_demo_model_groups_by_a_column_the_prompt_names(workspace: Path) -> None:
+    agent = offline_agent(workspace)
+    answer = await agent.chat("Total revenue by region in data/sales.csv?")
+    assert "By `region`:" in answer
+    assert "| South | 599.50 |" in answer and "| North | 400.50 |" in answer
+    assert answer.index("| South |") < answer.index("| North |")  # largest first
+
+
 async def test_demo_model_finds_csv_files_then_reads_them(workspace: Path) -> None:
     agent = offline_agent(workspace)
     events = await collect(agent, "Summarise the CSV data for me")

@@ -140,8 +140,35 @@ def found_paths(search_output: str) -> list[str]:
     return paths
 
 
-def summarise_csv(text: str, name: str) -> str:
-    """Row count, columns, and the sum/mean/min/max of each numeric column."""
+def _numeric_columns(header: list[str], records: list[list[str]]) -> dict[int, list[float]]:
+    """Columns whose every non-empty cell is a number, by position."""
+    numeric: dict[int, list[float]] = {}
+    for position in range(len(header)):
+        cells = [row[position].strip().replace(",", "") for row in records]
+        numbers: list[float] = []
+        for cell in cells:
+            if not cell:
+                continue
+            try:
+                numbers.append(float(cell))
+            except ValueError:
+                break
+        else:
+            if numbers:
+                numeric[position] = numbers
+    return numeric
+
+
+def _column_named(word: str, header: list[str]) -> int | None:
+    wanted = word.casefold().rstrip("s")
+    for position, column in enumerate(header):
+        if column.strip().casefold().rstrip("s") == wanted:
+            return position
+    return None
+
+
+def summarise_csv(text: str, name: str, prompt: str = "") -> str:
+    """Row count, columns, sum/mean/min/max of each numeric column; "X by Y" groups by Y."""
     sample = text[:4096]
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
@@ -158,32 +185,49 @@ def summarise_csv(text: str, name: str) -> str:
     columns = ", ".join(f"`{column}`" for column in header)
     lines = [f"**`{name}`** has {len(records)} data rows and {len(header)} columns: {columns}."]
     if skipped:
-        lines.append(f"({skipped} line(s) with a different number of fields were left out.)")
-    table = []
-    for position, column in enumerate(header):
-        values = [
-            row[position].strip().replace(",", "") for row in records if row[position].strip()
-        ]
-        numbers = []
-        for value in values:
-            try:
-                numbers.append(float(value))
-            except ValueError:
-                break
-        if not values or len(numbers) != len(values):
-            continue
-        table.append(
-            f"| {column} | {_number(sum(numbers))} | {_number(statistics.fmean(numbers))} "
-            f"| {_number(min(numbers))} | {_number(max(numbers))} |"
+        lines.append(
+            f"({skipped} line(s) with a different number of fields were left out; if the file "
+            "was cut short by `read_file`, the figures cover the part that was read.)"
         )
-    if table:
-        lines.append("")
-        lines.append("| column | sum | mean | min | max |")
-        lines.append("| --- | ---: | ---: | ---: | ---: |")
-        lines.extend(table)
+    numeric = _numeric_columns(header, records)
+    if numeric:
+        lines += ["", "| column | sum | mean | min | max |", "| --- | ---: | ---: | ---: | ---: |"]
+        for position, numbers in numeric.items():
+            lines.append(
+                f"| {header[position]} | {_number(sum(numbers))} "
+                f"| {_number(statistics.fmean(numbers))} "
+                f"| {_number(min(numbers))} | {_number(max(numbers))} |"
+            )
     else:
         lines.append("No column is entirely numeric.")
+    lines += _grouped(prompt, header, records, numeric)
     return "\n".join(lines)
+
+
+def _grouped(
+    prompt: str, header: list[str], records: list[list[str]], numeric: dict[int, list[float]]
+) -> list[str]:
+    """For a prompt like "revenue by region": the sums of numeric columns per group."""
+    match = re.search(r"\b(?:by|per|for each)\s+([\w-]+)", prompt, re.IGNORECASE)
+    if not match or not numeric:
+        return []
+    key = _column_named(match.group(1), header)
+    if key is None or key in numeric:
+        return []
+    mentioned = [p for p in numeric if re.search(rf"\b{re.escape(header[p])}\b", prompt, re.I)]
+    measures = mentioned or list(numeric)
+    groups: dict[str, list[float]] = {}
+    for row in records:
+        totals = groups.setdefault(row[key].strip(), [0.0] * len(measures))
+        for index, position in enumerate(measures):
+            cell = row[position].strip().replace(",", "")
+            totals[index] += float(cell) if cell else 0.0
+    names = " | ".join(f"{header[p]} (sum)" for p in measures)
+    lines = ["", f"By `{header[key]}`:", "", f"| {header[key]} | {names} |"]
+    lines.append("| --- |" + " ---: |" * len(measures))
+    for group, totals in sorted(groups.items(), key=lambda item: -item[1][0]):
+        lines.append(f"| {group} | " + " | ".join(_number(t) for t in totals) + " |")
+    return lines
 
 
 def _number(value: float) -> str:
@@ -306,9 +350,9 @@ class DemoModel:
                 calls = [self._call("read_file", {"file_path": path}) for path in targets]
                 names = ", ".join(f"`{path}`" for path in targets)
                 return f"Found them; reading {names}.", calls
-        return self._summary(outcomes), []
+        return self._summary(outcomes, prompt), []
 
-    def _summary(self, outcomes: list[ToolOutcome]) -> str:
+    def _summary(self, outcomes: list[ToolOutcome], prompt: str = "") -> str:
         parts: list[str] = []
         for outcome in outcomes:
             if outcome.is_error:
@@ -316,7 +360,7 @@ class DemoModel:
             elif outcome.name == "read_file":
                 name = str(outcome.input.get("file_path", "file"))
                 if name.lower().endswith((".csv", ".tsv")):
-                    parts.append(summarise_csv(outcome.output, name))
+                    parts.append(summarise_csv(outcome.output, name, prompt))
                 else:
                     parts.append(summarise_text(outcome.output, name))
             elif outcome.name == "search_files":
