@@ -21,6 +21,8 @@ __all__ = ["atomic_write", "atomic_write_text"]
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: Use Linux's O_TMPFILE when the system has it; False forces the named temporary file.
+USE_O_TMPFILE = bool(_O_TMPFILE)
 #: errnos meaning "this filesystem or kernel cannot do O_TMPFILE", so use a named temp file.
 _NO_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ENOSYS}
 
@@ -42,7 +44,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         old_mode = None
-    if _O_TMPFILE and _write_unnamed(folder, target, data, old_mode):
+    if USE_O_TMPFILE and _write_unnamed(folder, target, data, old_mode):
         return
     _write_named(folder, target, data, old_mode)
 
