@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -136,19 +140,28 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class LoopbackServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
         self.recorder = Recorder()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self.recorder))
+        server_class = IPv6Server if ":" in host else ThreadingHTTPServer
+        self.httpd = server_class((host, 0), make_handler(self.recorder))
+        self.host = host
         self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self.thread.start()
 
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+    def url(self, path: str, scheme: str = "http") -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}{path}"
 
     @property
     def requests(self) -> list[tuple[str, str | None]]:
@@ -331,6 +344,43 @@ async def test_redirect_from_allowed_host_to_private_is_refused(
 async def test_host_header_is_the_original_host(tmp_path: Path, server: LoopbackServer) -> None:
     await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/json")})
     assert server.requests == [("/json", f"127.0.0.1:{server.port}")]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_connects_to_the_pinned_address_with_the_original_name(
+    tmp_path: Path,
+) -> None:
+    # A certificate valid for the name "localhost" only (no IP address in it): verification
+    # succeeds only if TLS is told the original host name while the socket goes to 127.0.0.1.
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    openssl = [
+        *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+        *("-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"),
+        *("-keyout", str(key), "-out", str(cert)),
+    ]
+    subprocess.run(openssl, check=True, capture_output=True)
+    names_seen: list[str | None] = []
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    server_context.sni_callback = lambda _sock, name, _ctx: names_seen.append(name)  # type: ignore[assignment,misc]
+    # Listen where "localhost" resolves first (/etc/hosts), since that is the address pinned.
+    first_address = str(socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM)[0][4][0])
+    server = LoopbackServer(tls=server_context, host=first_address)
+    try:
+        client_context = ssl.create_default_context(cafile=str(cert))
+        registry = ToolRegistry()
+        registry.register(WebFetchTool(ToolContext(tmp_path), True, ssl_context=client_context))
+        result = await registry.call("web_fetch", {"url": f"https://localhost:{server.port}/json"})
+        assert not result.is_error, result.content
+        assert json.loads(result.content) == JSON_DOCUMENT
+        assert names_seen == ["localhost"]
+        assert server.requests == [("/json", f"localhost:{server.port}")]
+        # By address, the same certificate does not match: verification is really on.
+        by_address = await registry.call("web_fetch", {"url": server.url("/json", "https")})
+        assert by_address.is_error
+        assert "certificate" in by_address.content.lower()
+    finally:
+        server.close()
 
 
 def hostile_urls(port: int) -> list[tuple[str, str]]:

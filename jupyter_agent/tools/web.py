@@ -22,6 +22,7 @@ import codecs
 import contextlib
 import json
 import re
+import ssl
 import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -189,11 +190,15 @@ class WebFetchTool(BuiltinTool):
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``timeout_s`` is the deadline of one whole fetch; ``max_body_bytes`` caps the body;
+        ``ssl_context`` replaces the default certificate verification (e.g. a company CA)."""
         super().__init__(context)
         self.policy = NetworkPolicy(allow_private_network)
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
+        self.ssl_context = ssl_context
 
     async def execute(self, args: dict[str, object]) -> str:
         url = args["url"]
@@ -240,7 +245,10 @@ class WebFetchTool(BuiltinTool):
             # A fresh client per hop: no connection is reused across hosts, no proxy from the
             # environment (trust_env=False), no automatic redirects.
             async with httpx.AsyncClient(
-                follow_redirects=False, trust_env=False, timeout=self.timeout_s
+                follow_redirects=False,
+                trust_env=False,
+                timeout=self.timeout_s,
+                verify=self.ssl_context if self.ssl_context is not None else True,
             ) as client:
                 request = client.build_request(
                     "GET", target.url_for_address(address), headers=headers, extensions=extensions
