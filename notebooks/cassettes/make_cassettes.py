@@ -136,7 +136,8 @@ weakest ({eur(by_month[worst_month])}), so there is a clear year-end peak.
     dec = round(sum(v[months[-1]] for v in west.values()), 2)
     all_jan, all_dec = by_month[months[0]], by_month[months[-1]]
     product_lines = "\n".join(
-        f"| {product} | {eur(v[months[0]])} | {eur(v[months[-1]])} | {pct(v[months[-1]], v[months[0]])} |"
+        f"| {product} | {eur(v[months[0]])} | {eur(v[months[-1]])} "
+        f"| {pct(v[months[-1]], v[months[0]])} |"
         for product, v in west.items()
     )
     region_month = totals(rows, "region", "month")
@@ -147,9 +148,15 @@ weakest ({eur(by_month[worst_month])}), so there is a clear year-end peak.
     others = ", ".join(
         f"{region} {growth[region] * 100:+.0f}%" for region in regions if region != "West"
     )
-    follow_up = f"""
+    follow_up = """
 Let me pull just the West's January and December rows.
 """
+    # the prose below states these facts; check them against the data
+    assert max(growth, key=lambda r: growth[r]) == "West"
+    change = {p: v[months[-1]] / v[months[0]] for p, v in west.items()}
+    assert max(change, key=lambda p: change[p]) == "Gizmo"
+    assert min(change, key=lambda p: change[p]) == "Doohickey"
+    assert growth["West"] > all_dec / all_jan - 1
     comparison = f"""
 The West's revenue went from **{eur(jan)}** in January to **{eur(dec)}** in December
 (**{pct(dec, jan)}**):
@@ -184,8 +191,120 @@ compute Q1 against Q4.
     return [first, second]
 
 
+# -- 02 tools ------------------------------------------------------------------------------------
+
+
+def tools() -> list[dict[str, Any]]:
+    ids = Ids("TL")
+    refusal = """
+I can't show you that file: `../README.md` is outside my workspace. My file tools only work
+inside this notebook's folder, and the read was refused before anything was opened:
+
+> Path '../README.md' is outside the workspace
+
+That's deliberate — it keeps me from reading or changing anything you didn't put in front of me.
+If you want me to look at the README, you can:
+
+- copy it into this folder (for example `cp ../README.md .`) and ask again, or
+- start the session with the repository as the workspace:
+  `%config AgentMagics.workspace = ".."` (that gives me access to the whole repository).
+"""
+    return [
+        {
+            "prompt": "Show me the first ten lines of ../README.md.",
+            "responses": [
+                reply(call(ids, "read_file", file_path="../README.md", limit=10)),
+                reply(text(refusal)),
+            ],
+        }
+    ]
+
+
+# -- 03 custom tools -----------------------------------------------------------------------------
+
+TOP_CUSTOMERS_SQL = """SELECT c.name, c.city, COUNT(o.id) AS orders, SUM(o.quantity) AS items,
+       ROUND(SUM(o.quantity * p.price), 2) AS spend
+FROM orders o
+JOIN customers c ON c.id = o.customer_id
+JOIN products p ON p.id = o.product_id
+GROUP BY c.id
+ORDER BY spend DESC
+LIMIT 3"""
+
+
+def favourites_sql(names: list[str]) -> str:
+    listed = ", ".join(f"'{name}'" for name in names)
+    return f"""SELECT c.name AS customer, p.name AS product, SUM(o.quantity) AS items,
+       ROUND(SUM(o.quantity * p.price), 2) AS spend
+FROM orders o
+JOIN customers c ON c.id = o.customer_id
+JOIN products p ON p.id = o.product_id
+WHERE c.name IN ({listed})
+GROUP BY c.id, p.id
+ORDER BY c.name, items DESC"""
+
+
+def custom_tools() -> list[dict[str, Any]]:
+    ids = Ids("CT")
+    db = sqlite3.connect(f"file:{DATA / 'shop.sqlite'}?mode=ro", uri=True)
+    try:
+        top = db.execute(TOP_CUSTOMERS_SQL).fetchall()
+        names = [row[0] for row in top]
+        rows = db.execute(favourites_sql(names)).fetchall()
+        shop_total = db.execute(
+            "SELECT SUM(o.quantity * p.price) FROM orders o JOIN products p ON p.id = o.product_id"
+        ).fetchone()[0]
+    finally:
+        db.close()
+    by_customer: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
+    for customer, product, items, spend in rows:
+        by_customer[customer].append((product, items, spend))
+    lines = []
+    for rank, (name, city, orders, items, spend) in enumerate(top, start=1):
+        products = by_customer[name]  # ordered by items, most first
+        favourite, fav_items, fav_spend = products[0]
+        biggest = max(products, key=lambda item: item[2])
+        money_note = (
+            f"that is also where most of the money goes ({eur(fav_spend)})"
+            if biggest[0] == favourite
+            else f"but the most money goes to {biggest[0]} ({eur(biggest[2])})"
+        )
+        lines.append(
+            f"{rank}. **{name}** ({city}) — **{eur(spend)}** over {orders} orders, {items} items. "
+            f"Buys **{favourite}** most ({fav_items} items); {money_note}."
+        )
+    top_share = sum(row[4] for row in top) / shop_total * 100
+    answer = f"""
+Here are the three customers with the highest total spend:
+
+{chr(10).join(lines)}
+
+Together they account for {top_share:.0f}% of all revenue in the database
+({eur(shop_total)}), so the shop leans heavily on a few regulars.
+"""
+    return [
+        {
+            "prompt": "Who are our three best customers by total spend, and what does each of "
+            "them buy most? Use the shop database.",
+            "responses": [
+                reply(
+                    text("I'll start with total spend per customer."),
+                    call(ids, "query_shop", sql=TOP_CUSTOMERS_SQL),
+                ),
+                reply(
+                    text("Now what each of them buys, by product."),
+                    call(ids, "query_shop", sql=favourites_sql(names)),
+                ),
+                reply(text(answer)),
+            ],
+        }
+    ]
+
+
 def main() -> None:
     save_cassette(HERE / "01_quickstart.json", quickstart())
+    save_cassette(HERE / "02_tools.json", tools())
+    save_cassette(HERE / "03_custom_tools.json", custom_tools())
     print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.json"))))
 
 
