@@ -147,6 +147,16 @@ class _Kernel:
         timeout: float = 60,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         msg_id = self.client.execute(code, allow_stdin=True)
+        return self.collect(msg_id, on_message, timeout, code)
+
+    def collect(
+        self,
+        msg_id: str,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float = 60,
+        code: str = "",
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The reply and outputs of the execution ``msg_id``."""
         outputs: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while True:
@@ -166,8 +176,10 @@ class _Kernel:
                 outputs.append({"type": kind, **message["content"]})
             if kind == "status" and message["content"]["execution_state"] == "idle":
                 break
-        reply = self.client.get_shell_msg(timeout=10)
-        return reply["content"], outputs
+        while True:
+            reply = self.client.get_shell_msg(timeout=10)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], outputs
 
     def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
         message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
@@ -239,6 +251,7 @@ def test_approve_button_works_while_the_cell_runs(
     reply, outputs = kernel.execute("%agent_tools enable run_bash")
     assert reply["status"] == "ok", outputs
     clicked = {"sent": False}
+    queued: list[str] = []
 
     def click_approve(message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_open" or clicked["sent"]:
@@ -246,6 +259,9 @@ def test_approve_button_works_while_the_cell_runs(
         state = message["content"]["data"].get("state", {})
         if state.get("_model_name") == "ButtonModel" and state.get("description") == "Approve":
             clicked["sent"] = True
+            # "Run all": the next cell is already on its way while this one waits
+            queued.append(kernel.client.execute("print('queued cell ran')"))
+            time.sleep(0.3)
             kernel.send_comm(
                 message["content"]["comm_id"],
                 {"method": "custom", "content": {"event": "click"}},
@@ -260,6 +276,9 @@ def test_approve_button_works_while_the_cell_runs(
     markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
     assert markdown[-1] == "Done."
 
-    # a cell queued while the approval waited still runs afterwards, in order
+    # the cell queued while the approval waited runs afterwards, in order
+    reply, outputs = kernel.collect(queued[0])
+    assert reply["status"] == "ok"
+    assert _text_of(outputs) == "queued cell ran\n"
     reply, outputs = kernel.execute("print('next cell')")
-    assert "next cell" in _text_of(outputs)
+    assert _text_of(outputs) == "next cell\n"
