@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import csv
 import sqlite3
+import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -51,8 +53,8 @@ def text(value: str) -> Block:
     return {"type": "text", "text": value.strip("\n")}
 
 
-def call(ids: Ids, name: str, **arguments: Any) -> Block:
-    return {"type": "tool_use", "id": ids(), "name": name, "input": arguments}
+def call(ids: Ids, tool_name: str, **arguments: Any) -> Block:
+    return {"type": "tool_use", "id": ids(), "name": tool_name, "input": arguments}
 
 
 def reply(*blocks: Block) -> dict[str, Any]:
@@ -301,10 +303,219 @@ Together they account for {top_share:.0f}% of all revenue in the database
     ]
 
 
+# -- 04 data analysis ----------------------------------------------------------------------------
+
+ANALYSIS_PROMPTS = (
+    "Have a look at the DataFrame df in my session. What does it hold, and is there anything I "
+    "should check before analysing it?",
+    "Write a script analysis.py that reads sales.csv (in the workspace) and computes revenue per "
+    "region per quarter and each region's growth from Q1 to Q4, using only the standard library. "
+    "It should save the table to quarterly.csv. Run it, then write a short Markdown report, "
+    "report.md, with the results.",
+)
+
+ANALYSIS_SCRIPT = '''"""Revenue per region and quarter from sales.csv, and Q1 to Q4 growth.
+
+Standard library only, so it runs with any Python 3. Writes quarterly.csv and prints a summary.
+"""
+
+import csv
+from collections import defaultdict
+
+QUARTERS = ["Q1", "Q2", "Q3", "Q4"]
+
+
+def quarter(month: str) -> str:
+    return QUARTERS[(int(month[5:7]) - 1) // 3]
+
+
+def growth(values: list[float]) -> float:
+    return (values[-1] / values[0] - 1) * 100
+
+
+revenue = defaultdict(float)  # (region, quarter) -> EUR
+rows = mismatches = 0
+with open("sales.csv", newline="", encoding="utf-8") as handle:
+    for row in csv.DictReader(handle):
+        rows += 1
+        units, price, amount = int(row["units"]), float(row["unit_price"]), float(row["revenue"])
+        if abs(units * price - amount) > 0.005:
+            mismatches += 1
+        revenue[row["region"], quarter(row["month"])] += amount
+
+regions = sorted({region for region, _ in revenue})
+table = {region: [revenue[region, q] for q in QUARTERS] for region in regions}
+table["total"] = [sum(revenue[r, q] for r in regions) for q in QUARTERS]
+
+with open("quarterly.csv", "w", newline="", encoding="utf-8") as handle:
+    writer = csv.writer(handle, lineterminator="\\n")
+    writer.writerow(["region", *QUARTERS, "growth_q1_q4_pct"])
+    for region, values in table.items():
+        writer.writerow([region, *(f"{v:.2f}" for v in values), f"{growth(values):.1f}"])
+
+print(f"{rows} rows read, {mismatches} where revenue != units x unit_price")
+print(f"{'region':<8}" + "".join(f"{q:>12}" for q in QUARTERS) + f"{'Q1->Q4':>9}")
+for region, values in sorted(table.items(), key=lambda item: -sum(item[1])):
+    cells = "".join(f"{v:>12,.2f}" for v in values)
+    print(f"{region:<8}{cells}{growth(values):>+8.1f}%")
+print("wrote quarterly.csv")
+'''
+
+
+def run_analysis_script() -> tuple[str, dict[str, list[float]]]:
+    """Run the script the recorded model writes, exactly as the notebook will; its real output."""
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "sales.csv").write_bytes((DATA / "sales.csv").read_bytes())
+        Path(folder, "analysis.py").write_text(ANALYSIS_SCRIPT, encoding="utf-8")
+        output = subprocess.run(
+            [sys.executable, "analysis.py"], cwd=folder, capture_output=True, text=True, check=True
+        ).stdout
+        with Path(folder, "quarterly.csv").open(encoding="utf-8") as handle:
+            table = {
+                row["region"]: [float(row[q]) for q in ("Q1", "Q2", "Q3", "Q4")]
+                for row in csv.DictReader(handle)
+            }
+    return output, table
+
+
+def data_analysis() -> list[dict[str, Any]]:
+    ids = Ids("DA")
+    rows = sales()
+    look = f"""
+`df` is a pandas DataFrame of **{len(rows)} rows × 6 columns** — monthly sales for 2024, one row
+per month, region and product:
+
+| column | type | meaning |
+| --- | --- | --- |
+| `month` | string | `2024-01` … `2024-12` |
+| `region` | string | North, South, East, West |
+| `product` | string | Widget, Gadget, Gizmo, Doohickey |
+| `units` | int | units sold |
+| `unit_price` | float | price per unit (EUR) |
+| `revenue` | float | units × unit price |
+
+Before analysing it I would check:
+
+1. **`month` is text**, not a date — fine for grouping, but convert it
+   (`pd.to_datetime(df.month)` or `pd.PeriodIndex(df.month, freq="M")`) before any time-series
+   work such as resampling to quarters.
+2. **`revenue` should equal `units × unit_price`** on every row; the preview agrees, but only
+   five rows are shown, so it's worth checking all of them.
+3. **Completeness:** 12 months × 4 regions × 4 products = 192 combinations, which matches the row
+   count — so probably no gaps, but a duplicate plus a missing row would hide behind that number.
+
+Want me to write a script that checks these and builds a quarterly summary?
+"""
+    first = {
+        "prompt": ANALYSIS_PROMPTS[0],
+        "responses": [
+            reply(
+                text("Let me see which variables your session has."),
+                call(ids, "list_variables"),
+            ),
+            reply(call(ids, "inspect_variable", name="df")),
+            reply(text(look)),
+        ],
+    }
+
+    output, table = run_analysis_script()
+    assert "0 where revenue != units x unit_price" in output, output
+
+    def growth(values: list[float]) -> float:
+        return (values[-1] / values[0] - 1) * 100
+
+    regions = {k: v for k, v in table.items() if k != "total"}
+    total = table["total"]
+    ranked = sorted(regions, key=lambda r: -growth(regions[r]))
+    biggest = max(regions, key=lambda r: sum(regions[r]))
+    low_quarter = min(range(4), key=lambda i: total[i])
+    assert biggest != ranked[0]  # the report says the biggest region is not the fastest-growing
+    smallest = min(regions, key=lambda r: sum(regions[r]))
+    assert ranked[0] == smallest  # "still the smallest region"
+    assert all(max(range(4), key=lambda i: v[i]) == 3 for v in regions.values())  # Q4 everywhere
+    ordered = [*sorted(regions, key=lambda r: -sum(regions[r])), "total"]
+    table_lines = "\n".join(
+        f"| {name} | "
+        + " | ".join(f"{v:,.2f}" for v in table[name])
+        + f" | {growth(table[name]):+.1f}% |"
+        for name in ordered
+    )
+    report = f"""# Sales 2024: revenue by region and quarter
+
+*Source: `sales.csv` ({len(rows)} rows: 12 months × 4 regions × 4 products). Computed by
+`analysis.py`; the full table is in `quarterly.csv`.*
+
+## Quarterly revenue (EUR)
+
+| region | Q1 | Q2 | Q3 | Q4 | Q1 → Q4 |
+| --- | ---: | ---: | ---: | ---: | ---: |
+{table_lines}
+
+## Findings
+
+- **{ranked[0]} grows fastest**: {growth(regions[ranked[0]]):+.1f}% from Q1 to Q4, ahead of
+  {ranked[1]} ({growth(regions[ranked[1]]):+.1f}%). It is still the smallest region, but the gap
+  is closing.
+- **{biggest} is the largest region** ({sum(regions[biggest]):,.2f} EUR over the year) but grows
+  the slowest ({growth(regions[biggest]):+.1f}%).
+- **Seasonality:** Q{low_quarter + 1} is the weakest quarter overall ({total[low_quarter]:,.2f}
+  EUR) and Q4 the strongest ({total[3]:,.2f} EUR, {(total[3] / total[low_quarter] - 1) * 100:+.1f}%
+  on Q{low_quarter + 1}), so compare like-for-like quarters when judging growth.
+
+## Data checks
+
+- All {len(rows)} rows were read; `revenue` equals `units × unit_price` on every one of them.
+"""
+    denied_command = "python3 analysis.py && cat quarterly.csv"
+    done = f"""
+Done. In the workspace:
+
+- **`analysis.py`** — standard-library script: reads `sales.csv`, checks that revenue equals
+  units × unit price on every row, and sums revenue per region and quarter;
+- **`quarterly.csv`** — the table it produced (four regions plus a total row);
+- **`report.md`** — the write-up.
+
+Headlines: **{ranked[0]}** grows fastest ({growth(regions[ranked[0]]):+.1f}% Q1 → Q4), **{biggest}**
+is the biggest region but grows slowest ({growth(regions[biggest]):+.1f}%), and Q4 is the
+strongest quarter everywhere. All {len(rows)} rows passed the revenue check.
+
+One note on the run: my first command, `{denied_command}`, was declined by your approval reviewer
+(it only lets a single `python SCRIPT.py` through), so I ran the script on its own; it prints the
+table, so nothing was lost.
+"""
+    second = {
+        "prompt": ANALYSIS_PROMPTS[1],
+        "responses": [
+            reply(
+                text("I'll write the script first."),
+                call(ids, "write_file", file_path="analysis.py", content=ANALYSIS_SCRIPT),
+            ),
+            reply(
+                text("Now I'll run it and show the CSV it writes."),
+                call(ids, "run_bash", command=denied_command),
+            ),
+            reply(
+                text(
+                    "That combined command was declined. I'll run just the script — it prints "
+                    "the table itself."
+                ),
+                call(ids, "run_bash", command="python3 analysis.py"),
+            ),
+            reply(
+                text("The numbers are in. Writing the report."),
+                call(ids, "write_file", file_path="report.md", content=report),
+            ),
+            reply(text(done)),
+        ],
+    }
+    return [first, second]
+
+
 def main() -> None:
     save_cassette(HERE / "01_quickstart.json", quickstart())
     save_cassette(HERE / "02_tools.json", tools())
     save_cassette(HERE / "03_custom_tools.json", custom_tools())
+    save_cassette(HERE / "04_data_analysis.json", data_analysis())
     print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.json"))))
 
 
