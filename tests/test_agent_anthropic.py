@@ -172,6 +172,56 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
     assert isinstance(events[0], TurnStarted) and events[0].model == "claude-test"
 
 
+@tool
+async def nap(label: str, seconds: float) -> str:
+    """Sleep, then return the label.
+
+    Args:
+        label: returned
+        seconds: how long
+    """
+    await asyncio.sleep(seconds)
+    return label
+
+
+async def test_four_tools_sleeping_half_a_second_finish_well_under_two_seconds(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(
+        Reply(
+            [tool_use(f"toolu_{i}", "nap", {"label": f"N{i}", "seconds": 0.5}) for i in range(4)]
+        ),
+        text("rested"),
+    )
+    agent = make_agent(fake, tmp_path, nap)
+    started = time.perf_counter()
+    assert await agent.chat("take four naps") == "rested"
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"4 x 0.5 s took {elapsed:.2f} s"
+    assert [r["content"] for r in last_user_blocks(fake.requests[1])] == ["N0", "N1", "N2", "N3"]
+
+
+async def test_cancel_mid_stream_keeps_the_partial_text(tmp_path: Path) -> None:
+    gate = asyncio.Event()  # never set
+    fake = FakeAnthropic(text("Partial answer then silence", gate=gate, chunk=14), text("Again."))
+    agent = make_agent(fake, tmp_path)
+    first_delta = asyncio.Event()
+
+    async def run() -> None:
+        async for event in agent.stream_chat("speak"):
+            if isinstance(event, TextDelta):
+                first_delta.set()
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(first_delta.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.messages[-1]["content"] == [{"type": "text", "text": "Partial answer"}]
+    assert await agent.chat("again") == "Again."
+    assert api_problems(fake.requests[-1]) == []
+
+
 async def test_four_slow_tools_run_concurrently_and_answer_in_model_order(tmp_path: Path) -> None:
     @tool
     async def slow(label: str, seconds: float) -> str:
