@@ -6,7 +6,8 @@ recorded: each is a Claude-style session in the exact format ``RecordingProvider
 ``notebooks/data`` (never typed in by hand). Re-record any of them against Claude with
 ``RecordingProvider`` (see ``cassettes/README.md``); rebuild them all with
 
-    python notebooks/cassettes/make_cassettes.py
+    python notebooks/cassettes/make_cassettes.py        # rewrites the cassettes here
+    python notebooks/cassettes/make_cassettes.py DIR    # writes them into DIR instead
 """
 
 from __future__ import annotations
@@ -511,13 +512,17 @@ table, so nothing was lost.
     return [first, second]
 
 
-def main() -> None:
-    save_cassette(HERE / "01_quickstart.json", quickstart())
-    save_cassette(HERE / "02_tools.json", tools())
-    save_cassette(HERE / "03_custom_tools.json", custom_tools())
-    save_cassette(HERE / "04_data_analysis.json", data_analysis())
-    print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.json"))))
+def main(out_dir: Path = HERE) -> None:
+    cassettes = {
+        "01_quickstart.json": quickstart(),
+        "02_tools.json": tools(),
+        "03_custom_tools.json": custom_tools(),
+        "04_data_analysis.json": data_analysis(),
+    }
+    for name, exchanges in cassettes.items():
+        save_cassette(out_dir / name, exchanges)
+    print("wrote", ", ".join(cassettes), "in", out_dir)
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
