@@ -7,8 +7,13 @@ A prompt-injected model may ask for anything, so the command runs fenced in:
 * with an environment built from an allowlist, from which every variable whose name looks like a
   credential is removed (``ANTHROPIC_API_KEY``, ``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
   ``*PASSWORD*``), plus settings that keep pagers, editors and prompts out of the way;
-* with a deadline: the whole process group (background children included) gets SIGTERM, a short
-  grace, then SIGKILL; the same happens when the awaiting task is cancelled;
+* with a deadline: the whole process group (background children included) and every descendant
+  still linked to the shell (even one that left the group with ``setsid``) get SIGTERM, a short
+  grace, then SIGKILL; when the awaiting task is cancelled they get SIGKILL at once. Children
+  that detach completely (double fork and ``setsid`` before the deadline) are out of reach
+  without cgroups;
+* once the shell exits, background children still holding its output are stopped too (the
+  result says so); ones that redirected their output keep running, so servers can be started;
 * with its output read as a stream into a bounded head and tail, so a command printing gigabytes
   costs a few kilobytes, and cut in the middle with a marker saying how much was left out.
 
@@ -341,7 +346,7 @@ async def run_command(
     """Run ``argv`` in its own session with stdin closed; stdout and stderr interleaved.
 
     The output is capped at ``max_chars`` characters (cut in the middle, marked). At the timeout,
-    or if the awaiting task is cancelled, the whole process group is stopped.
+    or if the awaiting task is cancelled, the process group and the descendants are stopped.
     """
     keep = max(0, max_chars - _MARKER_RESERVE)
     sink = _BoundedText(keep // 2, keep - keep // 2)
