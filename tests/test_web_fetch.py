@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -79,6 +80,11 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             elif route == "/gzip-json":
                 body = gzip.compress(json.dumps(JSON_DOCUMENT).encode())
                 self.send_body(200, body, "application/json", Content_Encoding="gzip")
+            elif route in ("/deflate-json", "/raw-deflate-json"):
+                wbits = zlib.MAX_WBITS if route == "/deflate-json" else -zlib.MAX_WBITS
+                packer = zlib.compressobj(wbits=wbits)
+                body = packer.compress(json.dumps(JSON_DOCUMENT).encode()) + packer.flush()
+                self.send_body(200, body, "application/json", Content_Encoding="deflate")
             elif route == "/html":
                 self.send_body(200, HTML_PAGE, "text/html; charset=utf-8")
             elif route == "/text":
@@ -205,8 +211,11 @@ async def test_json_is_returned_as_json(tmp_path: Path, server: LoopbackServer) 
     assert '\n  "name": "jupyter-agent"' in result.content  # pretty-printed
 
 
-async def test_gzip_body_is_inflated(tmp_path: Path, server: LoopbackServer) -> None:
-    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url("/gzip-json")})
+@pytest.mark.parametrize("path", ["/gzip-json", "/deflate-json", "/raw-deflate-json"])
+async def test_compressed_body_is_inflated(
+    tmp_path: Path, server: LoopbackServer, path: str
+) -> None:
+    result = await fetch_registry(tmp_path).call("web_fetch", {"url": server.url(path)})
     assert json.loads(result.content) == JSON_DOCUMENT
 
 

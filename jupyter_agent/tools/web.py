@@ -139,6 +139,26 @@ def _looks_binary(body: bytes) -> bool:
     return False
 
 
+class _LazyDeflate:
+    """A deflate decoder that picks zlib-wrapped or raw deflate from the first two bytes."""
+
+    def __init__(self) -> None:
+        self._inflater: Any = None
+        self._pending = b""
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        if self._inflater is None:
+            self._pending += data
+            if len(self._pending) < 2:
+                return b""
+            first, second = self._pending[0], self._pending[1]
+            wrapped = first & 0x0F == 8 and (first << 8 | second) % 31 == 0
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+            data, self._pending = self._pending, b""
+        result: bytes = self._inflater.decompress(data, max_length)
+        return result
+
+
 @dataclass
 class _Fetched:
     url: str
@@ -327,7 +347,8 @@ class WebFetchTool(BuiltinTool):
         if encoding in ("gzip", "x-gzip"):
             inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
-            inflater = zlib.decompressobj()
+            # Officially zlib-wrapped; some servers send raw deflate. Decided on the first bytes.
+            inflater = _LazyDeflate()
         elif encoding not in ("", "identity"):
             raise ToolFailure(f"Unsupported Content-Encoding {encoding!r}")
         buffer = bytearray()
