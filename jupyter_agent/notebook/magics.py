@@ -346,7 +346,9 @@ class AgentMagics(Magics):
 
     def _run_chat(self, agent: Any, prompt: str) -> str | None:
         expanded = expand_variables(prompt, self._user_ns(), self.variable_budget)
-        if agent.provider.name == "offline" and not self._offline_noted:
+        provider = agent.provider
+        announced = bool(getattr(provider, "notice", False))  # it says so in its answers
+        if provider.name == "offline" and not announced and not self._offline_noted:
             self._offline_noted = True
             print(OFFLINE_NOTE)
         rich = self.use_widgets()

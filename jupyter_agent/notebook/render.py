@@ -218,7 +218,7 @@ class TextRenderer:
             self._finished.add(event.call_id)
             started = self._calls.get(event.call_id)
             arguments = started.input if started is not None else {}
-            status = "error" if event.is_error else "done"
+            status = tool_format.finished_status(event.output, event.is_error)
             text = tool_format.plain_text(
                 event.name, arguments, status, event.duration_s, event.output, result_chars=300
             )

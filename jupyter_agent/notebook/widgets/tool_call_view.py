@@ -98,11 +98,10 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
 
     def finish(self, output: str, *, is_error: bool, duration_s: float | None) -> None:
         """The call ended; an error result that reports a refusal shows as ``denied``."""
-        denied = is_error and _looks_denied(output)
         self.set_trait("is_error", is_error)
         self.set_trait("duration_s", duration_s)
         self.set_trait("result", output)
-        self.status = "denied" if denied else ("error" if is_error else "done")
+        self.status = tool_format.finished_status(output, is_error)
 
     def mark(self, status: str) -> None:
         """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
@@ -165,9 +164,3 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
         self._result_html.value = _pre(visible + suffix, color)
         self._show_more.layout.display = "flex" if hidden > 0 else "none"
         self._show_more.description = f"show more ({hidden} characters hidden)"
-
-
-def _looks_denied(output: str) -> bool:
-    """The agent's refusals (policy ``deny``, the user declined) say the call "was not run"."""
-    head = output[:200].lower()
-    return "was not run" in head or "declined" in head
