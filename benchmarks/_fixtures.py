@@ -76,11 +76,11 @@ NEEDLE_PATTERN = "NEEDLE_[0-9]+"
 
 
 def make_text_tree(
-    root: Path, *, files: int, file_bytes: int, ignored_share: float = 0.05
+    root: Path, *, files: int, file_bytes: int, ignored_share: float = 0.05, needles: int = 50
 ) -> TextTree:
     """``files`` files of about ``file_bytes`` each in two levels of folders, a git repository
-    whose ``.gitignore`` excludes ``build/`` (holding ``ignored_share`` of the files); one file
-    in 400 holds a ``NEEDLE_<n>`` line."""
+    whose ``.gitignore`` excludes ``build/`` (holding ``ignored_share`` of the files); about
+    ``needles`` files, evenly spread, hold a ``NEEDLE_<n>`` line."""
     rng = random.Random(7)
     pool = _line_pool(rng, 4000)
     root.mkdir(parents=True, exist_ok=True)
@@ -90,6 +90,7 @@ def make_text_tree(
     total = 0
     visible = hidden = 0
     per_folder = 100
+    needle_every = max(1, files // needles)
     for n in range(files):
         top = "build" if n < ignored else f"pkg{(n // (per_folder * 10)) % 1000:03d}"
         folder = root / top / f"mod{(n // per_folder) % 10}"
@@ -101,7 +102,7 @@ def make_text_tree(
             line = pool[rng.randrange(len(pool))]
             chunk.append(line)
             size += len(line)
-        if n % 400 == 0:
+        if n % needle_every == needle_every // 2:
             chunk.insert(len(chunk) // 2, f"marker = NEEDLE_{n}  # found by the search\n")
             if n < ignored:
                 hidden += 1

@@ -203,6 +203,7 @@ def limit(
     theirs_label: str,
     *,
     below: float,
+    goal_text: str = "",
     note: str = "",
     miss_note: str = "",
 ) -> Row:
@@ -215,7 +216,7 @@ def limit(
         theirs,
         "max_value",
         below,
-        f"< {_num(below)} {ours.unit}",
+        goal_text or f"< {_num(below)} {ours.unit}",
         note=note,
         miss_note=miss_note,
     )
