@@ -458,3 +458,50 @@ def test_unload_removes_the_magics_and_stops_the_loop(shell: InteractiveShell) -
     assert magics not in shell.configurables
     shell.run_line_magic("load_ext", "jupyter_agent")  # the fixture unloads it again
     magics_of(shell).workspace = str(Path.cwd())
+
+
+def test_provider_option_applies_to_one_cell(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(shell, text("from the fake"), text("fake again"))
+    run_ok(shell, "%%agent\nfirst")
+    run_ok(shell, "%%agent --provider offline\nsecond")
+    assert "offline" in capsys.readouterr().out  # the offline model announces itself
+    run_ok(shell, "%%agent\nthird")
+    assert len(fake.requests) == 2
+    # the offline cell's exchange is part of the conversation the fake sees next
+    assert user_texts(fake.requests[1]) == ["first", "second", "third"]
+    assert "fake again" in capsys.readouterr().out
+
+
+def test_changing_the_workspace_keeps_the_conversation_and_tool_choices(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "inside.txt").write_text("found me")
+    fake = use_fake(
+        shell,
+        text("noted"),
+        Reply([tool_use("t1", "read_file", {"file_path": "inside.txt"})]),
+        text("read it"),
+    )
+    run_ok(shell, "%%agent\nremember this")
+    run_ok(shell, "%agent_tools disable web_fetch")
+    run_ok(shell, "%agent_tools policy write_file deny")
+    run_ok(shell, f"%config AgentMagics.workspace = {str(other)!r}")
+    magics_of(shell).use_provider(AnthropicProvider(client=fake.client()))
+    run_ok(shell, "%%agent\nread inside.txt")
+    agent = magics_of(shell).agent
+    assert agent.context.workspace == other.resolve()
+    assert user_texts(fake.requests[1])[0] == "remember this"
+    assert "web_fetch" not in tool_names(fake.requests[1])
+    assert agent.get_policy("write_file") == "deny"
+    assert result_text(tool_results(fake.requests[2])[0]) == "found me"
+
+
+def test_a_missing_workspace_is_a_usage_error(shell: InteractiveShell, tmp_path: Path) -> None:
+    run_ok(shell, f"%config AgentMagics.workspace = {str(tmp_path / 'nope')!r}")
+    result = shell.run_cell("%%agent\nhello")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "is not an existing folder" in str(result.error_in_exec)

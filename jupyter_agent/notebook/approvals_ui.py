@@ -86,6 +86,8 @@ class NotebookApprovals:
                 if poller.poll(0.05) == 0:
                     time.sleep(0.01)
         finally:
+            if prompt.decision is None:  # interrupted while waiting: lock the buttons
+                prompt.decide(Decision(False, "the cell was interrupted"))
             if owned:
                 poller.close()
         return prompt.decision

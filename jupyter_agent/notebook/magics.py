@@ -255,7 +255,7 @@ class AgentMagics(Magics):
             for name in agent.registry.get_tool_names():
                 if previous.registry.has_tool(name):
                     agent.registry.set_enabled(name, previous.registry.is_tool_enabled(name))
-            agent._policies.update(getattr(previous, "_policies", {}))
+                    agent.set_policy(name, previous.get_policy(name))
         self._agent = agent
         self._approvals = approvals
         self._agent_stale = False
