@@ -18,9 +18,11 @@ What both searches share, whichever runs:
   workspace root (the latter matched relative to the workspace root, as ripgrep's
   ``--ignore-file`` does); files matched by an explicit ``glob`` are searched even when ignored;
 * a file with a NUL byte in what was read of it is binary and skipped;
-* ``glob`` (search_text) follows ``.gitignore`` rules: ``*.py`` matches at any depth,
-  ``src/*.py`` is anchored at the searched folder. ``pattern`` (search_files) is always anchored
-  at the searched folder, like ``pathlib``: ``*.csv`` is the top level only, ``**/*.csv`` any depth.
+* ``glob`` (search_text) is a ripgrep ``--glob``: ``*.py`` matches at any depth, ``src/*.py`` is
+  anchored at the searched folder, and — as in ripgrep — a file or folder it names explicitly is
+  searched even if ``.gitignore`` ignores it. ``pattern`` (search_files) filters the listing of
+  the files ``.gitignore`` keeps, anchored at the searched folder like ``pathlib``: ``*.csv`` is
+  the top level only, ``**/*.csv`` any depth.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
-
-import pathspec
 
 from ..errors import ToolInputError
 from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
@@ -145,46 +145,143 @@ def _check_glob(pattern: str, what: str) -> str:
 # -- the Python walk (shared by the fallback of both tools) ------------------------------------
 
 
+class _Glob:
+    """One glob in ``.gitignore`` syntax, as ripgrep reads them (``--glob`` and ignore files).
+
+    A glob without a slash matches a name at any depth, one with a slash is anchored; a trailing
+    slash matches folders only. A path matches by itself only: unlike ``git check-ignore``, the
+    rule ``build`` does not match ``build/x`` — ripgrep never looks inside an ignored folder it
+    walks, and searches one you name explicitly. (This is also why pathspec, whose matching
+    includes a folder's contents, is not used here: the two backends must agree exactly.)
+    """
+
+    __slots__ = ("dir_only", "regex")
+
+    def __init__(self, glob: str) -> None:
+        self.dir_only = glob.endswith("/")
+        glob = glob.rstrip("/")
+        anchored = glob.startswith("/")
+        glob = glob.lstrip("/")
+        if not anchored and "/" not in glob and glob != "**":
+            glob = "**/" + glob
+        self.regex = re.compile(_glob_to_regex(glob), re.DOTALL)
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        return self.regex.fullmatch(rel) is not None
+
+
+class _IgnoreFile:
+    """The rules of one ``.gitignore``; the last rule that matches decides."""
+
+    def __init__(self, text: str) -> None:
+        self.rules: list[tuple[_Glob, bool]] = []
+        for raw in text.splitlines():
+            line = raw if raw.endswith("\\ ") else raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            if negated or line.startswith(("\\!", "\\#")):
+                line = line[1:]
+            if line and line != "/":
+                self.rules.append((_Glob(line), negated))
+
+    def verdict(self, rel: str, is_dir: bool) -> bool | None:
+        """True: ignored; False: re-included by a ``!`` rule; None: no rule matches."""
+        for glob, negated in reversed(self.rules):
+            if glob.matches(rel, is_dir):
+                return not negated
+        return None
+
+
 class _IgnoreRules:
-    """``.gitignore`` matching with git's precedence: deeper files first, last rule wins."""
+    """Which entries a walk skips: ``.git``, the ``--glob`` whitelist, ``.gitignore`` files."""
 
     def __init__(self, scope: _Scope) -> None:
-        self._parents = [spec for spec in (_load_ignore(p) for p in scope.parent_ignores) if spec]
-        self._whitelist = (
-            pathspec.GitIgnoreSpec.from_lines([scope.whitelist]) if scope.whitelist else None
-        )
+        self._parents = [f for f in (_load_ignore(p) for p in scope.parent_ignores) if f]
+        self._whitelist = _Glob(scope.whitelist) if scope.whitelist else None
 
-    def skipped(
-        self, rel: str, is_dir: bool, stack: list[tuple[str, pathspec.GitIgnoreSpec]]
-    ) -> bool:
+    def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
         """Whether the entry at ``rel`` (relative to the workspace) is left out."""
-        name = rel.rsplit("/", 1)[-1]
-        if name == ".git":
+        if rel.rsplit("/", 1)[-1] == ".git":
             return True
-        probe = rel + "/" if is_dir else rel
         if self._whitelist is not None:
-            if self._whitelist.match_file(probe):
+            if self._whitelist.matches(rel, is_dir):
                 return False  # an explicit glob wins over .gitignore, as in ripgrep
             if not is_dir:
                 return True
-        for base, spec in reversed(stack):
-            local = probe[len(base) + 1 :] if base else probe
-            verdict = spec.check_file(local).include
+        # Deeper .gitignore files first; those above the search root (ripgrep's --ignore-file,
+        # matched relative to the workspace root) last.
+        for base, rules in reversed(stack):
+            verdict = rules.verdict(rel[len(base) + 1 :] if base else rel, is_dir)
             if verdict is not None:
                 return verdict
-        for spec in reversed(self._parents):
-            verdict = spec.check_file(probe).include
+        for rules in reversed(self._parents):
+            verdict = rules.verdict(rel, is_dir)
             if verdict is not None:
                 return verdict
         return False
 
 
-def _load_ignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+def _glob_to_regex(glob: str) -> str:
+    segments = glob.split("/")
+    last = len(segments) - 1
+    out: list[str] = []
+    for index, segment in enumerate(segments):
+        if segment == "**":
+            if last == 0:
+                out.append(".*")
+            elif index == 0:
+                out.append("(?:.*/)?")
+            elif index == last:
+                out.append("/.+")
+            else:
+                out.append("/(?:.*/)?")
+            continue
+        if index > 0 and segments[index - 1] != "**":
+            out.append("/")
+        out.append(_segment_to_regex(segment))
+    return "".join(out)
+
+
+def _segment_to_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "\\" and i + 1 < len(segment):
+            out.append(re.escape(segment[i + 1]))
+            i += 2
+            continue
+        if char == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = segment.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = segment[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _load_ignore(path: Path) -> _IgnoreFile | None:
     try:
         text = path.read_text("utf-8", errors="replace")
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    return _IgnoreFile(text)
 
 
 def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
@@ -194,12 +291,12 @@ def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
         yield os.path.join(root, scope.target), scope.target
         return
     rules = _IgnoreRules(scope)
-    stack: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    stack: list[tuple[str, _IgnoreFile]] = []
     yield from _walk_folder(root, scope.target, rules, stack)
 
 
 def _walk_folder(
-    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, pathspec.GitIgnoreSpec]]
+    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, _IgnoreFile]]
 ) -> Iterator[tuple[str, str]]:
     folder = os.path.join(root, rel) if rel else root
     try:
@@ -274,10 +371,11 @@ def _format_hit(rel: str, number: int, line: str) -> str:
     return f"{rel}:{number}: {text}"
 
 
-def _python_find(scope: _Scope, cap: int) -> list[str]:
+def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
     found: list[str] = []
     for _absolute, rel in _walk_files(scope):
-        found.append(rel)
+        if wanted.matches(rel, False):
+            found.append(rel)
         if len(found) >= cap:
             break
     return found
@@ -416,7 +514,7 @@ async def _ripgrep_grep(
     return found[:wanted], False
 
 
-async def _ripgrep_find(rg: str, scope: _Scope, cap: int) -> tuple[list[str], bool]:
+async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tuple[list[str], bool]:
     argv = ["--files", "--null", *_rg_common(scope), "--", _rg_target(scope)]
     process = await _spawn_rg(rg, argv, scope.workspace)
     assert process.stdout is not None
@@ -431,7 +529,10 @@ async def _ripgrep_find(rg: str, scope: _Scope, cap: int) -> tuple[list[str], bo
                 return
             buffer += chunk
             *names, buffer = buffer.split(b"\0")
-            found.extend(_strip_dot(n.decode("utf-8", "surrogateescape")) for n in names)
+            for name in names:
+                rel = _strip_dot(name.decode("utf-8", "surrogateescape"))
+                if wanted.matches(rel, False):
+                    found.append(rel)
 
     timed_out = False
     try:
@@ -579,14 +680,16 @@ class SearchFilesTool(_SearchTool):
         scope = _scope(self.context, path_text, None)
         if scope.target_is_file:
             raise ToolFailure(f"{path_text} is a file; give a folder as path")
-        scope.whitelist = _anchored(pattern, scope.target)
+        # The pattern filters the listing instead of going to rg as a --glob, which would
+        # override .gitignore (``**`` would then list everything, ignored folders included).
+        wanted = _Glob(_anchored(pattern, scope.target))
         cap = MAX_FILE_RESULTS + 1
         rg = self._ripgrep()
         timed_out = False
         if rg is not None:
-            found, timed_out = await _ripgrep_find(rg, scope, cap)
+            found, timed_out = await _ripgrep_find(rg, scope, wanted, cap)
         else:
-            found = await asyncio.to_thread(_python_find, scope, cap)
+            found = await asyncio.to_thread(_python_find, scope, wanted, cap)
         where = f" in {path_text}" if path_text else ""
         if not found:
             return f"No files match {pattern!r}{where}"
