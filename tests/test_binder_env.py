@@ -27,7 +27,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a cold pip cache is slow
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = Path("notebooks") / "01_quickstart.ipynb"
