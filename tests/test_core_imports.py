@@ -1,0 +1,64 @@
+"""The core never imports IPython or ipywidgets: it must import with both blocked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+CORE_PACKAGES = ("jupyter_agent.tools", "jupyter_agent.agent", "jupyter_agent.providers")
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    for blocked in ("IPython", "ipywidgets"):
+        sys.modules[blocked] = None  # any import of it now raises ImportError
+
+    import importlib, pkgutil
+    import jupyter_agent
+
+    imported = []
+    for package_name in {packages!r}:
+        package = importlib.import_module(package_name)
+        for info in pkgutil.walk_packages(package.__path__, package_name + "."):
+            importlib.import_module(info.name)
+            imported.append(info.name)
+
+    # every public name whose module is in the core resolves too
+    for name, module in jupyter_agent._EXPORTS.items():
+        if module.startswith({packages!r}) or module == "jupyter_agent.errors":
+            getattr(jupyter_agent, name)
+
+    leaked = [m for m in sys.modules if m.split(".")[0] in ("IPython", "ipywidgets")
+              and sys.modules[m] is not None]
+    assert not leaked, leaked
+    print("\\n".join(imported))
+    """
+).format(packages=CORE_PACKAGES)
+
+
+def test_core_imports_without_ipython() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    imported = set(result.stdout.split())
+    for module in (
+        "jupyter_agent.tools.registry",
+        "jupyter_agent.tools.decorator",
+        "jupyter_agent.tools.files",
+        "jupyter_agent.tools.search",
+        "jupyter_agent.tools.session",
+        "jupyter_agent.tools.factory",
+        "jupyter_agent.tools.workspace",
+        "jupyter_agent.agent.events",
+        "jupyter_agent.providers.base",
+    ):
+        assert module in imported, module
+
+
+def test_blocking_really_blocks() -> None:
+    """The check above would be empty if blocking did not work; prove that it does."""
+    script = "import sys; sys.modules['IPython'] = None\nimport IPython"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode != 0 and "import of IPython halted" in result.stderr
