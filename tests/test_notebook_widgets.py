@@ -62,7 +62,7 @@ def test_view_title_shows_name_short_arguments_and_status() -> None:
 
     view.finish("a,b\n1,2\n", is_error=False, duration_s=0.012)
     assert header.description == "✓ read_file(file_path='data/sales.csv', limit=10) · done · 12 ms"
-    assert header.button_style == "success"
+    assert header.button_style == ""  # neutral: errors are what should catch the eye
     # the new title went to the frontend
     assert any("✓ read_file" in s.get("description", "") for s in sent_states(header))
 

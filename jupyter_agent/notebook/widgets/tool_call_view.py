@@ -19,10 +19,11 @@ from .. import tool_format
 #: Characters added to the visible result by each "show more" click.
 SHOW_MORE_STEP = 10_000
 
+# A finished call stays neutral so that errors and refusals are what catches the eye.
 _BUTTON_STYLES = {
     "running": "info",
     "waiting": "warning",
-    "done": "success",
+    "done": "",
     "error": "danger",
     "interrupted": "warning",
     "denied": "danger",
@@ -80,8 +81,9 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
                 self._result_html,
                 self._show_more,
             ],
-            layout=widgets.Layout(display="none", padding="0 0 0 24px"),
+            layout=widgets.Layout(display="none", padding="0 0 0 24px", width="100%"),
         )
+        kwargs.setdefault("layout", widgets.Layout(align_items="flex-start"))
         super().__init__(
             children=[self._header, self._body],
             tool_name=name,
