@@ -505,3 +505,17 @@ def test_a_missing_workspace_is_a_usage_error(shell: InteractiveShell, tmp_path:
     result = shell.run_cell("%%agent\nhello")
     assert isinstance(result.error_in_exec, UsageError)
     assert "is not an existing folder" in str(result.error_in_exec)
+
+
+def test_provider_settings_apply_to_the_next_cell(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_ok(shell, "%%agent\nhello")  # no key: the offline model
+    assert magics_of(shell).agent.provider.name == "offline"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    run_ok(shell, "%config AgentMagics.model = 'claude-haiku-4-5'")
+    result = shell.run_cell("%%agent\nhello again")
+    assert isinstance(result.error_in_exec, UsageError)  # it tried Claude, with that model
+    agent = magics_of(shell).agent
+    assert (agent.provider.name, agent.provider.model) == ("anthropic", "claude-haiku-4-5")

@@ -329,16 +329,14 @@ class AgentMagics(Magics):
             agent.clear_context()
         if args.system is not None:
             self.system_prompt = args.system
-        saved_provider = agent.provider
+        # Resolved for every cell: %config changes, a key set since, or this cell's options.
+        agent.provider = self._session_provider(args.provider, args.model)
         saved_max_turns = agent.max_turns
-        if args.provider is not None or args.model is not None:
-            agent.provider = self._session_provider(args.provider, args.model)
         if args.max_turns is not None:
             agent.max_turns = args.max_turns
         try:
             text = self._run_chat(agent, prompt)
         finally:
-            agent.provider = saved_provider
             agent.max_turns = saved_max_turns
         if args.out is not None and text is not None:
             self._user_ns()[args.out] = text
