@@ -216,3 +216,13 @@ def test_approval_prompt_deny() -> None:
     assert prompt.decision is not None and not prompt.decision.approved
     assert prompt.decision.reason
     assert prompt.as_text().endswith("— denied")
+
+
+def test_panel_rebinds_to_a_new_agent(agent: Agent, tmp_path: Path) -> None:
+    panel = ToolPanel(agent)
+    replacement = Agent(OfflineProvider(), workspace=tmp_path)
+    replacement.disable_tool("read_file")
+    panel.rebind(replacement)
+    assert panel.rows["read_file"].checkbox.value is False
+    frontend_update(panel.rows["read_file"].checkbox, value=True)
+    assert replacement.registry.is_tool_enabled("read_file")

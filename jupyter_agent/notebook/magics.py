@@ -259,6 +259,8 @@ class AgentMagics(Magics):
         self._agent = agent
         self._approvals = approvals
         self._agent_stale = False
+        for panel in list(self._panels):
+            panel.rebind(agent)
         return agent
 
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:

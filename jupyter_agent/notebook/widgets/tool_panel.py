@@ -106,6 +106,12 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
         super().__init__(children=[self._header])
         self.refresh()
 
+    def rebind(self, owner: ToolOwner) -> None:
+        """Act on ``owner`` from now on (the session's agent was re-created)."""
+        self.owner = owner
+        self.rows.clear()
+        self.refresh()
+
     def refresh(self) -> None:
         """Match the rows to the registry (new and removed tools, changed states)."""
         names = self.owner.registry.get_tool_names()
