@@ -89,6 +89,15 @@ async def test_read_offset_and_limit(h: Harness) -> None:
     assert await h.ok("read_file", file_path="n.txt", limit=1) == "1\n"
     message = await h.err("read_file", file_path="n.txt", offset=50)
     assert "past the end" in message and "10 lines" in message
+    assert "has 10 lines" in await h.err("read_file", file_path="n.txt", offset=11)
+    (h.ws / "partial.txt").write_text("1\n2")
+    assert await h.ok("read_file", file_path="partial.txt", offset=2) == "2"
+    assert "has 2 lines" in await h.err("read_file", file_path="partial.txt", offset=3)
+    (h.ws / "wide16.txt").write_bytes("1\n2\n3\n".encode("utf-16"))
+    assert await h.ok("read_file", file_path="wide16.txt", offset=2, encoding="utf-16") == "2\n3\n"
+    assert "has 3 lines" in await h.err(
+        "read_file", file_path="wide16.txt", offset=7, encoding="utf-16"
+    )
     await h.err("read_file", file_path="n.txt", offset=0)
     await h.err("read_file", file_path="n.txt", limit="5")
 
@@ -150,8 +159,8 @@ async def test_read_refusals(h: Harness) -> None:
     assert "not valid utf-8" in await h.err("read_file", file_path="latin.txt")
     assert await h.ok("read_file", file_path="latin.txt", encoding="latin-1") == "café\n"
     assert "unknown encoding" in await h.err("read_file", file_path="latin.txt", encoding="nope")
-    (h.ws / "wide16.txt").write_bytes("hello\n".encode("utf-16"))
-    assert await h.ok("read_file", file_path="wide16.txt", encoding="utf-16") == "hello\n"
+    (h.ws / "hello16.txt").write_bytes("hello\n".encode("utf-16"))
+    assert await h.ok("read_file", file_path="hello16.txt", encoding="utf-16") == "hello\n"
     os.mkfifo(h.ws / "fifo")
     assert "not a regular file" in await h.err("read_file", file_path="fifo")
 

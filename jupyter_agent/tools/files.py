@@ -44,6 +44,8 @@ BINARY_SNIFF_BYTES = 8192
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 #: list_dir shows at most this many entries.
 MAX_LIST_ENTRIES = 2000
+#: Lines to skip are counted in chunks of this many bytes.
+_SKIP_CHUNK = 1024 * 1024
 #: Lines are read in pieces of at most this many characters, so one huge line is never loaded.
 _READ_PIECE = 64 * 1024
 
@@ -157,9 +159,17 @@ def _read_file(
                 text = data.decode(codec.name)
                 if _count_lines(text) <= MAX_READ_LINES:
                     return text
+            start = offset or 1
             raw.seek(0)
+            skipped = 1
+            if sniff and start > 1:
+                # ASCII-compatible encodings: find the line in bytes, without decoding the rest.
+                total = _skip_lines(raw, start - 1)
+                if total is not None:
+                    raise _past_the_end(shown, start, total)
+                skipped = start
             stream = io.TextIOWrapper(raw, encoding=codec.name, newline="")
-            return _read_lines(stream, shown, offset or 1, limit)
+            return _read_lines(stream, shown, start, limit, skipped)
     except UnicodeDecodeError:
         raise ToolFailure(
             f"{shown} is not valid {codec.name} text (it may be binary, or try another encoding)"
@@ -172,18 +182,45 @@ def _count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
-def _read_lines(stream: io.TextIOWrapper, shown: str, start: int, limit: int | None) -> str:
-    """Lines ``start`` .. ``start + limit - 1``, streamed, capped; with a note if capped."""
-    line_no = 1  # the line the stream is positioned in
+def _skip_lines(raw: io.BufferedReader, count: int) -> int | None:
+    """Move past ``count`` lines; None if done, else how many lines the file has (fewer)."""
+    skipped = 0
+    ends_in_line = False
+    while True:
+        chunk = raw.read(_SKIP_CHUNK)
+        if not chunk:
+            return skipped + (1 if ends_in_line else 0)
+        newlines = chunk.count(b"\n")
+        if skipped + newlines < count:
+            skipped += newlines
+            ends_in_line = not chunk.endswith(b"\n")
+            continue
+        rest = chunk.split(b"\n", count - skipped)[-1]
+        raw.seek(-len(rest), io.SEEK_CUR)
+        if not rest and not raw.peek(1):
+            return count  # the wanted line would start exactly at the end of the file
+        return None
+
+
+def _past_the_end(shown: str, start: int, lines: int) -> ToolFailure:
+    plural = "" if lines == 1 else "s"
+    return ToolFailure(f"offset {start} is past the end of {shown} (it has {lines} line{plural})")
+
+
+def _read_lines(
+    stream: io.TextIOWrapper, shown: str, start: int, limit: int | None, line_no: int
+) -> str:
+    """Lines ``start`` .. ``start + limit - 1``, streamed, capped; with a note if capped.
+
+    ``line_no`` is the line the stream is at (lines before ``start`` may be skipped already).
+    """
+    partial = False
     while line_no < start:
         piece = stream.readline(_READ_PIECE)
         if not piece:
-            lines = line_no - 1
-            raise ToolFailure(
-                f"offset {start} is past the end of {shown} (it has {lines} "
-                f"line{'' if lines == 1 else 's'})"
-            )
-        if piece.endswith("\n"):
+            raise _past_the_end(shown, start, line_no - (0 if partial else 1))
+        partial = not piece.endswith("\n")
+        if not partial:
             line_no += 1
     wanted = MAX_READ_LINES if limit is None else min(limit, MAX_READ_LINES)
     parts: list[str] = []
