@@ -388,10 +388,10 @@ class _RipgrepCannot(Exception):
     """ripgrep cannot run this search (e.g. its regex engine refuses the pattern)."""
 
 
-def _rg_common(scope: _Scope) -> list[str]:
+def _rg_common(scope: _Scope, *, sort: bool = True) -> list[str]:
     args = [
         "--no-config",
-        "--sort=path",
+        *(["--sort=path"] if sort else []),
         "--hidden",
         "--no-follow",
         "--no-require-git",
@@ -515,7 +515,9 @@ async def _ripgrep_grep(
 
 
 async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tuple[list[str], bool]:
-    argv = ["--files", "--null", *_rg_common(scope), "--", _rg_target(scope)]
+    # Unsorted, so rg walks with all its threads; sorting by path components afterwards gives
+    # exactly the order of --sort=path (each folder's entries by name, depth first).
+    argv = ["--files", "--null", *_rg_common(scope, sort=False), "--", _rg_target(scope)]
     process = await _spawn_rg(rg, argv, scope.workspace)
     assert process.stdout is not None
     found: list[str] = []
@@ -523,10 +525,7 @@ async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tupl
     async def read() -> None:
         assert process.stdout is not None
         buffer = b""
-        while len(found) < cap:
-            chunk = await process.stdout.read(65536)
-            if not chunk:
-                return
+        while chunk := await process.stdout.read(1 << 20):
             buffer += chunk
             *names, buffer = buffer.split(b"\0")
             for name in names:
@@ -542,11 +541,16 @@ async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tupl
     except BaseException:
         await _stop(process)
         raise
-    if timed_out or not process.stdout.at_eof():
+    if timed_out:
         await _stop(process)
     else:
         await process.wait()
+    found.sort(key=_path_order)
     return found[:cap], timed_out
+
+
+def _path_order(rel: str) -> list[str]:
+    return rel.split("/")
 
 
 # -- the tools ---------------------------------------------------------------------------------
