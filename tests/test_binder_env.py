@@ -13,11 +13,15 @@ pip here reads a local package mirror, so the test needs no internet.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +78,47 @@ def text_of(output: dict[str, Any]) -> str:
     return "\n".join(str(data.get(mime, "")) for mime in ("text/plain", "text/markdown"))
 
 
+def landing_page(venv: Path, repo: Path, env: dict[str, str]) -> str:
+    """Where the environment's ``jupyter lab`` redirects ``/`` (the page a Binder link opens)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    token = secrets.token_hex(16)
+    command = [
+        str(venv / "bin" / "jupyter"),
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={repo}",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    server = subprocess.Popen(
+        command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, "jupyter lab exited early"
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            try:
+                connection.request("GET", f"/?token={token}")
+                response = connection.getresponse()
+                assert response.status in (301, 302), f"/ answered {response.status}"
+                return str(response.getheader("Location", "")).split("?")[0]
+            except OSError:
+                assert time.monotonic() < deadline, "jupyter lab did not start"
+                time.sleep(0.25)
+            finally:
+                connection.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
 def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     copy_repository(repo)
@@ -95,7 +140,7 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     post_build = repo / "binder" / "postBuild"
     if post_build.exists():
         env_with_venv = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
-        subprocess.run(["bash", str(post_build)], cwd=repo, env=env_with_venv, check=True)
+        subprocess.run([str(post_build)], cwd=repo, env=env_with_venv, check=True)
 
     # Binder opens JupyterLab with the widget manager (tool-call views and toggles render)
     lab = subprocess.run(
@@ -103,6 +148,8 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     )
     assert lab.returncode == 0, lab.stderr
     assert (venv / "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager").is_dir()
+    # ... and lands in the quickstart when the link names no notebook (postBuild's default_url)
+    assert landing_page(venv, repo, env).endswith("/lab/tree/notebooks/01_quickstart.ipynb")
 
     # a kernel of the new environment, not of the dev venv
     kernels = tmp_path / "kernels"
