@@ -422,11 +422,20 @@ def profile_top_frames(target: Callable[[], Any], *, lines: int = 40) -> str:
     finally:
         profiler.stop()
     text = profiler.output_text(unicode=True, color=False, show_all=False)
-    kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[:lines])
+    body = text.splitlines()
+    # drop pyinstrument's banner: the call tree starts at the first line with a time
+    start = next((i for i, line in enumerate(body) if line[:1].isdigit()), 0)
+    tree = [line for line in body[start:] if line.strip()]
+    session = profiler.last_session
+    summary = [f"wall {session.duration:.3f} s, CPU {session.cpu_time:.3f} s"] if session else []
+    return "\n".join(summary + tree[:lines])
 
 
 # -- the context a figure runs in -------------------------------------------------------------
+
+
+#: A goal missed by more than this factor gets a pyinstrument profile in the notes.
+PROFILE_WHEN_MISSED_BY = 2.0
 
 
 @dataclass
@@ -435,6 +444,22 @@ class BenchContext:
 
     quick: bool
     verbose: bool = True
+    profile: bool = True
+
+    def finish(self, rows: list[Row]) -> list[Row]:
+        """Profile ours for every goal missed by more than 2× (a figure calls this while its
+        fixtures still exist; the runner calls it again, which does nothing the second time)."""
+        if self.quick or not self.profile:
+            return rows
+        for row in rows:
+            missed_badly = row.met is False and row.miss_factor > PROFILE_WHEN_MISSED_BY
+            if missed_badly and row.profile_target is not None and not row.profile_text:
+                self.log(f"profiling figure {row.figure} (goal missed by {row.miss_factor:.1f}×)")
+                try:
+                    row.profile_text = profile_top_frames(row.profile_target)
+                except Exception as exc:  # the profile is a bonus, never fatal
+                    row.profile_text = f"(profiling failed: {exc!r})"
+        return rows
 
     def reps(self, full: int, quick: int = 1) -> int:
         return quick if self.quick else full

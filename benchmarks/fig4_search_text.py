@@ -93,7 +93,7 @@ def run(ctx: BenchContext) -> list[Row]:
             asyncio.run(ours_tool.execute(args))
 
         size = f"{tree.files:,} files, {tree.bytes / 1e6:.0f} MB"
-        return [
+        rows = [
             compare(
                 FIGURE,
                 f"`search_text` on {size} (.gitignored folder inside)",
@@ -127,3 +127,4 @@ def run(ctx: BenchContext) -> list[Row]:
                 '`search_text` with `backend="python"`',
             ),
         ]
+        return ctx.finish(rows)

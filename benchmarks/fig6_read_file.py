@@ -9,6 +9,8 @@ whole processes (a few milliseconds of exec included). Peak RSS of each process 
 
 from __future__ import annotations
 
+import asyncio
+
 from ._fixtures import make_big_text_file
 from ._harness import (
     BenchContext,
@@ -76,51 +78,52 @@ def run(ctx: BenchContext) -> list[Row]:
             sed_s.append(sed.wall_s)
             sed_mb.append(sed.peak_rss_mb)
 
-    def profile_once() -> None:
-        import asyncio
-
-        context_module = require("jupyter_agent.tools.context")
-        files = require("jupyter_agent.tools.files")
-        with scratch_dir("bigfile-profile") as workspace:
-            n = make_big_text_file(workspace / "big.txt", total_bytes=size // 4)
+        def profile_once() -> None:
+            context_module = require("jupyter_agent.tools.context")
+            files = require("jupyter_agent.tools.files")
             tool = files.ReadFileTool(context_module.ToolContext(workspace))
-            asyncio.run(tool.execute({"file_path": "big.txt", "offset": n - 99, "limit": 100}))
+            asyncio.run(tool.execute({"file_path": "big.txt", "offset": offset, "limit": 100}))
 
-    what = f"`read_file` offset near the end of a {size >> 20} MB file"
-    miss = (
-        "Reading by line offset has to find the line, so the whole file before it is decoded and "
-        "split in Python; `tail`/`sed` scan raw bytes for newlines in C. Counting newlines on "
-        "binary chunks (`bytes.count(b'\\n')`) to find the offset's byte position, then decoding "
-        "only the requested lines, would close most of the gap."
-    )
-    return [
-        compare(
-            FIGURE,
-            f"{what}: time",
-            Stats(ours_s, "s"),
-            Stats(tail_s, "s"),
-            "`tail -n +N | head -n 100`",
-            max_ratio=2.0,
-            note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
-            miss_note=miss,
-            profile_target=profile_once,
-        ),
-        compare(
-            FIGURE,
-            f"{what}: time, against sed",
-            Stats(ours_s, "s"),
-            Stats(sed_s, "s"),
-            "`sed -n 'N,Mp;Mq'`",
-            max_ratio=2.0,
-            miss_note=miss,
-        ),
-        limit(
-            FIGURE,
-            f"{what}: peak RSS of the process",
-            Stats(ours_mb, "MB"),
-            Stats(tail_mb, "MB"),
-            "`tail`",
-            below=100.0,
-            note="Our peak RSS is the whole Python process (interpreter and imports included).",
-        ),
-    ]
+        what = f"`read_file` offset near the end of a {size >> 20} MB file"
+        miss = (
+            "`_read_lines` (tools/files.py) finds the offset with one `TextIOWrapper.readline` "
+            "per line, decoding all of the file before it: ~10.7 million Python-level calls "
+            "for the 1 GB file. "
+            "`tail`/`sed` scan raw bytes for newlines in C. A prototype that skips the lines "
+            "before the offset in binary (`readinto` a 1 MB buffer, `count(b'\\n')`, seek to "
+            "the byte after the wanted newline; valid for UTF-8 and single-byte encodings, where "
+            "0x0A is only ever a newline) and decodes only the lines returned took 0.45 s on "
+            "this file, against 0.36 s for `tail`: about 1.3×."
+        )
+        rows = [
+            compare(
+                FIGURE,
+                f"{what}: time",
+                Stats(ours_s, "s"),
+                Stats(tail_s, "s"),
+                "`tail -n +N | head -n 100`",
+                max_ratio=2.0,
+                note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
+                miss_note=miss,
+                profile_target=profile_once,
+            ),
+            compare(
+                FIGURE,
+                f"{what}: time, against sed",
+                Stats(ours_s, "s"),
+                Stats(sed_s, "s"),
+                "`sed -n 'N,Mp;Mq'`",
+                max_ratio=2.0,
+                miss_note=miss,
+            ),
+            limit(
+                FIGURE,
+                f"{what}: peak RSS of the process",
+                Stats(ours_mb, "MB"),
+                Stats(tail_mb, "MB"),
+                "`tail`",
+                below=100.0,
+                note="Our peak RSS is the whole Python process (interpreter and imports included).",
+            ),
+        ]
+        return ctx.finish(rows)

@@ -27,7 +27,6 @@ from benchmarks._harness import (
     NotLanded,
     Row,
     not_measured,
-    profile_top_frames,
     rg_binary,
 )
 
@@ -43,7 +42,6 @@ FIGURES: list[tuple[str, str, str]] = [
     ("9", "benchmarks.fig9_load_ext", "`%load_ext jupyter_agent` in a fresh process"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
-PROFILE_WHEN_MISSED_BY = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     wanted = {f.strip() for f in args.only.split(",") if f.strip()}
-    ctx = BenchContext(quick=args.quick)
+    ctx = BenchContext(quick=args.quick, profile=not args.no_profile)
     started = time.perf_counter()
     rows: list[Row] = []
     errors = 0
@@ -88,16 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             errors += 1
             traceback.print_exc()
             figure_rows = [not_measured(number, title, f"benchmark failed: {exc!r}")]
+        ctx.finish(figure_rows)
         print(f"  done in {time.perf_counter() - figure_started:.1f} s", file=sys.stderr)
-        if not args.quick and not args.no_profile:
-            for row in figure_rows:
-                missed_badly = row.met is False and row.miss_factor > PROFILE_WHEN_MISSED_BY
-                if missed_badly and row.profile_target is not None:
-                    print(f"  profiling figure {row.figure} (missed)", file=sys.stderr)
-                    try:
-                        row.profile_text = profile_top_frames(row.profile_target)
-                    except Exception as exc:  # the profile is a bonus, never fatal
-                        row.profile_text = f"(profiling failed: {exc!r})"
         rows.extend(figure_rows)
     elapsed = time.perf_counter() - started
 
