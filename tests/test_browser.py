@@ -155,10 +155,15 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             server.wait()
 
 
-ALL_PROMPTS_DONE = """() => {
+FAILED_OUTPUTS = """[...document.querySelectorAll(
+    '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+    .map(o => o.textContent).filter(t => /Error|Traceback/.test(t))"""
+#: True when every code cell has run, or when one failed (Run All then stops at that cell).
+RUN_ALL_OVER = f"""() => {{
     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-}"""
+    const done = prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    return done || {FAILED_OUTPUTS}.length > 0;
+}}"""
 
 
 def test_quickstart_renders_and_drives_the_kernel_in_chromium(lab: Lab) -> None:
@@ -176,10 +181,10 @@ def test_quickstart_renders_and_drives_the_kernel_in_chromium(lab: Lab) -> None:
 
             page.click(".lm-MenuBar-item:has-text('Run')")
             page.click(".lm-Menu-item:has-text('Run All Cells')")
-            page.wait_for_function(ALL_PROMPTS_DONE, timeout=240_000)
+            page.wait_for_function(RUN_ALL_OVER, timeout=240_000)
+            failures = page.evaluate(f"() => {FAILED_OUTPUTS}")
+            assert not failures, "a cell failed in the browser:\n" + "\n".join(failures)
             notebook = page.locator(".jp-Notebook")
-            errors = notebook.locator(".jp-OutputArea-output[data-mime-type*='error']")
-            assert errors.count() == 0, errors.first.inner_text()
 
             # the answer, with the offline model saying it is the one answering
             expect(notebook).to_contain_text(ANSWER_TEXT)
