@@ -27,7 +27,12 @@ class ContextSource(Protocol):
 
 
 class ToolContext:
-    """The state tools receive: the workspace, the system prompt, the session context."""
+    """The state tools receive: the workspace, the system prompt, the session context.
+
+    ``session_context_file_path`` defaults to ``.jupyter_agent/session.md`` in the workspace; a
+    relative path is taken relative to the workspace (and confined to it) when the session file
+    is written.
+    """
 
     def __init__(
         self,
