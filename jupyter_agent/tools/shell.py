@@ -370,7 +370,8 @@ async def run_command(
                 # Process.wait() also waits for the pipes to close, which background children
                 # can hold open for ever; the return code shows the shell itself has exited.
                 while proc.returncode is None and not reader.done():
-                    await asyncio.sleep(_POLL_S)
+                    # wakes as soon as the output ends (usually when the command exits)
+                    await asyncio.wait({reader}, timeout=_POLL_S)
                 if proc.returncode is None:
                     await proc.wait()
                 done, _ = await asyncio.wait({reader}, timeout=LINGER_S)
