@@ -40,7 +40,7 @@ class _Sampler:
 
 def run(ctx: BenchContext) -> list[Row]:
     turns = ctx.size(50, 3)
-    repetitions = ctx.reps(9, 1)
+    repetitions = ctx.reps(13, 1)
     model = f"bench-t{turns}-c1"
     requests = turns + 1  # the last request gets the final answer
 
