@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "OfflineProvider": "jupyter_agent.providers.offline",
     "RecordingProvider": "jupyter_agent.providers.offline",
     "OpenAIProvider": "jupyter_agent.providers.openai_compat",
+    "select_default_provider": "jupyter_agent.providers.auto",
     # errors
     "JupyterAgentError": "jupyter_agent.errors",
     "DuplicateToolError": "jupyter_agent.errors",
@@ -60,7 +61,48 @@ _EXPORTS: dict[str, str] = {
     "unload_ipython_extension": "jupyter_agent.notebook.extension",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentEvent",
+    "AgentFinished",
+    "AnthropicProvider",
+    "ApprovalRequest",
+    "BuiltinTool",
+    "Decision",
+    "DuplicateToolError",
+    "ExecutableTool",
+    "FunctionTool",
+    "JupyterAgentError",
+    "ModelRequest",
+    "ModelResponse",
+    "OfflineProvider",
+    "OpenAIProvider",
+    "PathOutsideWorkspaceError",
+    "Policy",
+    "Provider",
+    "ProviderError",
+    "RecordingProvider",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolContext",
+    "ToolFailure",
+    "ToolInputError",
+    "ToolNotFoundError",
+    "ToolRegistry",
+    "ToolResult",
+    "TurnFinished",
+    "TurnStarted",
+    "Usage",
+    "Workspace",
+    "WorkspaceError",
+    "create_default_registry",
+    "load_ipython_extension",
+    "select_default_provider",
+    "tool",
+    "unload_ipython_extension",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -101,6 +143,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .notebook.extension import load_ipython_extension, unload_ipython_extension
     from .providers.anthropic import AnthropicProvider
+    from .providers.auto import select_default_provider
     from .providers.base import ModelRequest, ModelResponse, Provider
     from .providers.offline import OfflineProvider, RecordingProvider
     from .providers.openai_compat import OpenAIProvider
