@@ -65,14 +65,14 @@ class Stats:
 
     def format(self) -> str:
         if len(self.samples) == 1:
-            return f"{_num(self.median)} {self.unit}"
+            return f"{format_number(self.median)} {self.unit}"
         return (
-            f"{_num(self.median)} {self.unit} "
-            f"<sub>({_num(self.min)}–{_num(self.max)}, n={len(self.samples)})</sub>"
+            f"{format_number(self.median)} {self.unit} "
+            f"<sub>({format_number(self.min)}–{format_number(self.max)}, n={len(self.samples)})</sub>"
         )
 
 
-def _num(value: float) -> str:
+def format_number(value: float) -> str:
     if value == 0:
         return "0"
     magnitude = abs(value)
@@ -216,7 +216,7 @@ def limit(
         theirs,
         "max_value",
         below,
-        goal_text or f"< {_num(below)} {ours.unit}",
+        goal_text or f"< {format_number(below)} {ours.unit}",
         note=note,
         miss_note=miss_note,
     )

@@ -26,6 +26,7 @@ from benchmarks._harness import (
     BenchContext,
     NotLanded,
     Row,
+    format_number,
     not_measured,
     rg_binary,
 )
@@ -176,8 +177,13 @@ def render_results(rows: list[Row], table: str, *, quick: bool, elapsed_s: float
     if missed:
         parts += ["", "### Goals missed", ""]
         for row in missed:
+            measured = (
+                f"{format_number(row.ours.max)} {row.ours.unit} (worst sample)"
+                if row.goal_kind == "max_value" and row.ours is not None
+                else row.ratio_text()
+            )
             parts.append(
-                f"- **{row.figure}. {row.what}** — {row.ratio_text()} against a goal of "
+                f"- **{row.figure}. {row.what}** — {measured} against a goal of "
                 f"{row.goal_text} ({row.miss_factor:.2f}× off). "
                 + (row.miss_note or "(no analysis recorded)")
             )
