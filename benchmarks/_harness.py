@@ -66,9 +66,10 @@ class Stats:
     def format(self) -> str:
         if len(self.samples) == 1:
             return f"{format_number(self.median)} {self.unit}"
+        low, high = format_number(self.min), format_number(self.max)
         return (
             f"{format_number(self.median)} {self.unit} "
-            f"<sub>({format_number(self.min)}–{format_number(self.max)}, n={len(self.samples)})</sub>"
+            f"<sub>({low}–{high}, n={len(self.samples)})</sub>"
         )
 
 
