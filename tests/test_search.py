@@ -361,3 +361,14 @@ def test_property_backends_agree(
     for rg, py in asyncio.run(both()):
         assert rg == py, (tree, subpath, glob)
     assert SECRET not in str(snapshot(ws))
+
+
+@needs_rg
+@pytest.mark.parametrize("query", TEXT_QUERIES[:4], ids=lambda q: repr(q)[:60])
+async def test_sorted_ripgrep_run_for_broad_patterns_agrees(
+    layout: Layout, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the match budget the multi-threaded run gives way to rg's own sorted walk."""
+    expected = await text_tool(layout, "python").execute(dict(query))
+    monkeypatch.setattr(search, "UNSORTED_MATCH_BUDGET", 1)
+    assert await text_tool(layout, "ripgrep").execute(dict(query)) == expected

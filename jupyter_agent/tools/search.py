@@ -60,6 +60,9 @@ DEFAULT_BACKEND: Backend = "auto"
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS_LIMIT = 2000
 MAX_FILE_RESULTS = 1000
+#: An unsorted (multi-threaded) rg run gives up past this many matches and a sorted run,
+#: which can stop early, takes over.
+UNSORTED_MATCH_BUDGET = 2000
 #: Matched lines longer than this are shortened in the output.
 MAX_LINE_CHARS = 500
 #: A search that takes longer is stopped and what it found so far is returned.
@@ -448,14 +451,30 @@ def _json_text(value: dict[str, Any]) -> str:
     return base64.b64decode(value.get("bytes", "")).decode("utf-8", "replace")
 
 
+class _TooManyMatches(Exception):
+    """An unsorted ripgrep run found more than it is worth sorting afterwards."""
+
+
 async def _ripgrep_grep(
-    rg: str, scope: _Scope, pattern: str, case_insensitive: bool, max_results: int
+    rg: str,
+    scope: _Scope,
+    pattern: str,
+    case_insensitive: bool,
+    max_results: int,
+    *,
+    sort: bool,
 ) -> tuple[list[str], bool]:
-    """(up to max_results + 1 lines, timed_out)."""
+    """(the first max_results + 1 lines in path order, timed_out).
+
+    ``sort=True`` has rg walk in order on one thread and stops as soon as enough is found;
+    ``sort=False`` lets rg use all its threads, sorts afterwards, and raises ``_TooManyMatches``
+    past a budget (a broad pattern is then better served by the sorted run, which stops early).
+    """
     wanted = max_results + 1
+    budget = max(UNSORTED_MATCH_BUDGET, 10 * wanted)
     argv = [
         "--json",
-        *_rg_common(scope),
+        *_rg_common(scope, sort=sort),
         f"--max-count={wanted}",
         *(["--ignore-case"] if case_insensitive else ["--case-sensitive"]),
         "--regexp",
@@ -465,12 +484,14 @@ async def _ripgrep_grep(
     ]
     process = await _spawn_rg(rg, argv, scope.workspace)
     assert process.stdout is not None and process.stderr is not None
-    found: list[str] = []
+    files: list[tuple[str, list[str]]] = []  # (path, its matched lines), one entry per file
     pending: list[str] = []
+    count = 0
 
     async def read() -> None:
+        nonlocal count
         assert process.stdout is not None
-        while len(found) < wanted:
+        while count < (wanted if sort else budget):
             try:
                 raw = await process.stdout.readline()
             except ValueError:  # one absurdly long line: stop here with what we have
@@ -489,8 +510,9 @@ async def _ripgrep_grep(
                 path = _strip_dot(_json_text(data["path"]))
                 pending.append(_format_hit(path, int(data["line_number"]), line))
             elif kind == "end":
-                if data.get("binary_offset") is None:
-                    found.extend(pending)
+                if pending and data.get("binary_offset") is None:
+                    files.append((_strip_dot(_json_text(data["path"])), list(pending)))
+                    count += len(pending)
                 pending.clear()
 
     timed_out = False
@@ -501,9 +523,15 @@ async def _ripgrep_grep(
     except BaseException:
         await _stop(process)
         raise
+    if not sort and count >= budget:
+        await _stop(process)
+        raise _TooManyMatches
+    if not sort:
+        files.sort(key=lambda entry: _path_order(entry[0]))
+    found = [hit for _path, hits in files for hit in hits][:wanted]
     if timed_out or not process.stdout.at_eof():
         await _stop(process)  # enough found, or gave up: rg need not finish
-        return found[:wanted], timed_out
+        return found, timed_out
     stderr = await process.stderr.read()
     await process.wait()
     if process.returncode == 2 and not found:
@@ -511,7 +539,7 @@ async def _ripgrep_grep(
         if "regex" in message.lower() or "literal" in message.lower():
             raise _RipgrepCannot(message)
         raise ToolFailure(f"search failed: {message or 'ripgrep error'}")
-    return found[:wanted], False
+    return found, False
 
 
 async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tuple[list[str], bool]:
@@ -631,9 +659,14 @@ class SearchTextTool(_SearchTool):
         rg = self._ripgrep()
         if rg is not None:
             with contextlib.suppress(_RipgrepCannot):
-                found, timed_out = await _ripgrep_grep(
-                    rg, scope, pattern, case_insensitive, max_results
-                )
+                try:
+                    found, timed_out = await _ripgrep_grep(
+                        rg, scope, pattern, case_insensitive, max_results, sort=False
+                    )
+                except _TooManyMatches:
+                    found, timed_out = await _ripgrep_grep(
+                        rg, scope, pattern, case_insensitive, max_results, sort=True
+                    )
         if found is None:
             found = await asyncio.to_thread(_python_grep, scope, regex, max_results)
         where = f" in {path_text}" if path_text else ""
