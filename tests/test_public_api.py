@@ -37,7 +37,7 @@ def test_every_exported_name_resolves() -> None:
 
 
 def test_spec_names_are_exported() -> None:
-    assert SPEC_NAMES <= set(jupyter_agent.__all__)
+    assert SPEC_NAMES - set(jupyter_agent.__all__) == set()
 
 
 def test_tool_not_found_is_a_lookup_error() -> None:
