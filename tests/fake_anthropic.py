@@ -158,6 +158,38 @@ def api_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+# -- reading what was sent -----------------------------------------------------------------------
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    """The text blocks of every user message of a recorded request, in order."""
+    texts = []
+    for message in request["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts.extend(b["text"] for b in blocks if b["type"] == "text" and message["role"] == "user")
+    return texts
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every ``tool_result`` block of a recorded request, in order."""
+    return [
+        block
+        for message in request["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    ]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    """The text of a ``tool_result`` block, whether its content is a string or blocks."""
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 

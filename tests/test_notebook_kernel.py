@@ -17,7 +17,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 from notebook_fake_server import serve
@@ -36,23 +36,6 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
         monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
         monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
         yield fake
-
-
-def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        block
-        for message in request["messages"]
-        if isinstance(message["content"], list)
-        for block in message["content"]
-        if block["type"] == "tool_result"
-    ]
-
-
-def result_text(block: dict[str, Any]) -> str:
-    content = block["content"]
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content)
 
 
 def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic) -> None:

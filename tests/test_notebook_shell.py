@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from fake_anthropic import (
+    FakeAnthropic,
+    Reply,
+    result_text,
+    text,
+    tool_results,
+    tool_use,
+    user_texts,
+)
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
@@ -65,32 +73,6 @@ def run_ok(ip: InteractiveShell, code: str) -> None:
 
 def tool_names(request: dict[str, Any]) -> list[str]:
     return [tool["name"] for tool in request.get("tools", [])]
-
-
-def user_texts(request: dict[str, Any]) -> list[str]:
-    texts = []
-    for message in request["messages"]:
-        content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        texts.extend(b["text"] for b in blocks if b["type"] == "text" and message["role"] == "user")
-    return texts
-
-
-def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        block
-        for message in request["messages"]
-        if isinstance(message["content"], list)
-        for block in message["content"]
-        if block["type"] == "tool_result"
-    ]
-
-
-def result_text(block: dict[str, Any]) -> str:
-    content = block["content"]
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content)
 
 
 def test_round_trip_with_a_tool_call(
