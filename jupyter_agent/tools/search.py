@@ -36,7 +36,7 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -438,6 +438,24 @@ async def _spawn_rg(rg: str, argv: list[str], cwd: Path) -> asyncio.subprocess.P
     )
 
 
+async def _read_within_deadline(
+    process: asyncio.subprocess.Process, read: Callable[[], Awaitable[None]]
+) -> bool:
+    """Run ``read`` (which drains ``process``'s output) for at most ``SEARCH_TIMEOUT_S``.
+
+    Returns whether the deadline cut it short; on any other way out (an error, a cancelled
+    task) ripgrep is stopped before the exception goes on.
+    """
+    try:
+        await asyncio.wait_for(read(), SEARCH_TIMEOUT_S)
+    except TimeoutError:
+        return True
+    except BaseException:
+        await _stop(process)
+        raise
+    return False
+
+
 async def _stop(process: asyncio.subprocess.Process) -> None:
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
@@ -515,14 +533,7 @@ async def _ripgrep_grep(
                     count += len(pending)
                 pending.clear()
 
-    timed_out = False
-    try:
-        await asyncio.wait_for(read(), SEARCH_TIMEOUT_S)
-    except TimeoutError:
-        timed_out = True
-    except BaseException:
-        await _stop(process)
-        raise
+    timed_out = await _read_within_deadline(process, read)
     if not sort and count >= budget:
         await _stop(process)
         raise _TooManyMatches
@@ -561,14 +572,7 @@ async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tupl
                 if wanted.matches(rel, False):
                     found.append(rel)
 
-    timed_out = False
-    try:
-        await asyncio.wait_for(read(), SEARCH_TIMEOUT_S)
-    except TimeoutError:
-        timed_out = True
-    except BaseException:
-        await _stop(process)
-        raise
+    timed_out = await _read_within_deadline(process, read)
     if timed_out:
         await _stop(process)
     else:
