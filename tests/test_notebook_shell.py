@@ -178,6 +178,9 @@ def test_agent_tools_changes_the_next_requests_tool_list(
         ("%%agent\n   \n", "%%agent needs a prompt"),
         ("%%agent --bogus\nhi", "unrecognized arguments: --bogus"),
         ("%%agent --max-turns 0\nhi", "--max-turns must be at least 1"),
+        ("%%agent --max-turns abc\nhi", "argument --max-turns: invalid int value: 'abc'"),
+        ('%%agent --system "Answer in French\nhi', "No closing quotation"),
+        ("%agent_tools enable 'run_bash", "No closing quotation"),
         ("%%agent --out 1x\nhi", "--out needs a variable name"),
         ("%%agent --provider nope\nhi", "Unknown provider 'nope'"),
     ],
@@ -209,6 +212,9 @@ def test_help_shows_the_options(
 ) -> None:
     shell.run_cell("%%agent?")
     out = capsys.readouterr().out
+    # the usage line names the magic as it is typed, not the Python method behind it
+    assert "%%agent [--model MODEL]" in out
+    assert "agent_magic" not in out
     for option in (
         "--model",
         "--provider",
@@ -233,6 +239,21 @@ def test_config_traits_are_settable_with_percent_config(
     out = capsys.readouterr().out
     assert "AgentMagics.max_turns" in out and "3" in out
     assert "'claude-haiku-4-5'" in out
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("max_turns", "0"), ("render_interval", "-1.0"), ("variable_budget", "-5")],
+)
+def test_out_of_range_config_values_are_refused_and_the_next_cell_works(
+    shell: InteractiveShell, setting: str, value: str
+) -> None:
+    before = getattr(magics_of(shell), setting)
+    shell.run_cell(f"%config AgentMagics.{setting} = {value}")  # %config reports the error
+    assert getattr(magics_of(shell), setting) == before
+    fake = use_fake(shell, text("Still fine."))
+    run_ok(shell, "%%agent\nHello")
+    assert len(fake.requests) == 1
 
 
 def test_system_option_replaces_the_system_prompt(shell: InteractiveShell) -> None:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 from IPython.core import magic as _magic_module
 from IPython.core import magic_arguments as _magic_arguments_module
+from IPython.core.error import UsageError
 from IPython.display import DisplayHandle as _DisplayHandle
 from IPython.display import display as _display
 
@@ -24,8 +25,9 @@ display: Callable[..., Any] = _display
 DisplayHandle: Callable[[], Any] = _DisplayHandle
 
 
-def magic_arguments() -> Callable[[F], F]:
-    return cast(Callable[[F], F], _magic_arguments.magic_arguments())
+def magic_arguments(name: str | None = None) -> Callable[[F], F]:
+    """``magic_arguments``; ``name`` is what the usage line shows after its ``%``."""
+    return cast(Callable[[F], F], _magic_arguments.magic_arguments(name))
 
 
 def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
@@ -33,7 +35,11 @@ def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
 
 
 def parse_argstring(magic_function: Callable[..., Any], line: str) -> Any:
-    return _magic_arguments.parse_argstring(magic_function, line)
+    """Parse ``line``; every mistake, an unclosed quote too, is a one-line ``UsageError``."""
+    try:
+        return _magic_arguments.parse_argstring(magic_function, line)
+    except ValueError as exc:  # shlex: "No closing quotation" and the like
+        raise UsageError(f"{exc} in {line.strip()!r}") from None
 
 
 def line_cell_magic(name: str) -> Callable[[F], F]:

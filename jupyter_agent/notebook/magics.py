@@ -72,7 +72,9 @@ class AgentMagics(Magics):
     workspace = Unicode(
         "", help="Folder the agent's file tools work in; empty: the notebook's folder."
     ).tag(config=True)
-    max_turns = Int(20, help="Model turns one %%agent cell may take.").tag(config=True)
+    # ``min``: a bad %config value is refused before it is set (an observer raising would be
+    # too late: the value would stick and break the next cell).
+    max_turns = Int(20, min=1, help="Model turns one %%agent cell may take.").tag(config=True)
     system_prompt = Unicode(DEFAULT_SYSTEM_PROMPT, help="The agent's system prompt.").tag(
         config=True
     )
@@ -83,7 +85,9 @@ class AgentMagics(Magics):
         False, help="Let web_fetch reach loopback and private addresses (your own services)."
     ).tag(config=True)
     render_interval = Float(
-        DEFAULT_RENDER_INTERVAL_S, help="Seconds between two updates of a streaming answer."
+        DEFAULT_RENDER_INTERVAL_S,
+        min=0.0,
+        help="Seconds between two updates of a streaming answer.",
     ).tag(config=True)
     ui = Enum(
         ["auto", "widgets", "text"],
@@ -91,7 +95,7 @@ class AgentMagics(Magics):
         help="'widgets' in Jupyter, 'text' in terminal IPython; 'auto' picks by the shell.",
     ).tag(config=True)
     variable_budget = Int(
-        8000, help="Characters of {{variable}} summaries one prompt may carry."
+        8000, min=0, help="Characters of {{variable}} summaries one prompt may carry."
     ).tag(config=True)
 
     _agent_settings: ClassVar[tuple[str, ...]] = ("workspace", "allow_private_network")
@@ -120,8 +124,6 @@ class AgentMagics(Magics):
 
     @observe("max_turns")
     def _on_max_turns(self, change: dict[str, Any]) -> None:
-        if change["new"] < 1:
-            raise UsageError("AgentMagics.max_turns must be at least 1")
         if self._agent is not None:
             self._agent.max_turns = change["new"]
 
@@ -289,7 +291,7 @@ class AgentMagics(Magics):
 
     # -- %%agent -----------------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("%agent")  # the usage line reads "%%agent [--model MODEL] ..."
     @argument("--model", "-m", default=None, help="Model for this cell only.")
     @argument(
         "--provider",
