@@ -14,15 +14,19 @@ import codecs
 import errno
 import io
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ToolInputError
 from .arguments import bool_arg, optional_int_arg, optional_str_arg, str_arg
 from .atomic import atomic_write
 from .base import BuiltinTool, ToolFailure
+
+if TYPE_CHECKING:
+    from .context import ToolContext
 
 __all__ = [
     "EditFileTool",
@@ -75,6 +79,31 @@ def _os_reason(exc: OSError) -> str:
 
 def _failure(op: str, shown: str, exc: OSError) -> ToolFailure:
     return ToolFailure(f"Cannot {op} {shown}: {_os_reason(exc)}")
+
+
+#: Characters that HFS+ ignores in names (so ``.g\u200cit`` is ``.git`` there), as git lists them.
+_IGNORABLE_IN_NAMES = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def _is_git_name(name: str) -> bool:
+    """True for ``.git`` as any filesystem may spell it (case, NTFS trailing dots, HFS+)."""
+    folded = _IGNORABLE_IN_NAMES.sub("", name).rstrip(". ").lower()
+    return folded in (".git", "git~1")
+
+
+def _refuse_git_internals(context: ToolContext, path: Path, shown: str) -> None:
+    """Refuse to change anything in (or named) ``.git``, wherever it is in the workspace.
+
+    A repository's ``.git`` folder holds code that git runs: hooks, and settings such as
+    ``core.fsmonitor`` or a filter driver. A model that could write there (or create a ``.git``)
+    would have ``git_commit`` run whatever it wrote, even with ``run_bash`` disabled. ``path``
+    is the resolved path, so a symlink into ``.git`` is caught too; reading stays allowed.
+    """
+    if any(_is_git_name(part) for part in context.relative(path).split("/")):
+        raise ToolFailure(
+            f"Refusing to change {shown}: it is inside a .git folder (or named .git), which "
+            "the file tools never modify; use git_commit to record changes"
+        )
 
 
 def _check_encoding(encoding: str) -> codecs.CodecInfo:
@@ -287,6 +316,7 @@ class WriteFileTool(BuiltinTool):
         file_path = str_arg(args, "file_path")
         content = str_arg(args, "content")
         path = self.context.resolve(file_path)
+        _refuse_git_internals(self.context, path, file_path)
         data = content.encode("utf-8", "surrogatepass")
         await asyncio.to_thread(_write_file, path, file_path, data)
         return f"Wrote {len(data)} bytes to {self.context.relative(path)}"
@@ -347,6 +377,7 @@ class EditFileTool(BuiltinTool):
         if old_string == new_string:
             raise ToolInputError("old_string and new_string are the same; nothing would change")
         path = self.context.resolve(file_path)
+        _refuse_git_internals(self.context, path, file_path)
         count = await asyncio.to_thread(
             _edit_file, path, file_path, old_string, new_string, replace_all
         )
@@ -477,6 +508,7 @@ class MkdirTool(BuiltinTool):
         shown = str_arg(args, "path")
         parents = bool_arg(args, "parents", True)
         path = self.context.resolve(shown)
+        _refuse_git_internals(self.context, path, shown)
         return await asyncio.to_thread(self._mkdir, path, shown, parents)
 
     def _mkdir(self, path: Path, shown: str, parents: bool) -> str:
@@ -529,6 +561,8 @@ class MoveTool(BuiltinTool):
         destination_text = str_arg(args, "destination")
         source = self.context.resolve(source_text, follow_final_symlink=False)
         destination = self.context.resolve(destination_text, follow_final_symlink=False)
+        _refuse_git_internals(self.context, source, source_text)
+        _refuse_git_internals(self.context, destination, destination_text)
         moved_to = await asyncio.to_thread(
             self._move, source, destination, source_text, destination_text
         )
@@ -596,6 +630,7 @@ class RemoveTool(BuiltinTool):
         path = self.context.resolve(shown, follow_final_symlink=False)
         if path == self.context.workspace:
             raise ToolFailure("Refusing to remove the workspace root itself")
+        _refuse_git_internals(self.context, path, shown)
         return await asyncio.to_thread(self._remove, path, shown, recursive)
 
     def _remove(self, path: Path, shown: str, recursive: bool) -> str:

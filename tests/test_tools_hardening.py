@@ -1,0 +1,108 @@
+"""Hostile-model probes of the built-in tools through the default registry (audit findings).
+
+Each test here pins a hole found by calling the tools the way a prompt-injected model would; the
+assertions are on the filesystem and on what ran, not only on the returned text.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.factory import create_default_registry
+from jupyter_agent.tools.registry import ToolRegistry
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    git(ws, "config", "user.email", "audit@example.com")
+    git(ws, "config", "user.name", "Audit")
+    return ws
+
+
+@pytest.fixture
+def registry(repo: Path) -> ToolRegistry:
+    registry = create_default_registry(ToolContext(repo))
+    registry.enable("remove")
+    return registry
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+# -- .git is code: the file tools must not write it ----------------------------------------------
+
+
+async def test_file_tools_never_change_git_internals(repo: Path, registry: ToolRegistry) -> None:
+    (repo / "f.txt").write_text("x\n")
+    (repo / "payload").mkdir()
+    (repo / "payload" / "config").write_text("[core]\n")
+    (repo / "hooks_link").symlink_to(repo / ".git" / "hooks")
+    (repo / "sub").mkdir()
+    before = tree(repo / ".git")
+    config = (repo / ".git" / "config").read_text()
+    attempts = [
+        ("write_file", {"file_path": ".git/config", "content": config + "[core]\n\tx = 1\n"}),
+        ("write_file", {"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+        ("write_file", {"file_path": "hooks_link/pre-commit", "content": "#!/bin/sh\n"}),
+        ("write_file", {"file_path": ".GIT/config", "content": "x"}),
+        ("write_file", {"file_path": ".git./config", "content": "x"}),
+        ("write_file", {"file_path": "sub/.git/config", "content": "x"}),
+        ("write_file", {"file_path": "sub/.git", "content": "gitdir: ../.git\n"}),
+        ("edit_file", {"file_path": ".git/config", "old_string": "[core]", "new_string": "[x]"}),
+        ("mkdir", {"path": ".git/hooks/more"}),
+        ("mkdir", {"path": "sub/.git"}),
+        ("move", {"source": "payload", "destination": "sub/.git"}),
+        ("move", {"source": "f.txt", "destination": ".git/hooks/pre-commit"}),
+        ("move", {"source": "f.txt", "destination": ".git/hooks"}),
+        ("move", {"source": ".git/hooks/pre-commit.sample", "destination": "x"}),
+        ("move", {"source": ".git", "destination": "old_git"}),
+        ("remove", {"path": ".git", "recursive": True}),
+        ("remove", {"path": ".git/config"}),
+    ]
+    for name, args in attempts:
+        result = await registry.call(name, args)
+        assert result.is_error, (name, args, result.content)
+        assert ".git" in result.content and "git_commit" in result.content, result.content
+    assert tree(repo / ".git") == before
+    assert not (repo / "sub" / ".git").exists()
+    assert (repo / "payload" / "config").exists() and (repo / "f.txt").exists()
+    # Reading and searching .git stays allowed, as does a name that merely contains "git".
+    for name, args in [
+        ("read_file", {"file_path": ".git/HEAD"}),
+        ("write_file", {"file_path": ".gitignore", "content": ""}),
+        ("write_file", {"file_path": "my.git/x", "content": ""}),
+    ]:
+        assert not (await registry.call(name, args)).is_error, (name, args)
+
+
+async def test_a_planted_git_setting_cannot_run_through_git_commit(
+    repo: Path, registry: ToolRegistry, tmp_path: Path
+) -> None:
+    """The exploit itself: core.fsmonitor runs a command on ``git add`` (run_bash is off)."""
+    marker = tmp_path / "PWNED"
+    config = (repo / ".git" / "config").read_text()
+    evil = config + f'[core]\n\tfsmonitor = "touch {marker}; false"\n'
+    assert not registry.is_tool_enabled("run_bash")
+    planted = await registry.call("write_file", {"file_path": ".git/config", "content": evil})
+    assert planted.is_error
+    (repo / "a.txt").write_text("a\n")
+    result = await registry.call("git_commit", {"message": "m"})
+    assert not result.is_error, result.content
+    assert not marker.exists()
