@@ -341,8 +341,9 @@ def test_keyboard_interrupt_mid_tool_then_chat_again(tmp_path: Path) -> None:
     agent = make_agent(fake, tmp_path, add, interrupted)
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(agent.chat("go"))
-    # the next chat, on a fresh event loop as a new notebook cell could be
-    assert asyncio.run(agent.chat("what happened?")) == "ok, stopping"
+    # the next chat, on a fresh event loop (the client passed in is kept, with a warning)
+    with pytest.warns(RuntimeWarning, match="different event loop"):
+        assert asyncio.run(agent.chat("what happened?")) == "ok, stopping"
     body = fake.requests[-1]
     assert api_problems(body) == []
     blocks = last_user_blocks(body)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import warnings
 from pathlib import Path
 
 import anthropic
 import httpx2
 import pytest
-from fake_anthropic import ErrorReply, FakeAnthropic, Reply, text, tool_use
+from fake_anthropic import ErrorReply, FakeAnthropic, Reply, text, tool_use, user_texts
+from notebook_fake_server import serve
 
+from jupyter_agent.agent.agent import Agent
 from jupyter_agent.agent.events import TextDelta, Usage
 from jupyter_agent.errors import ProviderError
 from jupyter_agent.providers.anthropic import DEFAULT_MODEL, AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest, ModelResponse, Provider
+from jupyter_agent.tools.registry import ToolRegistry
 
 SDK_MODELS = Path(anthropic.__file__).parent / "types" / "model_param.py"
 
@@ -230,3 +235,40 @@ async def test_missing_credentials_say_what_to_set(monkeypatch: pytest.MonkeyPat
             async for e in provider.stream(ModelRequest("", [{"role": "user", "content": "x"}], []))
         ]
     await provider.aclose()
+
+
+def test_one_provider_serves_several_asyncio_runs_without_resending(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A script calling ``asyncio.run`` per chat: each run is a new event loop.
+
+    Against a keep-alive server (like the real API) the SDK's pooled connection belongs to the
+    first loop; reusing it failed after the request was written and the SDK's retry sent it a
+    second time. The provider rebuilds the client it owns on a new loop instead.
+    """
+    fake = FakeAnthropic(text("first"), text("second"), text("third"))
+    with serve(fake, keep_alive=True) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        provider = AnthropicProvider("claude-test")
+        agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # an owned client: no warning
+            assert asyncio.run(agent.chat("one")) == "first"
+            assert asyncio.run(agent.chat("two")) == "second"
+            assert asyncio.run(agent.chat("three")) == "third"
+        asyncio.run(provider.aclose())  # on yet another loop: nothing to close, no error
+    assert [user_texts(r)[-1] for r in fake.requests] == ["one", "two", "three"]
+
+
+def test_a_client_passed_in_on_a_new_loop_is_kept_with_a_warning(tmp_path: Path) -> None:
+    fake = FakeAnthropic(text("first"), text("second"))
+    client = fake.client()
+    agent = Agent(
+        AnthropicProvider("claude-test", client=client), workspace=tmp_path, registry=ToolRegistry()
+    )
+    assert asyncio.run(agent.chat("one")) == "first"
+    with pytest.warns(RuntimeWarning, match="different event loop"):
+        assert asyncio.run(agent.chat("two")) == "second"
+    assert agent.provider.client is client  # type: ignore[attr-defined]
+    assert len(fake.requests) == 2

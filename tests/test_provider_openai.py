@@ -7,6 +7,7 @@ llama.cpp): ``data:`` chunks with content deltas, tool-call fragments split acro
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import httpx2
 import openai
 import pytest
 from fake_anthropic import api_problems
+from notebook_fake_server import serve
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.agent.events import AgentFinished, TextDelta, ToolCallFinished, Usage
@@ -254,3 +256,30 @@ def test_configuration_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert explicit.model == "qwen" and str(explicit.client.base_url).startswith(
         "http://gpu:8000/v1"
     )
+
+
+class _Served:
+    """``FakeChatServer`` behind ``notebook_fake_server`` (which awaits ``handle``)."""
+
+    def __init__(self, server: FakeChatServer) -> None:
+        self.server = server
+
+    async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        return self.server.handle(request)
+
+
+def test_one_provider_serves_several_asyncio_runs_without_resending(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each ``asyncio.run`` is a new loop; the client the provider built is rebuilt for it."""
+    server = FakeChatServer(text_reply("first"), text_reply("second"), text_reply("third"))
+    with serve(_Served(server), keep_alive=True) as base_url:  # type: ignore[arg-type]
+        provider = OpenAIProvider("local-model", base_url=f"{base_url}/v1", api_key="sk-local")
+        agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
+        assert asyncio.run(agent.chat("one")) == "first"
+        assert asyncio.run(agent.chat("two")) == "second"
+        assert asyncio.run(agent.chat("three")) == "third"
+        assert provider.client.api_key == "sk-local"
+        assert str(provider.client.base_url).startswith(base_url)
+        asyncio.run(provider.aclose())
+    assert [r["messages"][-1]["content"] for r in server.requests] == ["one", "two", "three"]

@@ -6,16 +6,23 @@ adds prompt caching (the system prompt, the tool definitions and the conversatio
 marked ``cache_control: ephemeral``, so each turn of a tool loop re-reads the earlier ones from
 the cache), turns the stream into ``TextDelta``/``ModelResponse`` and the SDK's exceptions into
 ``ProviderError`` with a message a notebook user can act on.
+
+One event loop per client (``_event_loops.py``): a provider that built its client builds a fresh
+one when ``asyncio.run`` is called again, so a script can chat in several ``asyncio.run`` calls; a
+client you passed in is used as is, with a ``RuntimeWarning`` when the loop changes (create it
+inside the loop that uses it, or keep one loop, as the notebook magics do).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.events import TextDelta, Usage
 from ..errors import ProviderError
+from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -54,6 +61,7 @@ class AnthropicProvider:
         self.client: anthropic.AsyncAnthropic = (
             client if client is not None else anthropic.AsyncAnthropic()
         )
+        self._loops = LoopTracker()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r})"
@@ -79,12 +87,26 @@ class AnthropicProvider:
             params["messages"] = _with_cached_tail(request.messages)
         return params
 
+    def _client_for_running_loop(self) -> anthropic.AsyncAnthropic:
+        """``client``, rebuilt first if this provider built it and the event loop changed."""
+        if self._loops.moved():
+            if self._owns_client:
+                import anthropic
+
+                # the old client's connections belong to the old loop; leave them to it
+                self.client = anthropic.AsyncAnthropic()
+            else:
+                message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="AnthropicProvider")
+                warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return self.client
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         import anthropic
 
         params = self.build_params(request)
+        client = self._client_for_running_loop()
         try:
-            async with self.client.messages.stream(**cast(Any, params)) as stream:
+            async with client.messages.stream(**cast(Any, params)) as stream:
                 async for event in stream:
                     if event.type == "text" and event.text:
                         yield TextDelta(event.text)
@@ -147,8 +169,13 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it (a client passed in is yours)."""
-        if self._owns_client:
-            await self.client.close()
+        if not self._owns_client:
+            return
+        if self._loops.elsewhere():
+            # its connections belong to a loop that is not running here (an earlier
+            # asyncio.run): they can't be closed from this one, and the old loop is gone
+            return
+        await self.client.close()
 
 
 def _with_cached_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

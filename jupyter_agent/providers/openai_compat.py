@@ -4,6 +4,7 @@ The agent keeps its conversation in Anthropic format; this module translates eac
 chat completions (``tool_use`` → assistant ``tool_calls``, ``tool_result`` → ``tool`` messages,
 tool schemas → ``{"type": "function", ...}``) and the streamed answer back (text deltas, tool-call
 argument fragments assembled into ``tool_use`` blocks, ``finish_reason`` → ``stop_reason``, usage).
+A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``).
 The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
 imported only when this provider is created.
 """
@@ -13,12 +14,14 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.events import TextDelta, Usage
 from ..errors import ProviderError
+from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -171,12 +174,14 @@ class OpenAIProvider:
         #: that refuse the option.
         self.stream_usage = stream_usage
         self._owns_client = client is None
+        self._client_options: dict[str, Any] = {
+            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
+            "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        }
         if client is None:
-            client = openai_module.AsyncOpenAI(
-                api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
-                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            )
+            client = openai_module.AsyncOpenAI(**self._client_options)
         self.client: openai.AsyncOpenAI = client
+        self._loops = LoopTracker()
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={str(self.client.base_url)!r})"
@@ -203,8 +208,15 @@ class OpenAIProvider:
         finish_reason: str | None = None
         usage = Usage()
         model = self.model
+        client = self.client
+        if self._loops.moved():  # a new asyncio.run: see _event_loops.py
+            if self._owns_client:
+                client = self.client = openai_module.AsyncOpenAI(**self._client_options)
+            else:
+                message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="OpenAIProvider")
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
         try:
-            stream = await self.client.chat.completions.create(**cast(Any, params))
+            stream = await client.chat.completions.create(**cast(Any, params))
             async with stream:
                 async for chunk in stream:
                     model = chunk.model or model
@@ -246,7 +258,8 @@ class OpenAIProvider:
         yield ModelResponse(content, stop_reason, usage, model)
 
     async def aclose(self) -> None:
-        if self._owns_client:
+        """Close the HTTP client if this provider created it (a client passed in is yours)."""
+        if self._owns_client and not self._loops.elsewhere():
             await self.client.close()
 
 
