@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -522,3 +523,85 @@ def test_provider_settings_apply_to_the_next_cell(
     assert isinstance(result.error_in_exec, UsageError)  # it tried Claude, with that model
     agent = magics_of(shell).agent
     assert (agent.provider.name, agent.provider.model) == ("anthropic", "claude-haiku-4-5")
+
+
+class _Terminal:
+    """A terminal's stdin as ``input()`` sees it (the user types the answers given)."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.questions: list[str] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def input(self, question: str = "") -> str:
+        self.questions.append(question)
+        return self.answers.pop(0)
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_terminal_approval_asks_at_a_text_prompt(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    terminal = _Terminal(answer)
+    monkeypatch.setattr("sys.stdin", terminal)
+    monkeypatch.setattr("builtins.input", terminal.input)
+    fake = use_fake(
+        shell,
+        Reply([tool_use("toolu_b", "run_bash", {"command": "echo hi > proof.txt"})]),
+        text("Finished."),
+    )
+    run_ok(shell, "%agent_tools enable run_bash")  # destructive: policy ask
+    run_ok(shell, "%%agent\nWrite the proof file")
+    assert terminal.questions == ["Allow run_bash(command='echo hi > proof.txt')? [y/N] "]
+    [result] = tool_results(fake.requests[1])
+    if answer == "y":
+        assert not result.get("is_error")
+        assert (tmp_path / "proof.txt").read_text() == "hi\n"
+    else:
+        assert result["is_error"] is True
+        assert "declined" in result_text(result)
+        assert not (tmp_path / "proof.txt").exists()
+
+
+def test_interrupt_mid_tool_cancels_it_and_the_view_says_interrupted(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: dict[str, bool] = {"started": False, "cancelled": False}
+
+    async def wait_for_ever(seconds: int) -> str:
+        """Waits (the user presses stop meanwhile).
+
+        Args:
+            seconds: how long
+        """
+        seen["started"] = True
+        os.kill(os.getpid(), signal.SIGINT)  # the stop button, while this tool runs
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            seen["cancelled"] = True
+            raise
+        return "slept"
+
+    fake = use_fake(
+        shell,
+        Reply([tool_use("toolu_w", "wait_for_ever", {"seconds": 60})]),
+        text("Fresh answer."),
+    )
+    magics_of(shell).agent.add_tool(wait_for_ever)
+    started = time.monotonic()
+    run_ok(shell, "%%agent\nWait for a minute")
+    assert time.monotonic() - started < 30
+    assert seen == {"started": True, "cancelled": True}
+    out = capsys.readouterr().out
+    assert "wait_for_ever(seconds=60) · interrupted" in out
+    assert "Interrupted" in out
+
+    run_ok(shell, "%%agent\nAre you back?")
+    [result] = tool_results(fake.requests[1])
+    assert result["tool_use_id"] == "toolu_w" and result["is_error"] is True
+    assert result_text(result) == "interrupted by the user"
+    assert user_texts(fake.requests[1])[-1] == "Are you back?"
+    assert "Fresh answer." in capsys.readouterr().out
