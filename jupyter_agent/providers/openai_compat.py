@@ -242,8 +242,8 @@ class OpenAIProvider:
             raise ProviderError(_describe_status_error(exc, self.client.base_url)) from exc
         except openai_module.APIConnectionError as exc:
             raise ProviderError(
-                f"Could not connect to the OpenAI-compatible server at {self.client.base_url}: "
-                f"{exc}. Is it running (and OPENAI_BASE_URL right)?"
+                f"Could not connect to the OpenAI-compatible server at {client.base_url}: "
+                f"{str(exc).rstrip('.')}. Is it running (and OPENAI_BASE_URL right)?"
             ) from exc
         except openai_module.OpenAIError as exc:
             raise ProviderError(f"OpenAI-compatible request failed: {exc}") from exc
