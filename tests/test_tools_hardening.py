@@ -6,14 +6,18 @@ assertions are on the filesystem and on what ran, not only on the returned text.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from jupyter_agent.tools import search
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.registry import ToolRegistry
+from jupyter_agent.tools.search import SearchTextTool
 
 
 def git(repo: Path, *args: str) -> str:
@@ -106,3 +110,36 @@ async def test_a_planted_git_setting_cannot_run_through_git_commit(
     result = await registry.call("git_commit", {"message": "m"})
     assert not result.is_error, result.content
     assert not marker.exists()
+
+
+# -- a regex that backtracks for ever must not freeze the kernel ---------------------------------
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+async def test_runaway_regex_is_stopped_at_the_deadline_and_the_loop_stays_alive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """``re`` holds the GIL while it backtracks: run in a thread, it froze the event loop."""
+    (tmp_path / "evil.txt").write_text("a" * 27 + "!\n")  # ~8 s of backtracking in re
+    (tmp_path / "fine.txt").write_text("aaa\n")
+    monkeypatch.setattr(search, "SEARCH_TIMEOUT_S", 1.0)
+    tool = SearchTextTool(ToolContext(tmp_path), backend=backend)  # type: ignore[arg-type]
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    # The back-reference keeps ripgrep out: even "auto" must use Python's re for this one.
+    out = await asyncio.wait_for(tool.execute({"pattern": r"^(a+)+(\1)?$"}), 30)
+    elapsed = time.perf_counter() - started
+    ticking.cancel()
+    assert elapsed < 5
+    assert ticks >= 10  # the event loop kept running meanwhile
+    assert "timed out" in out
+    # and an ordinary Python-only pattern still answers normally
+    assert await tool.execute({"pattern": r"(a)\1\1$"}) == "fine.txt:1: aaa"

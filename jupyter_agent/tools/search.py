@@ -4,7 +4,9 @@ Both run ripgrep (the ``rg`` binary of the ``ripgrep`` wheel, found next to the 
 or on ``PATH``) as an asyncio subprocess, and fall back to a pure-Python search that gives the same
 answers when ``rg`` is missing or cannot take a pattern (``rg`` has no look-around or
 back-references; the pattern is always checked with Python's ``re`` first, so an invalid regex is
-the same clean error either way). ``DEFAULT_BACKEND`` (or the ``backend=`` argument of the tool
+the same clean error either way). The Python search runs in a child process, so that a
+regex that backtracks for ever is stopped at the deadline instead of freezing the kernel.
+``DEFAULT_BACKEND`` (or the ``backend=`` argument of the tool
 classes) forces one of the two, which is how the tests check that they agree.
 
 What both searches share, whichever runs:
@@ -36,15 +38,17 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ..errors import ToolInputError
+from . import pysearch
 from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
 from .base import BuiltinTool, ToolFailure
 from .context import ToolContext
+from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
+from .pysearch import _format_hit, _Glob, _python_find, _python_grep, _Scope
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -63,8 +67,6 @@ MAX_FILE_RESULTS = 1000
 #: An unsorted (multi-threaded) rg run gives up past this many matches and a sorted run,
 #: which can stop early, takes over.
 UNSORTED_MATCH_BUDGET = 2000
-#: Matched lines longer than this are shortened in the output.
-MAX_LINE_CHARS = 500
 #: A search that takes longer is stopped and what it found so far is returned.
 SEARCH_TIMEOUT_S = 60.0
 _GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#])")
@@ -80,20 +82,6 @@ def find_ripgrep() -> str | None:
 
 
 # -- what a search is --------------------------------------------------------------------------
-
-
-@dataclass
-class _Scope:
-    """Where a search runs and what it skips, in terms both backends understand."""
-
-    workspace: Path
-    #: the searched folder or file, relative to the workspace ("" for the root)
-    target: str
-    target_is_file: bool
-    #: an override glob (gitignore syntax, relative to the workspace root) files must match
-    whitelist: str | None
-    #: .gitignore files of the folders above the target, up to the root (their text)
-    parent_ignores: list[Path] = field(default_factory=list)
 
 
 def _scope(context: ToolContext, path_text: str | None, whitelist: str | None) -> _Scope:
@@ -148,240 +136,78 @@ def _check_glob(pattern: str, what: str) -> str:
 # -- the Python walk (shared by the fallback of both tools) ------------------------------------
 
 
-class _Glob:
-    """One glob in ``.gitignore`` syntax, as ripgrep reads them (``--glob`` and ignore files).
-
-    A glob without a slash matches a name at any depth, one with a slash is anchored; a trailing
-    slash matches folders only. A path matches by itself only: unlike ``git check-ignore``, the
-    rule ``build`` does not match ``build/x`` — ripgrep never looks inside an ignored folder it
-    walks, and searches one you name explicitly. (This is also why pathspec, whose matching
-    includes a folder's contents, is not used here: the two backends must agree exactly.)
-    """
-
-    __slots__ = ("dir_only", "regex")
-
-    def __init__(self, glob: str) -> None:
-        self.dir_only = glob.endswith("/")
-        glob = glob.rstrip("/")
-        anchored = glob.startswith("/")
-        glob = glob.lstrip("/")
-        if not anchored and "/" not in glob and glob != "**":
-            glob = "**/" + glob
-        self.regex = re.compile(_glob_to_regex(glob), re.DOTALL)
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        return self.regex.fullmatch(rel) is not None
+# A Python regex can backtrack for ever (``(a+)+$`` on a long line of a's, or the look-arounds
+# and back-references that only Python can run), and ``re`` holds the GIL while it does: in a
+# thread it would freeze the event loop and the whole kernel, deadline or not. So the Python
+# search runs in a child process that can be stopped at the deadline like ripgrep.
+_WORKER_SCRIPT = pysearch.__file__
 
 
-class _IgnoreFile:
-    """The rules of one ``.gitignore``; the last rule that matches decides."""
-
-    def __init__(self, text: str) -> None:
-        self.rules: list[tuple[_Glob, bool]] = []
-        for raw in text.splitlines():
-            line = raw if raw.endswith("\\ ") else raw.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            if negated or line.startswith(("\\!", "\\#")):
-                line = line[1:]
-            if line and line != "/":
-                self.rules.append((_Glob(line), negated))
-
-    def verdict(self, rel: str, is_dir: bool) -> bool | None:
-        """True: ignored; False: re-included by a ``!`` rule; None: no rule matches."""
-        for glob, negated in reversed(self.rules):
-            if glob.matches(rel, is_dir):
-                return not negated
-        return None
-
-
-class _IgnoreRules:
-    """Which entries a walk skips: ``.git``, the ``--glob`` whitelist, ``.gitignore`` files."""
-
-    def __init__(self, scope: _Scope) -> None:
-        self._parents = [f for f in (_load_ignore(p) for p in scope.parent_ignores) if f]
-        self._whitelist = _Glob(scope.whitelist) if scope.whitelist else None
-
-    def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
-        """Whether the entry at ``rel`` (relative to the workspace) is left out."""
-        if rel.rsplit("/", 1)[-1] == ".git":
-            return True
-        if self._whitelist is not None:
-            if self._whitelist.matches(rel, is_dir):
-                return False  # an explicit glob wins over .gitignore, as in ripgrep
-            if not is_dir:
-                return True
-        # Deeper .gitignore files first; those above the search root (ripgrep's --ignore-file,
-        # matched relative to the workspace root) last.
-        for base, rules in reversed(stack):
-            verdict = rules.verdict(rel[len(base) + 1 :] if base else rel, is_dir)
-            if verdict is not None:
-                return verdict
-        for rules in reversed(self._parents):
-            verdict = rules.verdict(rel, is_dir)
-            if verdict is not None:
-                return verdict
-        return False
-
-
-def _glob_to_regex(glob: str) -> str:
-    segments = glob.split("/")
-    last = len(segments) - 1
-    out: list[str] = []
-    for index, segment in enumerate(segments):
-        if segment == "**":
-            if last == 0:
-                out.append(".*")
-            elif index == 0:
-                out.append("(?:.*/)?")
-            elif index == last:
-                out.append("/.+")
-            else:
-                out.append("/(?:.*/)?")
-            continue
-        if index > 0 and segments[index - 1] != "**":
-            out.append("/")
-        out.append(_segment_to_regex(segment))
-    return "".join(out)
-
-
-def _segment_to_regex(segment: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        char = segment[i]
-        if char == "\\" and i + 1 < len(segment):
-            out.append(re.escape(segment[i + 1]))
-            i += 2
-            continue
-        if char == "*":
-            while i + 1 < len(segment) and segment[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = segment.find("]", i + 2)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                body = segment[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def _load_ignore(path: Path) -> _IgnoreFile | None:
+async def _python_grep_isolated(
+    scope: _Scope, regex: re.Pattern[str], max_results: int
+) -> tuple[list[str], bool]:
+    """``_python_grep`` in a child process, stopped at the deadline: (found, timed_out)."""
+    job = json.dumps(
+        {
+            "workspace": str(scope.workspace),
+            "target": scope.target,
+            "target_is_file": scope.target_is_file,
+            "whitelist": scope.whitelist,
+            "parent_ignores": [str(p) for p in scope.parent_ignores],
+            "pattern": regex.pattern,
+            "flags": regex.flags,
+            "wanted": max_results + 1,
+        }
+    ).encode("utf-8", "surrogatepass")
     try:
-        text = path.read_text("utf-8", errors="replace")
-    except OSError:
-        return None
-    return _IgnoreFile(text)
-
-
-def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
-    """(absolute path, path relative to the workspace) of each file searched, in rg's order."""
-    root = str(scope.workspace)
-    if scope.target_is_file:
-        yield os.path.join(root, scope.target), scope.target
-        return
-    rules = _IgnoreRules(scope)
-    stack: list[tuple[str, _IgnoreFile]] = []
-    yield from _walk_folder(root, scope.target, rules, stack)
-
-
-def _walk_folder(
-    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, _IgnoreFile]]
-) -> Iterator[tuple[str, str]]:
-    folder = os.path.join(root, rel) if rel else root
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
-    pushed = False
-    ignore_file = os.path.join(folder, ".gitignore")
-    if os.path.isfile(ignore_file):
-        spec = _load_ignore(Path(ignore_file))
-        if spec is not None:
-            stack.append((rel, spec))
-            pushed = True
-    try:
-        for entry in entries:
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file(follow_symlinks=False)
-            except OSError:
-                continue
-            if not (is_dir or is_file) or rules.skipped(child, is_dir, stack):
-                continue
-            if is_dir:
-                yield from _walk_folder(root, child, rules, stack)
-            else:
-                yield entry.path, child
-    finally:
-        if pushed:
-            stack.pop()
-
-
-def _python_grep(scope: _Scope, regex: re.Pattern[str], max_results: int) -> list[str]:
-    """Up to ``max_results + 1`` output lines (one more tells that there were more)."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            _WORKER_SCRIPT,
+            cwd=scope.workspace,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_rg_env(),
+            limit=64 * 1024 * 1024,
+        )
+    except OSError:  # no usable interpreter (an embedded Python): search in a thread
+        return await asyncio.to_thread(_python_grep, scope, regex, max_results), False
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
     found: list[str] = []
-    wanted = max_results + 1
-    for absolute, rel in _walk_files(scope):
-        hits = _grep_file(absolute, rel, regex, wanted)
-        if hits:
-            found.extend(hits)
-            if len(found) >= wanted:
-                break
-    return found[:wanted]
+    ready = False
 
+    async def read() -> None:
+        nonlocal ready
+        assert process.stdin is not None and process.stdout is not None
+        with contextlib.suppress(ConnectionError):
+            process.stdin.write(job)
+            await process.stdin.drain()
+        process.stdin.close()
+        while len(found) <= max_results:
+            raw = await process.stdout.readline()
+            if not raw:
+                return
+            item = json.loads(raw)
+            if not ready:
+                ready = item == "ready"
+                continue
+            found.append(item)
 
-def _grep_file(absolute: str, rel: str, regex: re.Pattern[str], cap: int) -> list[str]:
-    hits: list[str] = []
-    try:
-        with open(absolute, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                if b"\0" in raw:
-                    return []  # binary
-                line = raw.decode("utf-8", "replace")
-                if line.endswith("\n"):
-                    line = line[:-1]
-                if regex.search(line):
-                    hits.append(_format_hit(rel, number, line))
-                    if len(hits) >= cap:
-                        break
-    except OSError:
-        return []
-    return hits
-
-
-def _format_hit(rel: str, number: int, line: str) -> str:
-    text = line.rstrip("\r")
-    if len(text) > MAX_LINE_CHARS:
-        text = text[:MAX_LINE_CHARS] + f"… [{len(text) - MAX_LINE_CHARS} more characters]"
-    return f"{rel}:{number}: {text}"
-
-
-def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
-    found: list[str] = []
-    for _absolute, rel in _walk_files(scope):
-        if wanted.matches(rel, False):
-            found.append(rel)
-        if len(found) >= cap:
-            break
-    return found
+    timed_out = await _read_within_deadline(process, read)
+    if timed_out or not process.stdout.at_eof():
+        await _stop(process)
+        return found, timed_out
+    stderr = await process.stderr.read()
+    await process.wait()
+    if not ready:  # the child could not start the search: do it here after all
+        return await asyncio.to_thread(_python_grep, scope, regex, max_results), False
+    if process.returncode != 0:
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise ToolFailure(f"search failed: {tail[0]}")
+    return found, False
 
 
 # -- ripgrep -----------------------------------------------------------------------------------
@@ -672,7 +498,7 @@ class SearchTextTool(_SearchTool):
                         rg, scope, pattern, case_insensitive, max_results, sort=True
                     )
         if found is None:
-            found = await asyncio.to_thread(_python_grep, scope, regex, max_results)
+            found, timed_out = await _python_grep_isolated(scope, regex, max_results)
         where = f" in {path_text}" if path_text else ""
         if not found:
             return f"No matches for {pattern!r}{where}" + (

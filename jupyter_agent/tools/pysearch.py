@@ -1,0 +1,296 @@
+"""The pure-Python search behind ``search_text`` and ``search_files`` when ripgrep cannot run.
+
+It walks the workspace the way ripgrep does (``.gitignore`` rules, ``.git`` skipped, symlinks never
+followed) and greps with Python's ``re``. It imports only the standard library and nothing of this
+package, so that it can also run as a script — ``python -I -S pysearch.py`` with a JSON job on
+stdin — which is how ``search_text`` runs it: in a child process that the deadline can stop, since
+a regex that backtracks for ever holds the GIL and would freeze the kernel if run in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Matched lines longer than this are shortened in the output.
+MAX_LINE_CHARS = 500
+
+
+@dataclass
+class _Scope:
+    """Where a search runs and what it skips, in terms both backends understand."""
+
+    workspace: Path
+    #: the searched folder or file, relative to the workspace ("" for the root)
+    target: str
+    target_is_file: bool
+    #: an override glob (gitignore syntax, relative to the workspace root) files must match
+    whitelist: str | None
+    #: .gitignore files of the folders above the target, up to the root (their text)
+    parent_ignores: list[Path] = field(default_factory=list)
+
+
+class _Glob:
+    """One glob in ``.gitignore`` syntax, as ripgrep reads them (``--glob`` and ignore files).
+
+    A glob without a slash matches a name at any depth, one with a slash is anchored; a trailing
+    slash matches folders only. A path matches by itself only: unlike ``git check-ignore``, the
+    rule ``build`` does not match ``build/x`` — ripgrep never looks inside an ignored folder it
+    walks, and searches one you name explicitly. (This is also why pathspec, whose matching
+    includes a folder's contents, is not used here: the two backends must agree exactly.)
+    """
+
+    __slots__ = ("dir_only", "regex")
+
+    def __init__(self, glob: str) -> None:
+        self.dir_only = glob.endswith("/")
+        glob = glob.rstrip("/")
+        anchored = glob.startswith("/")
+        glob = glob.lstrip("/")
+        if not anchored and "/" not in glob and glob != "**":
+            glob = "**/" + glob
+        self.regex = re.compile(_glob_to_regex(glob), re.DOTALL)
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        return self.regex.fullmatch(rel) is not None
+
+
+class _IgnoreFile:
+    """The rules of one ``.gitignore``; the last rule that matches decides."""
+
+    def __init__(self, text: str) -> None:
+        self.rules: list[tuple[_Glob, bool]] = []
+        for raw in text.splitlines():
+            line = raw if raw.endswith("\\ ") else raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            if negated or line.startswith(("\\!", "\\#")):
+                line = line[1:]
+            if line and line != "/":
+                self.rules.append((_Glob(line), negated))
+
+    def verdict(self, rel: str, is_dir: bool) -> bool | None:
+        """True: ignored; False: re-included by a ``!`` rule; None: no rule matches."""
+        for glob, negated in reversed(self.rules):
+            if glob.matches(rel, is_dir):
+                return not negated
+        return None
+
+
+class _IgnoreRules:
+    """Which entries a walk skips: ``.git``, the ``--glob`` whitelist, ``.gitignore`` files."""
+
+    def __init__(self, scope: _Scope) -> None:
+        self._parents = [f for f in (_load_ignore(p) for p in scope.parent_ignores) if f]
+        self._whitelist = _Glob(scope.whitelist) if scope.whitelist else None
+
+    def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
+        """Whether the entry at ``rel`` (relative to the workspace) is left out."""
+        if rel.rsplit("/", 1)[-1] == ".git":
+            return True
+        if self._whitelist is not None:
+            if self._whitelist.matches(rel, is_dir):
+                return False  # an explicit glob wins over .gitignore, as in ripgrep
+            if not is_dir:
+                return True
+        # Deeper .gitignore files first; those above the search root (ripgrep's --ignore-file,
+        # matched relative to the workspace root) last.
+        for base, rules in reversed(stack):
+            verdict = rules.verdict(rel[len(base) + 1 :] if base else rel, is_dir)
+            if verdict is not None:
+                return verdict
+        for rules in reversed(self._parents):
+            verdict = rules.verdict(rel, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+
+def _glob_to_regex(glob: str) -> str:
+    segments = glob.split("/")
+    last = len(segments) - 1
+    out: list[str] = []
+    for index, segment in enumerate(segments):
+        if segment == "**":
+            if last == 0:
+                out.append(".*")
+            elif index == 0:
+                out.append("(?:.*/)?")
+            elif index == last:
+                out.append("/.+")
+            else:
+                out.append("/(?:.*/)?")
+            continue
+        if index > 0 and segments[index - 1] != "**":
+            out.append("/")
+        out.append(_segment_to_regex(segment))
+    return "".join(out)
+
+
+def _segment_to_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "\\" and i + 1 < len(segment):
+            out.append(re.escape(segment[i + 1]))
+            i += 2
+            continue
+        if char == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = segment.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = segment[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _load_ignore(path: Path) -> _IgnoreFile | None:
+    try:
+        text = path.read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+    return _IgnoreFile(text)
+
+
+def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
+    """(absolute path, path relative to the workspace) of each file searched, in rg's order."""
+    root = str(scope.workspace)
+    if scope.target_is_file:
+        yield os.path.join(root, scope.target), scope.target
+        return
+    rules = _IgnoreRules(scope)
+    stack: list[tuple[str, _IgnoreFile]] = []
+    yield from _walk_folder(root, scope.target, rules, stack)
+
+
+def _walk_folder(
+    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, _IgnoreFile]]
+) -> Iterator[tuple[str, str]]:
+    folder = os.path.join(root, rel) if rel else root
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    pushed = False
+    ignore_file = os.path.join(folder, ".gitignore")
+    if os.path.isfile(ignore_file):
+        spec = _load_ignore(Path(ignore_file))
+        if spec is not None:
+            stack.append((rel, spec))
+            pushed = True
+    try:
+        for entry in entries:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if not (is_dir or is_file) or rules.skipped(child, is_dir, stack):
+                continue
+            if is_dir:
+                yield from _walk_folder(root, child, rules, stack)
+            else:
+                yield entry.path, child
+    finally:
+        if pushed:
+            stack.pop()
+
+
+def _python_grep(scope: _Scope, regex: re.Pattern[str], max_results: int) -> list[str]:
+    """Up to ``max_results + 1`` output lines (one more tells that there were more)."""
+    return list(_iter_grep(scope, regex, max_results + 1))
+
+
+def _iter_grep(scope: _Scope, regex: re.Pattern[str], wanted: int) -> Iterator[str]:
+    count = 0
+    for absolute, rel in _walk_files(scope):
+        for hit in _grep_file(absolute, rel, regex, wanted - count):
+            yield hit
+            count += 1
+        if count >= wanted:
+            return
+
+
+def _grep_file(absolute: str, rel: str, regex: re.Pattern[str], cap: int) -> list[str]:
+    hits: list[str] = []
+    try:
+        with open(absolute, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if b"\0" in raw:
+                    return []  # binary
+                line = raw.decode("utf-8", "replace")
+                if line.endswith("\n"):
+                    line = line[:-1]
+                if regex.search(line):
+                    hits.append(_format_hit(rel, number, line))
+                    if len(hits) >= cap:
+                        break
+    except OSError:
+        return []
+    return hits
+
+
+def _format_hit(rel: str, number: int, line: str) -> str:
+    text = line.rstrip("\r")
+    if len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS] + f"… [{len(text) - MAX_LINE_CHARS} more characters]"
+    return f"{rel}:{number}: {text}"
+
+
+def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
+    found: list[str] = []
+    for _absolute, rel in _walk_files(scope):
+        if wanted.matches(rel, False):
+            found.append(rel)
+        if len(found) >= cap:
+            break
+    return found
+
+
+def _grep_worker() -> None:
+    """The child side of ``_python_grep_isolated``: a JSON job on stdin, JSON lines out."""
+    job = json.loads(sys.stdin.buffer.read())
+    scope = _Scope(
+        Path(job["workspace"]),
+        job["target"],
+        job["target_is_file"],
+        job["whitelist"],
+        [Path(p) for p in job["parent_ignores"]],
+    )
+    regex = re.compile(job["pattern"], job["flags"])
+    out = sys.stdout
+    out.write('"ready"\n')
+    out.flush()
+    for hit in _iter_grep(scope, regex, job["wanted"]):
+        out.write(json.dumps(hit) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    _grep_worker()
