@@ -224,3 +224,24 @@ def test_forward_events_closes_the_stream(bridge: MainThreadBridge) -> None:
     bridge.run(work(), seen.append)
     assert seen == [1]
     assert closed.is_set()
+
+
+def test_a_job_stopped_before_it_started_settles_as_cancelled(bridge: MainThreadBridge) -> None:
+    # The stop button can land while ``run`` is still scheduling the job: the cancel then reaches
+    # the loop first, and the pump must not wait out the clean-up timeout for a task that never
+    # existed (nor leave a coroutine that was never awaited).
+    from jupyter_agent.notebook.runner import _Job
+
+    ran = []
+
+    async def work() -> str:
+        ran.append(True)
+        return "done"
+
+    job = _Job(work())
+    loop = bridge.background.loop
+    loop.call_soon_threadsafe(job.cancel)
+    loop.call_soon_threadsafe(job.start)
+    settled = job.settled.result(timeout=5)
+    assert settled.cancelled
+    assert ran == []

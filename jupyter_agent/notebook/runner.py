@@ -133,7 +133,8 @@ class _Job:
         self._cancel_requested = False
 
     def start(self) -> None:  # on the loop thread
-        assert self._coro is not None
+        if self._coro is None:
+            return  # cancelled before it could start
         self.task = asyncio.ensure_future(self._coro)
         self._coro = None
         self.task.add_done_callback(self._settle)
@@ -144,6 +145,11 @@ class _Job:
         self._cancel_requested = True
         if self.task is not None:
             self.task.cancel()
+        elif self._coro is not None:
+            # The stop button was pressed before ``start`` was even scheduled.
+            self._coro.close()
+            self._coro = None
+            self.settled.set_result(_Settled(cancelled=True))
 
     def _settle(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -212,8 +218,10 @@ class MainThreadBridge:
         self._accepting_calls = True
         interrupted = False
         try:
-            self.background.loop.call_soon_threadsafe(job.start)
             try:
+                # Inside the inner try: the stop button may be pressed while scheduling the job
+                # (a fast first tool call can even be running already).
+                self.background.loop.call_soon_threadsafe(job.start)
                 self._pump(job, on_event, on_idle, deadline=None)
             except KeyboardInterrupt:
                 interrupted = True
