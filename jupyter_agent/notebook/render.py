@@ -1,9 +1,12 @@
 """Draw an agent run in a cell, from its events, on the main thread.
 
 ``RichRenderer`` (Jupyter): the answer streams into one Markdown display per text segment,
-updated at most every ``interval`` seconds plus a final update, so a long answer costs tens of
-display updates rather than one per token; each model reply's tool calls appear as a
-``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a ``text/plain`` part.
+updated at most every ``interval`` seconds plus a final update. Each update re-sends (and the
+browser re-renders) the whole segment, so once the segment is long an update also waits until
+the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
+display updates at any streaming speed rather than one per token. Each model reply's tool calls
+appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a
+``text/plain`` part.
 
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
 is a line when it starts and a short block when it ends.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from ..agent.events import (
@@ -26,8 +30,13 @@ from ..agent.events import (
 )
 from . import tool_format
 
-#: Default seconds between two updates of the streaming answer.
+#: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15
+
+#: An update of the streaming answer waits until the text has grown by this fraction of what is
+#: already shown, so the number of updates grows with the logarithm of the answer's length
+#: (and the characters re-sent stay proportional to it, not to its square).
+MIN_GROWTH_FRACTION = 0.1
 
 
 class MarkdownText:
@@ -58,13 +67,21 @@ class Renderer(Protocol):
 class RichRenderer:
     """Markdown displays and tool-call widgets, for Jupyter frontends."""
 
-    def __init__(self, interval_s: float = DEFAULT_RENDER_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        interval_s: float = DEFAULT_RENDER_INTERVAL_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         from ._ipython import DisplayHandle
 
         self._handle_factory = DisplayHandle
         self.interval_s = interval_s
+        self._clock = clock
         self._parts: list[str] = []
         self._segment: list[str] = []
+        self._segment_chars = 0
+        self._segment_chars_shown = 0
         self._segment_handle: Any = None
         self._segment_dirty = False
         self._last_update = 0.0
@@ -87,6 +104,7 @@ class RichRenderer:
                 return
             self._parts.append(event.text)
             self._segment.append(event.text)
+            self._segment_chars += len(event.text)
             self._segment_dirty = True
             self.tick()
         elif isinstance(event, ToolCallStarted):
@@ -127,8 +145,12 @@ class RichRenderer:
     def _flush(self, *, force: bool) -> None:
         if not self._segment_dirty:
             return
-        now = time.monotonic()
-        if not force and now - self._last_update < self.interval_s:
+        now = self._clock()
+        if not force and (
+            now - self._last_update < self.interval_s
+            or self._segment_chars - self._segment_chars_shown
+            < MIN_GROWTH_FRACTION * self._segment_chars_shown
+        ):
             return
         content = MarkdownText("".join(self._segment))
         if self._segment_handle is None:
@@ -137,12 +159,15 @@ class RichRenderer:
         else:
             self._segment_handle.update(content)
         self.text_updates += 1
+        self._segment_chars_shown = self._segment_chars
         self._segment_dirty = False
         self._last_update = now
 
     def _end_segment(self) -> None:
         self._flush(force=True)
         self._segment = []
+        self._segment_chars = 0
+        self._segment_chars_shown = 0
         self._segment_handle = None
 
     # -- tool calls --------------------------------------------------------------------------
