@@ -7,17 +7,21 @@ assertions are on the filesystem and on what ran, not only on the returned text.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jupyter_agent.tools import search
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
+from jupyter_agent.tools.pysearch import _Glob, _glob_pieces, _Nfa
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.search import SearchTextTool
+from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool
 
 
 def git(repo: Path, *args: str) -> str:
@@ -143,3 +147,52 @@ async def test_runaway_regex_is_stopped_at_the_deadline_and_the_loop_stays_alive
     assert "timed out" in out
     # and an ordinary Python-only pattern still answers normally
     assert await tool.execute({"pattern": r"(a)\1\1$"}) == "fine.txt:1: aaa"
+
+
+# -- a glob with many stars must not backtrack for ever ------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["ripgrep", "python"])
+async def test_glob_with_many_stars_is_matched_in_linear_time(tmp_path: Path, backend: str) -> None:
+    """``*a*a*a*a*a*b`` as a backtracking regex ran for minutes on a 200-character name."""
+    name = "a" * 200
+    (tmp_path / name).write_text("needle\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ("a" * 150 + "b")).write_text("needle\n")
+    context = ToolContext(tmp_path)
+    files = SearchFilesTool(context, backend=backend)  # type: ignore[arg-type]
+    text = SearchTextTool(context, backend=backend)  # type: ignore[arg-type]
+    started = time.perf_counter()
+    assert await files.execute({"pattern": "*a" * 8 + "*b"}) == "No files match " + repr(
+        "*a" * 8 + "*b"
+    )
+    assert await files.execute({"pattern": "**/" + "*a" * 8 + "*b"}) == f"sub/{'a' * 150}b"
+    assert await files.execute({"pattern": "*a" * 8}) == name
+    assert await text.execute({"pattern": "needle", "glob": "*a" * 8 + "*b"}) == (
+        f"sub/{'a' * 150}b:1: needle"
+    )
+    assert time.perf_counter() - started < 3
+
+
+_GLOB_PARTS = st.sampled_from(["a", "b", ".", "*", "**", "?", "[ab]", "[!a]", "\\*", "/", "**/"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    glob=st.lists(_GLOB_PARTS, min_size=1, max_size=8).map("".join),
+    paths=st.lists(
+        st.lists(st.text("ab.*", min_size=1, max_size=4), min_size=1, max_size=4).map("/".join),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_linear_glob_matcher_agrees_with_the_regex(glob: str, paths: list[str]) -> None:
+    glob = glob.strip("/") or "a"
+    try:
+        compiled = _Glob(glob)
+    except re.error:
+        return
+    anchored = glob if "/" in glob or glob == "**" else "**/" + glob
+    nfa = _Nfa(_glob_pieces(anchored))
+    for path in paths:
+        assert nfa.fullmatch(path) == (compiled.regex.fullmatch(path) is not None), (glob, path)

@@ -14,25 +14,36 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Matched lines longer than this are shortened in the output.
 MAX_LINE_CHARS = 500
 
 
-@dataclass
 class _Scope:
-    """Where a search runs and what it skips, in terms both backends understand."""
+    """Where a search runs and what it skips, in terms both backends understand.
 
-    workspace: Path
-    #: the searched folder or file, relative to the workspace ("" for the root)
-    target: str
-    target_is_file: bool
-    #: an override glob (gitignore syntax, relative to the workspace root) files must match
-    whitelist: str | None
-    #: .gitignore files of the folders above the target, up to the root (their text)
-    parent_ignores: list[Path] = field(default_factory=list)
+    (A plain class, not a dataclass: importing ``dataclasses`` would slow the worker's start.)
+    """
+
+    __slots__ = ("parent_ignores", "target", "target_is_file", "whitelist", "workspace")
+
+    def __init__(
+        self,
+        workspace: Path,
+        target: str,
+        target_is_file: bool,
+        whitelist: str | None,
+        parent_ignores: list[Path] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        #: the searched folder or file, relative to the workspace ("" for the root)
+        self.target = target
+        self.target_is_file = target_is_file
+        #: an override glob (gitignore syntax, relative to the workspace root) files must match
+        self.whitelist = whitelist
+        #: .gitignore files of the folders above the target, up to the root
+        self.parent_ignores: list[Path] = parent_ignores if parent_ignores is not None else []
 
 
 class _Glob:
@@ -45,7 +56,7 @@ class _Glob:
     includes a folder's contents, is not used here: the two backends must agree exactly.)
     """
 
-    __slots__ = ("dir_only", "regex")
+    __slots__ = ("_nfa", "_regex_up_to", "dir_only", "regex")
 
     def __init__(self, glob: str) -> None:
         self.dir_only = glob.endswith("/")
@@ -54,12 +65,88 @@ class _Glob:
         glob = glob.lstrip("/")
         if not anchored and "/" not in glob and glob != "**":
             glob = "**/" + glob
-        self.regex = re.compile(_glob_to_regex(glob), re.DOTALL)
+        pieces = _glob_pieces(glob)
+        self.regex = re.compile("".join(pieces), re.DOTALL)
+        # A backtracking regex with k unbounded repeats costs up to n**k steps: "*a*a*a*a*b"
+        # against a 200-character name ran for minutes. Such globs (and long paths with three
+        # repeats) are matched in linear time instead; the regex is faster on everyday globs.
+        repeats = sum(piece in _REPEATS for piece in pieces)
+        self._nfa = _Nfa(pieces) if repeats > 2 else None
+        self._regex_up_to = _ANY_LENGTH if repeats <= 2 else (1024 if repeats == 3 else 0)
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
+        if self._nfa is not None and len(rel) > self._regex_up_to:
+            return self._nfa.fullmatch(rel)
         return self.regex.fullmatch(rel) is not None
+
+
+_ANY_LENGTH = 1 << 62
+
+#: The pieces of a glob's regex that repeat without bound.
+_REPEATS = frozenset({"(?:.*/)?", ".*", ".+", "[^/]*"})
+
+
+class _Nfa:
+    """A glob's regex pieces (``_glob_pieces``), matched without backtracking (states in step).
+
+    Each step is a single character (a predicate), a repeat of a predicate (zero or more), or
+    the entry of ``(?:.*/)?``, which may jump over the "any run, then a slash" that follows it.
+    Time is O(len(text) * steps).
+    """
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, pieces: list[str]) -> None:
+        # (predicate or None for the optional group's entry, repeat)
+        self._steps: list[tuple[re.Pattern[str] | None, bool]] = []
+        any_char = re.compile(".", re.DOTALL)
+        for piece in pieces:
+            if piece == "(?:.*/)?":
+                self._steps += [(None, False), (any_char, True), (re.compile("/"), False)]
+            elif piece == ".*":
+                self._steps.append((any_char, True))
+            elif piece == ".+":
+                self._steps += [(any_char, False), (any_char, True)]
+            elif piece == "[^/]*":
+                self._steps.append((re.compile("[^/]"), True))
+            else:
+                self._steps.append((re.compile(piece, re.DOTALL), False))
+
+    def _closure(self, states: set[int]) -> set[int]:
+        todo = list(states)
+        while todo:
+            index = todo.pop()
+            if index >= len(self._steps):
+                continue
+            predicate, repeat = self._steps[index]
+            if predicate is None:
+                follows: tuple[int, ...] = (index + 1, index + 3)
+            elif repeat:
+                follows = (index + 1,)
+            else:
+                continue
+            for follow in follows:
+                if follow not in states:
+                    states.add(follow)
+                    todo.append(follow)
+        return states
+
+    def fullmatch(self, text: str) -> bool:
+        steps = self._steps
+        states = self._closure({0})
+        for char in text:
+            following = set()
+            for index in states:
+                if index < len(steps):
+                    predicate, repeat = steps[index]
+                    if predicate is not None and predicate.fullmatch(char):
+                        following.add(index if repeat else index + 1)
+            if not following:
+                return False
+            states = self._closure(following)
+        return len(steps) in states
 
 
 class _IgnoreFile:
@@ -115,6 +202,11 @@ class _IgnoreRules:
 
 
 def _glob_to_regex(glob: str) -> str:
+    return "".join(_glob_pieces(glob))
+
+
+def _glob_pieces(glob: str) -> list[str]:
+    """The regex of ``glob`` in pieces: each matches one character, or is one of ``_REPEATS``."""
     segments = glob.split("/")
     last = len(segments) - 1
     out: list[str] = []
@@ -125,17 +217,17 @@ def _glob_to_regex(glob: str) -> str:
             elif index == 0:
                 out.append("(?:.*/)?")
             elif index == last:
-                out.append("/.+")
+                out += ["/", ".+"]
             else:
-                out.append("/(?:.*/)?")
+                out += ["/", "(?:.*/)?"]
             continue
         if index > 0 and segments[index - 1] != "**":
             out.append("/")
-        out.append(_segment_to_regex(segment))
-    return "".join(out)
+        out += _segment_pieces(segment)
+    return out
 
 
-def _segment_to_regex(segment: str) -> str:
+def _segment_pieces(segment: str) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(segment):
@@ -163,7 +255,7 @@ def _segment_to_regex(segment: str) -> str:
         else:
             out.append(re.escape(char))
         i += 1
-    return "".join(out)
+    return out
 
 
 def _load_ignore(path: Path) -> _IgnoreFile | None:
