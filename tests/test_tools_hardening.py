@@ -7,17 +7,20 @@ assertions are on the filesystem and on what ran, not only on the returned text.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import stat
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent.tools import search
 from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.pysearch import _Glob, _glob_pieces, _Nfa
 from jupyter_agent.tools.registry import ToolRegistry
@@ -196,3 +199,170 @@ def test_linear_glob_matcher_agrees_with_the_regex(glob: str, paths: list[str]) 
     nfa = _Nfa(_glob_pieces(anchored))
     for path in paths:
         assert nfa.fullmatch(path) == (compiled.regex.fullmatch(path) is not None), (glob, path)
+
+
+# -- odd arguments and odd paths: always a clear error result, never an exception ----------------
+
+
+async def test_sys_exit_in_a_user_tool_is_an_error_result(tmp_path: Path) -> None:
+    @tool
+    def quitter() -> str:
+        """Calls sys.exit."""
+        raise SystemExit(3)
+
+    registry = ToolRegistry()
+    registry.register(quitter)
+    result = await registry.call("quitter", {})
+    assert result.is_error
+    assert result.content == "Error executing quitter: the tool called sys.exit(3)"
+
+
+async def test_trailing_slash_on_a_file_path(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "d").mkdir()
+    registry = create_default_registry(ToolContext(tmp_path))
+    for name, args in [
+        ("write_file", {"file_path": "newdir/", "content": "x"}),
+        ("read_file", {"file_path": "a.txt/"}),
+        ("edit_file", {"file_path": "a.txt/", "old_string": "a", "new_string": "b"}),
+        ("write_file", {"file_path": "d/", "content": "x"}),
+    ]:
+        result = await registry.call(name, args)
+        assert result.is_error and result.content.startswith(f"Error executing {name}: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "d"]
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert list((tmp_path / "d").iterdir()) == []
+
+
+async def test_non_text_encodings_are_refused_clearly(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello\n")
+    registry = create_default_registry(ToolContext(tmp_path))
+    for encoding in ("rot13", "base64", "zlib", "no-such-codec"):
+        result = await registry.call("read_file", {"file_path": "a.txt", "encoding": encoding})
+        assert result.is_error and encoding in result.content, result.content
+        assert "codecs.decode" not in result.content
+
+
+async def test_crlf_and_missing_final_newline_survive_read_and_edit(tmp_path: Path) -> None:
+    (tmp_path / "w.txt").write_bytes(b"one\r\ntwo\r\nthree")
+    registry = create_default_registry(ToolContext(tmp_path))
+    assert await registry.execute("read_file", {"file_path": "w.txt"}) == "one\r\ntwo\r\nthree"
+    out = await registry.execute("read_file", {"file_path": "w.txt", "offset": 2})
+    assert out == "two\r\nthree"
+    edited = await registry.call(
+        "edit_file", {"file_path": "w.txt", "old_string": "two\r\nthree", "new_string": "2\r\n3"}
+    )
+    assert not edited.is_error, edited.content
+    assert (tmp_path / "w.txt").read_bytes() == b"one\r\n2\r\n3"
+
+
+async def test_special_files_never_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "pipe_link").symlink_to("pipe")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    (tmp_path / "environ").symlink_to("/proc/self/environ")
+    (tmp_path / "a.txt").write_text("needle\n")
+    registry = create_default_registry(ToolContext(tmp_path))
+    for name, args in [
+        ("read_file", {"file_path": "pipe"}),
+        ("read_file", {"file_path": "pipe_link"}),
+        ("read_file", {"file_path": "zero"}),
+        ("read_file", {"file_path": "environ"}),
+        ("edit_file", {"file_path": "pipe", "old_string": "a", "new_string": "b"}),
+        ("search_text", {"pattern": "needle", "path": "pipe"}),
+        ("list_dir", {"path": "pipe"}),
+    ]:
+        result = await asyncio.wait_for(registry.call(name, args), 5)
+        assert result.is_error, (name, args, result.content)
+    for backend in ("python", "ripgrep"):
+        searched = SearchTextTool(ToolContext(tmp_path), backend=backend)  # type: ignore[arg-type]
+        assert await asyncio.wait_for(searched.execute({"pattern": "needle"}), 5) == (
+            "a.txt:1: needle"
+        )
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+
+
+_ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True),
+    st.sampled_from(
+        [
+            "",
+            ".",
+            "/",
+            "..",
+            "-rf",
+            "--help",
+            "a\nb",
+            "\x00",
+            "x" * 5000,
+            ".git/config",
+            "a.txt/",
+            "pipe",
+            "é/ü.txt",
+            "\ud800",
+            "*",
+            "[",
+            "(?=",
+            "\\",
+        ]
+    ),
+    st.text(max_size=20),
+    st.lists(st.sampled_from(["a.txt", "-rf", "..", ""]), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+_FUZZED_TOOLS = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "mkdir",
+    "move",
+    "remove",
+    "search_text",
+    "search_files",
+    "save_session_context",
+    "git_commit",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    name=st.sampled_from(_FUZZED_TOOLS),
+    values=st.lists(_ODD_VALUES, min_size=0, max_size=5),
+    extra=st.booleans(),
+)
+def test_odd_arguments_never_escape_the_registry(
+    tmp_path_factory: pytest.TempPathFactory, name: str, values: list[object], extra: bool
+) -> None:
+    base = tmp_path_factory.mktemp("fuzz")
+    ws = base / "ws"
+    ws.mkdir()
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep\n")
+    (ws / "a.txt").write_text("a\n")
+    os.mkfifo(ws / "pipe")
+    registry = create_default_registry(ToolContext(ws))
+    registry.enable("remove")
+    tool_obj = registry.get_tool(name)
+    assert tool_obj is not None
+    keys = list(tool_obj.get_schema()["input_schema"]["properties"])
+    args: dict[str, object] = dict(zip(keys, values, strict=False))
+    if extra:
+        args["unexpected"] = 1
+
+    async def run() -> None:
+        result = await asyncio.wait_for(registry.call(name, args), 20)
+        assert isinstance(result.content, str)
+        if result.is_error:
+            assert result.content.startswith("Error"), result.content
+            assert "Traceback" not in result.content
+
+    asyncio.run(run())
+    assert sorted(p.name for p in base.iterdir()) == ["outside", "ws"]
+    assert [p.name for p in outside.iterdir()] == ["keep.txt"]
+    assert ws.exists() and stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)

@@ -108,9 +108,20 @@ def _refuse_git_internals(context: ToolContext, path: Path, shown: str) -> None:
 
 def _check_encoding(encoding: str) -> codecs.CodecInfo:
     try:
-        return codecs.lookup(encoding)
+        codec = codecs.lookup(encoding)
     except LookupError:
         raise ToolInputError(f"unknown encoding {encoding!r}; try 'utf-8' or 'latin-1'") from None
+    if not getattr(codec, "_is_text_encoding", True):  # rot13, base64, zlib, ...
+        raise ToolInputError(f"{encoding!r} is not a text encoding; try 'utf-8' or 'latin-1'")
+    return codec
+
+
+def _refuse_trailing_slash(path: Path, shown: str) -> None:
+    """``a.txt/`` names a folder; a file path must not end with a slash."""
+    if shown.endswith(("/", os.sep)) and not path.is_dir():
+        raise ToolFailure(
+            f"{shown} ends with '/', which names a folder; give the file's path without it"
+        )
 
 
 # -- read_file ---------------------------------------------------------------------------------
@@ -157,6 +168,7 @@ class ReadFileTool(BuiltinTool):
         limit = optional_int_arg(args, "limit", minimum=1)
         codec = _check_encoding(encoding)
         path = self.context.resolve(file_path)
+        _refuse_trailing_slash(path, file_path)
         return await asyncio.to_thread(_read_file, path, file_path, codec, offset, limit)
 
 
@@ -317,6 +329,7 @@ class WriteFileTool(BuiltinTool):
         content = str_arg(args, "content")
         path = self.context.resolve(file_path)
         _refuse_git_internals(self.context, path, file_path)
+        _refuse_trailing_slash(path, file_path)
         data = content.encode("utf-8", "surrogatepass")
         await asyncio.to_thread(_write_file, path, file_path, data)
         return f"Wrote {len(data)} bytes to {self.context.relative(path)}"
@@ -378,6 +391,7 @@ class EditFileTool(BuiltinTool):
             raise ToolInputError("old_string and new_string are the same; nothing would change")
         path = self.context.resolve(file_path)
         _refuse_git_internals(self.context, path, file_path)
+        _refuse_trailing_slash(path, file_path)
         count = await asyncio.to_thread(
             _edit_file, path, file_path, old_string, new_string, replace_all
         )

@@ -137,7 +137,9 @@ class ToolRegistry:
             return ToolResult(
                 f"Error: invalid arguments for {name}: {exc}", True, _clock() - started
             )
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
+            # SystemExit too: a user's @tool that calls sys.exit() must not end the kernel.
+            # KeyboardInterrupt and cancellation do go on: they are the user stopping the turn.
             return ToolResult(f"Error executing {name}: {_describe(exc)}", True, _clock() - started)
         if type(output) is not str and not isinstance(output, str):
             return ToolResult(
@@ -169,7 +171,12 @@ class ToolRegistry:
 
 
 def _describe(exc: BaseException) -> str:
-    message = str(exc)
+    try:
+        message = str(exc)
+    except Exception:  # an exception whose __str__ itself fails
+        message = ""
+    if isinstance(exc, SystemExit):
+        return f"the tool called sys.exit({message})" if message else "the tool called sys.exit()"
     return message if message else type(exc).__name__
 
 

@@ -381,7 +381,8 @@ class WebFetchTool(BuiltinTool):
             text = _decode(fetched.body, fetched.charset)
             if kind == "json" and not fetched.body_truncated:
                 # Not valid JSON after all: give it as it came.
-                with contextlib.suppress(ValueError):
+                # (RecursionError: JSON nested deeper than Python recurses.)
+                with contextlib.suppress(ValueError, RecursionError):
                     text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
         notes = []
         if fetched.redirects:
