@@ -372,3 +372,45 @@ async def test_sorted_ripgrep_run_for_broad_patterns_agrees(
     expected = await text_tool(layout, "python").execute(dict(query))
     monkeypatch.setattr(search, "UNSORTED_MATCH_BUDGET", 1)
     assert await text_tool(layout, "ripgrep").execute(dict(query)) == expected
+
+
+_GLOB_PARTS = st.sampled_from(
+    ["*", "**", "?", "a", "b", ".", "csv", "[ab]", "[!a]", "\\*", "/", "-", "é"]
+)
+_PATH_PARTS = st.sampled_from(["a", "b", ".", "csv", "*", "/", "ab", "x.csv", "-", "é"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    glob=st.lists(_GLOB_PARTS, min_size=1, max_size=7).map("".join),
+    path=st.lists(_PATH_PARTS, min_size=1, max_size=8).map("".join),
+)
+def test_every_match_ends_with_the_globs_literal_suffix(glob: str, path: str) -> None:
+    # search_files skips names without the suffix before running the glob's regex; that is only
+    # right if no matching path can lack it.
+    from jupyter_agent.tools.pysearch import _Glob
+
+    wanted = _Glob(glob)
+    if wanted.matches(path, False):
+        assert path.encode().endswith(wanted.literal_suffix)
+
+
+def test_literal_suffix_of_everyday_globs() -> None:
+    from jupyter_agent.tools.pysearch import _Glob
+
+    assert _Glob("**/*.csv").literal_suffix == b".csv"
+    assert _Glob("reports/q?.md").literal_suffix == b".md"
+    assert _Glob("data/**").literal_suffix == b""
+    assert _Glob("x[ab]").literal_suffix == b""
+    assert _Glob("**/café").literal_suffix == "café".encode()
+
+
+def test_non_ascii_names_match_byte_by_byte_as_in_ripgrep() -> None:
+    # ripgrep 14: `rg --files -g '?.txt'` lists a.txt but not é.txt; '??.txt' lists é.txt.
+    from jupyter_agent.tools.pysearch import _Glob
+
+    assert _Glob("?.txt").matches("a.txt", False)
+    assert not _Glob("?.txt").matches("é.txt", False)
+    assert _Glob("??.txt").matches("é.txt", False)
+    assert _Glob("*.txt").matches("é.txt", False)
+    assert _Glob("é.txt").matches("é.txt", False)

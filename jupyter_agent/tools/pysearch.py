@@ -56,9 +56,10 @@ class _Glob:
     includes a folder's contents, is not used here: the two backends must agree exactly.)
     """
 
-    __slots__ = ("_nfa", "_regex_up_to", "dir_only", "regex")
+    __slots__ = ("_nfa", "_regex_up_to", "dir_only", "literal_suffix", "regex")
 
     def __init__(self, glob: str) -> None:
+        glob = _byte_text(glob)
         self.dir_only = glob.endswith("/")
         glob = glob.rstrip("/")
         anchored = glob.startswith("/")
@@ -67,6 +68,9 @@ class _Glob:
             glob = "**/" + glob
         pieces = _glob_pieces(glob)
         self.regex = re.compile("".join(pieces), re.DOTALL)
+        #: The UTF-8 bytes every matching path ends with (b".csv" for "**/*.csv"): a cheap test
+        #: that rules out most names of a big listing before the regex runs.
+        self.literal_suffix = _literal_suffix(pieces).encode("latin-1")
         # A backtracking regex with k unbounded repeats costs up to n**k steps: "*a*a*a*a*b"
         # against a 200-character name ran for minutes. Such globs (and long paths with three
         # repeats) are matched in linear time instead; the regex is faster on everyday globs.
@@ -77,12 +81,26 @@ class _Glob:
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
+        rel = _byte_text(rel)
         if self._nfa is not None and len(rel) > self._regex_up_to:
             return self._nfa.fullmatch(rel)
         return self.regex.fullmatch(rel) is not None
 
 
 _ANY_LENGTH = 1 << 62
+
+
+def _byte_text(text: str) -> str:
+    """``text`` with one character per UTF-8 byte, the unit ripgrep's globs match.
+
+    ripgrep matches globs against a path's bytes: ``?`` is one byte, so ``?.txt`` does not match
+    ``é.txt`` but ``??.txt`` does. Globs and paths both go through this before matching, so the
+    Python walk agrees with ripgrep on non-ASCII names.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("latin-1")
+
 
 #: The pieces of a glob's regex that repeat without bound.
 _REPEATS = frozenset({"(?:.*/)?", ".*", ".+", "[^/]*"})
@@ -203,6 +221,19 @@ class _IgnoreRules:
 
 def _glob_to_regex(glob: str) -> str:
     return "".join(_glob_pieces(glob))
+
+
+def _literal_suffix(pieces: list[str]) -> str:
+    """The literal characters at the end of a glob's pieces (``""`` if it ends in a wildcard)."""
+    suffix: list[str] = []
+    for piece in reversed(pieces):
+        if len(piece) == 1 and piece not in ".^$*+?{}[]|()\\":
+            suffix.append(piece)
+        elif len(piece) == 2 and piece[0] == "\\":
+            suffix.append(piece[1])
+        else:
+            break
+    return "".join(reversed(suffix))
 
 
 def _glob_pieces(glob: str) -> list[str]:

@@ -386,6 +386,7 @@ async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tupl
     process = await _spawn_rg(rg, argv, scope.workspace)
     assert process.stdout is not None
     found: list[str] = []
+    suffix = wanted.literal_suffix
 
     async def read() -> None:
         assert process.stdout is not None
@@ -394,6 +395,8 @@ async def _ripgrep_find(rg: str, scope: _Scope, wanted: _Glob, cap: int) -> tupl
             buffer += chunk
             *names, buffer = buffer.split(b"\0")
             for name in names:
+                if not name.endswith(suffix):
+                    continue
                 rel = _strip_dot(name.decode("utf-8", "surrogateescape"))
                 if wanted.matches(rel, False):
                     found.append(rel)
