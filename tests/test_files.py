@@ -407,3 +407,21 @@ async def test_workspace_through_a_symlink_and_absolute_inside(layout: Layout) -
     await h.ok("write_file", file_path=str(layout.ws / "abs.txt"), content="abs")
     assert (layout.ws / "abs.txt").read_text() == "abs"
     await h.err("read_file", file_path="../outside/secret.txt")
+
+
+async def test_offsets_across_skip_chunk_boundaries(h: Harness) -> None:
+    # Lines of 1 to 300 bytes over ~2.5 chunks of the skipper: the lines read at offsets whose
+    # start falls just before, at and after each chunk boundary are the file's own lines.
+    lines = [("x" * (i % 300)) + f"{i}\n" for i in range(20_000)]
+    data = "".join(lines)
+    (h.ws / "ragged.txt").write_text(data)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    offsets = {1, len(lines)}
+    for boundary in (files._SKIP_CHUNK, 2 * files._SKIP_CHUNK):
+        index = next(i for i, start in enumerate(starts) if start >= boundary)
+        offsets.update(range(index - 1, index + 3))  # 1-based offsets around the boundary line
+    for offset in sorted(offsets):
+        out = await h.ok("read_file", file_path="ragged.txt", offset=offset, limit=2)
+        assert out == "".join(lines[offset - 1 : offset + 1]), offset

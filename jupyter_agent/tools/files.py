@@ -227,16 +227,17 @@ def _skip_lines(raw: io.BufferedReader, count: int) -> int | None:
     """Move past ``count`` lines; None if done, else how many lines the file has (fewer)."""
     skipped = 0
     ends_in_line = False
+    buffer = bytearray(_SKIP_CHUNK)  # one buffer for the whole skip: no allocation per chunk
     while True:
-        chunk = raw.read(_SKIP_CHUNK)
-        if not chunk:
+        size = raw.readinto(buffer)
+        if not size:
             return skipped + (1 if ends_in_line else 0)
-        newlines = chunk.count(b"\n")
+        newlines = buffer.count(b"\n", 0, size)
         if skipped + newlines < count:
             skipped += newlines
-            ends_in_line = not chunk.endswith(b"\n")
+            ends_in_line = not buffer.endswith(b"\n", 0, size)
             continue
-        rest = chunk.split(b"\n", count - skipped)[-1]
+        rest = bytes(memoryview(buffer)[:size]).split(b"\n", count - skipped)[-1]
         raw.seek(-len(rest), io.SEEK_CUR)
         if not rest and not raw.peek(1):
             return count  # the wanted line would start exactly at the end of the file
