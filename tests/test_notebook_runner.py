@@ -9,11 +9,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from jupyter_agent.agent.events import TextDelta
+from jupyter_agent.notebook import runner
 from jupyter_agent.notebook.runner import (
     BackgroundLoop,
     MainThreadBridge,
@@ -245,3 +248,106 @@ def test_a_job_stopped_before_it_started_settles_as_cancelled(bridge: MainThread
     settled = job.settled.result(timeout=5)
     assert settled.cancelled
     assert ran == []
+
+
+def _merge_text(events: list[object]) -> list[object]:
+    """``events`` with each run of adjacent ``TextDelta`` joined into one."""
+    merged: list[object] = []
+    for event in events:
+        if type(event) is TextDelta and merged and type(merged[-1]) is TextDelta:
+            merged[-1] = TextDelta(merged[-1].text + event.text)
+        else:
+            merged.append(event)
+    return merged
+
+
+def test_a_fast_stream_reaches_the_main_thread_in_batches_with_the_text_exact(
+    bridge: MainThreadBridge,
+) -> None:
+    tokens = [f"t{i}{' ' if i % 7 else chr(10)}" for i in range(1000)]
+    seen: list[object] = []
+
+    async def stream() -> None:
+        for k, token in enumerate(tokens):
+            bridge.post(TextDelta(token))
+            if k % 10 == 9:
+                await asyncio.sleep(0.005)  # ~0.5 s of streaming, ~2,000 tokens/s
+        bridge.post("end")
+
+    started = time.monotonic()
+    outcome = bridge.run(stream(), seen.append)
+    elapsed = time.monotonic() - started
+    assert not outcome.interrupted
+    deltas = [e for e in seen if isinstance(e, TextDelta)]
+    assert "".join(d.text for d in deltas) == "".join(tokens)
+    assert seen[-1] == "end" and len(deltas) == len(seen) - 1
+    # One wake-up per poll interval at most (nothing but the run's end wakes it early), and each
+    # batch's text reaches the renderer as one event: not one per token.
+    assert bridge.batches <= elapsed / runner.POLL_INTERVAL_S + 2, (bridge.batches, elapsed)
+    assert len(deltas) <= bridge.batches
+    assert len(deltas) < len(tokens) / 10
+
+
+def test_coalescing_keeps_the_order_around_other_events_and_main_thread_calls(
+    bridge: MainThreadBridge,
+) -> None:
+    posted: list[object] = []
+    seen: list[object] = []
+
+    def post(event: object) -> None:
+        posted.append(event)
+        bridge.post(event)
+
+    async def work() -> None:
+        for round_ in range(20):
+            for i in range(30):
+                post(TextDelta(f"{round_}.{i} "))
+                if i % 11 == 10:
+                    post(("marker", round_, i))
+            value = await bridge.call_on_main(lambda r=round_: seen.append(("call", r)) or r)
+            posted.append(("call", value))
+            post(TextDelta(""))  # empty text travels too (joined, it changes nothing)
+            await asyncio.sleep(0.003)
+
+    bridge.run(work(), seen.append)
+    assert _merge_text(seen) == _merge_text(posted)
+    assert sum(isinstance(e, TextDelta) for e in seen) < sum(
+        isinstance(e, TextDelta) for e in posted
+    )
+
+
+def test_uncoalesced_runs_hand_each_delta_over_as_posted(bridge: MainThreadBridge) -> None:
+    posted = [TextDelta(f"w{i} ") for i in range(300)]
+    seen: list[object] = []
+
+    async def work() -> None:
+        for event in posted:
+            bridge.post(event)
+
+    bridge.run(work(), seen.append, coalesce_text=False)
+    assert seen == posted
+
+
+def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
+    bridge: MainThreadBridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With a 5 s poll interval only the wake-ups can make this run fast: the pump must not sleep
+    # out its interval while a main-thread call waits or after the run has ended.
+    monkeypatch.setattr(runner, "POLL_INTERVAL_S", 5.0)
+    seen: list[object] = []
+
+    async def work() -> int:
+        total = 0
+        for i in range(5):
+            bridge.post(TextDelta(f"{i} "))
+            total += await bridge.call_on_main(
+                lambda: threading.current_thread().name == "MainThread"
+            )
+            await asyncio.sleep(0.01)
+        return total
+
+    started = time.monotonic()
+    outcome = bridge.run(work(), seen.append)
+    assert time.monotonic() - started < 2.5
+    assert outcome.value == 5
+    assert seen == [TextDelta(f"{i} ") for i in range(5)]

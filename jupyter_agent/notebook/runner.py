@@ -11,6 +11,12 @@ Two constraints shape this module:
   posts events (and requests such as "ask the user", "run this code in the user's namespace") to a
   thread-safe queue, and the main thread pumps that queue until the work is done.
 
+The pump works in batches. Posting an event does not wake the main thread: it wakes every
+``POLL_INTERVAL_S`` while a run streams, takes everything queued and hands consecutive
+``TextDelta`` events to ``on_event`` as one (same text, same order around other events). A
+2,000-token answer is then a few hundred main-thread wake-ups, not one per token. A request for
+the main thread (``call_on_main``) and the end of the run do wake it at once.
+
 The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
 an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
 kernel's stop button) cancels the background task, waits for its cleanup, and reports the run as
@@ -20,6 +26,7 @@ interrupted.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import queue
@@ -29,9 +36,12 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..agent.events import TextDelta
+
 T = TypeVar("T")
 
-#: How often, at most, the pump waits before it runs its idle work (render flush, widget comms).
+#: How long the pump sleeps between two batches (and before its idle work: render flush, widget
+#: comms): the most an event waits before the main thread sees it.
 POLL_INTERVAL_S = 0.02
 #: How long an interrupted run may take to clean up before the pump stops waiting.
 CLEANUP_TIMEOUT_S = 30.0
@@ -166,8 +176,15 @@ class MainThreadBridge:
     def __init__(self, loop: BackgroundLoop) -> None:
         self.background = loop
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        #: Set to wake the pump before its poll interval is up (a main-thread call, the run's end).
+        self._wake = threading.Event()
+        #: Items taken from the queue and not yet handled; they outlive an interrupted batch.
+        self._backlog: collections.deque[object] = collections.deque()
+        self._coalesce_text = True
         self._accepting_calls = False
         self._pumping = False
+        #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
+        self.batches = 0
 
     @property
     def pumping(self) -> bool:
@@ -176,7 +193,7 @@ class MainThreadBridge:
     # -- from any thread -----------------------------------------------------------------------
 
     def post(self, event: object) -> None:
-        """Hand ``event`` to the main thread's ``on_event`` (in order)."""
+        """Hand ``event`` to the main thread's ``on_event`` (in order, within a poll interval)."""
         self._queue.put(event)
 
     async def call_on_main(self, fn: Callable[[], T]) -> T:
@@ -193,6 +210,7 @@ class MainThreadBridge:
             )
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._queue.put(_MainCall(fn, future))
+        self._wake.set()
         return await asyncio.wrap_future(future)
 
     # -- on the main thread ----------------------------------------------------------------------
@@ -204,16 +222,21 @@ class MainThreadBridge:
         *,
         on_idle: Callable[[], None] | None = None,
         cleanup_timeout: float = CLEANUP_TIMEOUT_S,
+        coalesce_text: bool = True,
     ) -> RunOutcome[T]:
         """Run ``coro`` on the background loop, pumping posted events until it ends.
 
         Returns the coroutine's value, or ``RunOutcome(interrupted=True)`` after a
         ``KeyboardInterrupt``. An exception raised by the coroutine is raised here.
+        With ``coalesce_text`` (the default) consecutive ``TextDelta`` events of a batch reach
+        ``on_event`` as one; without it, one by one as posted.
         """
         if self._pumping:
             coro.close()
             raise RuntimeError("an agent run is already in progress in this session")
         job = _Job(coro)
+        job.settled.add_done_callback(lambda _settled: self._wake.set())
+        self._coalesce_text = coalesce_text
         self._pumping = True
         self._accepting_calls = True
         interrupted = False
@@ -266,21 +289,50 @@ class MainThreadBridge:
     ) -> None:
         last_idle = 0.0
         while True:
+            # Clear the wake-up first: whatever is posted after this is seen by the next wait.
+            self._wake.clear()
             finished = job.settled.done()  # read before draining: every post happened before it
-            try:
-                item: object | None = self._queue.get(timeout=0 if finished else POLL_INTERVAL_S)
-            except queue.Empty:
-                item = None
-            if item is not None:
-                self._handle(item, on_event)
+            had_work = self._take_batch()
+            while self._backlog:
+                self._handle_next(on_event)
             now = time.monotonic()
-            if on_idle is not None and (item is None or now - last_idle >= POLL_INTERVAL_S):
+            if on_idle is not None and (not had_work or now - last_idle >= POLL_INTERVAL_S):
                 on_idle()
                 last_idle = now
-            if finished and item is None:
+            if finished and not had_work:
                 return
             if deadline is not None and now > deadline:
                 return
+            if not finished:
+                timeout = POLL_INTERVAL_S
+                if deadline is not None:
+                    timeout = max(0.0, min(timeout, deadline - now))
+                self._wake.wait(timeout)
+
+    def _take_batch(self) -> bool:
+        """Move everything queued (and what an interrupted batch left) into the backlog."""
+        taken = False
+        while True:
+            try:
+                self._backlog.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+            taken = True
+        if taken:
+            self.batches += 1
+        return taken or bool(self._backlog)
+
+    def _handle_next(self, on_event: Callable[[object], None]) -> None:
+        item = self._backlog.popleft()
+        if self._coalesce_text and type(item) is TextDelta:
+            texts = [item.text]
+            while self._backlog and type(self._backlog[0]) is TextDelta:
+                follower = self._backlog.popleft()
+                assert isinstance(follower, TextDelta)
+                texts.append(follower.text)
+            if len(texts) > 1:
+                item = TextDelta("".join(texts))
+        self._handle(item, on_event)
 
     def _handle(self, item: object, on_event: Callable[[object], None]) -> None:
         if isinstance(item, _MainCall):
@@ -303,6 +355,10 @@ class MainThreadBridge:
 
     def _refuse_pending_calls(self) -> None:
         """After a run: cancel main-thread requests still queued and drop stale events."""
+        for item in self._backlog:
+            if isinstance(item, _MainCall):
+                item.future.cancel()
+        self._backlog.clear()
         while True:
             try:
                 item = self._queue.get_nowait()
