@@ -290,7 +290,8 @@ class MainThreadBridge:
         last_idle = 0.0
         while True:
             # Clear the wake-up first: whatever is posted after this is seen by the next wait.
-            self._wake.clear()
+            if self._wake.is_set():
+                self._wake.clear()
             finished = job.settled.done()  # read before draining: every post happened before it
             had_work = self._take_batch()
             while self._backlog:
@@ -311,16 +312,12 @@ class MainThreadBridge:
 
     def _take_batch(self) -> bool:
         """Move everything queued (and what an interrupted batch left) into the backlog."""
-        taken = False
-        while True:
-            try:
-                self._backlog.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-            taken = True
-        if taken:
-            self.batches += 1
-        return taken or bool(self._backlog)
+        if self._queue.empty():  # the pump is the only consumer: non-empty stays non-empty
+            return bool(self._backlog)
+        while not self._queue.empty():
+            self._backlog.append(self._queue.get_nowait())
+        self.batches += 1
+        return True
 
     def _handle_next(self, on_event: Callable[[object], None]) -> None:
         item = self._backlog.popleft()
