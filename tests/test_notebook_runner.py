@@ -351,3 +351,26 @@ def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
     assert time.monotonic() - started < 2.5
     assert outcome.value == 5
     assert seen == [TextDelta(f"{i} ") for i in range(5)]
+
+
+def test_events_other_than_text_wake_the_pump_at_once(
+    bridge: MainThreadBridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tool call's view must appear when the call starts, not at the next text poll.
+    monkeypatch.setattr(runner, "POLL_INTERVAL_S", 5.0)
+    seen_at: list[tuple[object, float]] = []
+    posted_at: list[float] = []
+
+    async def work() -> None:
+        await asyncio.sleep(0.05)
+        for name in ("started", "finished"):
+            posted_at.append(time.monotonic())
+            bridge.post(name)
+            await asyncio.sleep(0.2)
+
+    started = time.monotonic()
+    bridge.run(work(), lambda event: seen_at.append((event, time.monotonic())))
+    assert [event for event, _ in seen_at] == ["started", "finished"]
+    for (_, seen), posted in zip(seen_at, posted_at, strict=True):
+        assert seen - posted < 0.15
+    assert time.monotonic() - started < 2.5

@@ -11,11 +11,13 @@ Two constraints shape this module:
   posts events (and requests such as "ask the user", "run this code in the user's namespace") to a
   thread-safe queue, and the main thread pumps that queue until the work is done.
 
-The pump works in batches. Posting an event does not wake the main thread: it wakes every
+The pump works in batches. Posting streamed text does not wake the main thread: it wakes every
 ``POLL_INTERVAL_S`` while a run streams, takes everything queued and hands consecutive
 ``TextDelta`` events to ``on_event`` as one (same text, same order around other events). A
-2,000-token answer is then a few hundred main-thread wake-ups, not one per token. A request for
-the main thread (``call_on_main``) and the end of the run do wake it at once.
+20-second answer is then a couple of hundred main-thread wake-ups, not one per token (each
+wake-up costs the kernel's main thread ~0.1 ms even with nothing to do, more than the token
+itself). Every other event (a tool call starting or finishing, a turn ending), a request for the
+main thread (``call_on_main``) and the end of the run wake it at once.
 
 The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
 an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
@@ -41,8 +43,9 @@ from ..agent.events import TextDelta
 T = TypeVar("T")
 
 #: How long the pump sleeps between two batches (and before its idle work: render flush, widget
-#: comms): the most an event waits before the main thread sees it.
-POLL_INTERVAL_S = 0.02
+#: comms) while only text streams: the most streamed text waits before the main thread sees it.
+#: Below the renderer's own update interval (0.15 s), so it adds no visible delay.
+POLL_INTERVAL_S = 0.1
 #: How long an interrupted run may take to clean up before the pump stops waiting.
 CLEANUP_TIMEOUT_S = 30.0
 
@@ -193,8 +196,14 @@ class MainThreadBridge:
     # -- from any thread -----------------------------------------------------------------------
 
     def post(self, event: object) -> None:
-        """Hand ``event`` to the main thread's ``on_event`` (in order, within a poll interval)."""
+        """Hand ``event`` to the main thread's ``on_event``, in order.
+
+        Streamed text is picked up at the next poll (within ``POLL_INTERVAL_S``); any other
+        event wakes the main thread at once.
+        """
         self._queue.put(event)
+        if type(event) is not TextDelta:
+            self._wake.set()
 
     async def call_on_main(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the main thread during the current run and return its result.
