@@ -2,7 +2,7 @@
 
 Both sides run the path ``%%agent`` runs: a paced stream of ``TextDelta`` events on the session's
 background event loop, ``forward_events`` posting each one to ``MainThreadBridge``, and the main
-thread's pump in ``MainThreadBridge.run`` (one batch of queued events per 20 ms poll) handing them
+thread's pump in ``MainThreadBridge.run`` (one batch of queued events per poll interval) handing them
 to a renderer, then ``AgentFinished`` and ``close``. Ours is the real ``RichRenderer`` (what
 ``%%agent`` draws with in Jupyter): the pump joins each batch's consecutive tokens into one
 ``TextDelta`` and the renderer throttles its Markdown display updates. The alternative re-renders
@@ -227,14 +227,14 @@ def run(ctx: BenchContext) -> list[Row]:
                     miss_note=(
                         "Both sides pay the pump's wake-ups: one per "
                         f"{runner.POLL_INTERVAL_S * 1e3:g} ms poll interval while the answer "
-                        "streams, ~1,000 in a 20 s answer. A side measurement on this machine put "
+                        "streams, ~130 in a 20 s answer. A side measurement on this machine put "
                         "one at ~150 µs of main-thread CPU with nothing to do (a bare "
                         "`time.sleep(0.02)` costs ~70 µs of thread CPU here), so at 100 tokens/s "
-                        "the wake-ups are nearly all of ours (≈ 1,000 × 145 µs) and the ratio is "
-                        "bounded by them, not by the few dozen display updates. Only fewer "
-                        "wake-ups move it: the same run with a 50 ms poll interval measured 5.8× "
-                        "at 100 tokens/s and 14× at 400, at the cost of up to 50 ms before the "
-                        "main thread sees an event (main-thread calls wake it at once either way)."
+                        "the wake-ups are most of ours and bound the ratio, not the few dozen "
+                        "display updates. The poll went from 20 ms to the renderer's own 150 ms "
+                        "this session (3.8× → ~8×); fewer wake-ups still would mean the main "
+                        "thread sees text later than the renderer could show it. Tool-call "
+                        "events and main-thread calls wake the pump at once either way."
                     ),
                     profile_target=functools.partial(ours, rate),
                 )
