@@ -2,7 +2,7 @@
 
 Both sides run the path ``%%agent`` runs: a paced stream of ``TextDelta`` events on the session's
 background event loop, ``forward_events`` posting each one to ``MainThreadBridge``, and the main
-thread's pump in ``MainThreadBridge.run`` (one batch of queued events per poll interval) handing them
+thread's pump in ``MainThreadBridge.run`` (a batch of queued events per poll interval) handing them
 to a renderer, then ``AgentFinished`` and ``close``. Ours is the real ``RichRenderer`` (what
 ``%%agent`` draws with in Jupyter): the pump joins each batch's consecutive tokens into one
 ``TextDelta`` and the renderer throttles its Markdown display updates. The alternative re-renders
