@@ -114,7 +114,6 @@ class AgentMagics(Magics):
         self._renderer: Renderer | None = None
         self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
         self._offline_noted = False
-        self.last_renderer: Renderer | None = None
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -357,7 +356,6 @@ class AgentMagics(Magics):
         renderer: Renderer = RichRenderer(self.render_interval) if rich else TextRenderer()
         poller = KernelCommPoller.for_shell(self.shell) if rich else None
         self._renderer = renderer
-        self.last_renderer = renderer
         self._approvals.poller = poller
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
 

@@ -7,11 +7,9 @@ call the same way, so the wording lives here once.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from .summarize import clip
-
-ToolStatus = Literal["running", "waiting", "done", "error", "interrupted", "denied"]
 
 STATUS_ICONS: dict[str, str] = {
     "running": "⏳",
