@@ -204,20 +204,30 @@ async def test_cassette_replay_runs_the_recorded_tool_calls_for_real(workspace: 
 
 
 def comparable(events: list[AgentEvent]) -> list[Any]:
-    """Events with streaming chunking, durations and model names taken out."""
+    """Events with streaming chunking, durations and model names taken out.
+
+    The tools of one reply run concurrently and ``ToolCallFinished`` comes as each one ends, so
+    within a run of consecutive finished events the order is the tools', not the model's: such
+    a run is compared in call-id order (every event of it still has to be there, once).
+    """
     out: list[Any] = []
+    finished: list[ToolCallFinished] = []
     for event in events:
+        if isinstance(event, ToolCallFinished):
+            finished.append(dataclasses.replace(event, duration_s=0.0))
+            continue
+        out.extend(sorted(finished, key=lambda e: e.call_id))
+        finished = []
         if isinstance(event, TextDelta):
             if out and isinstance(out[-1], str):
                 out[-1] += event.text
             else:
                 out.append(event.text)
-        elif isinstance(event, ToolCallFinished):
-            out.append(dataclasses.replace(event, duration_s=0.0))
         elif isinstance(event, TurnStarted):
             out.append(dataclasses.replace(event, model=""))
         else:
             out.append(event)
+    out.extend(sorted(finished, key=lambda e: e.call_id))
     return out
 
 
