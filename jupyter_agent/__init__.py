@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     # tools
     "ExecutableTool": "jupyter_agent.tools.base",
     "ToolResult": "jupyter_agent.tools.base",
+    "Image": "jupyter_agent.tools.base",
     "BuiltinTool": "jupyter_agent.tools.base",
     "ToolFailure": "jupyter_agent.tools.base",
     "tool": "jupyter_agent.tools.decorator",
@@ -73,6 +74,7 @@ __all__ = [
     "DuplicateToolError",
     "ExecutableTool",
     "FunctionTool",
+    "Image",
     "JupyterAgentError",
     "ModelRequest",
     "ModelResponse",

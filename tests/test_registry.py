@@ -347,3 +347,30 @@ def test_context_reflects_live_state(tmp_path: Any) -> None:
     state.session_context = ""  # clear_context()
     assert context.system_prompt == "second prompt"
     assert context.session_context == ""
+
+
+async def test_a_tool_may_return_text_and_image_parts(registry: ToolRegistry) -> None:
+    from jupyter_agent.tools.base import Image
+
+    png = Image(b"\x89PNG\r\n\x1a\n fake", "image/png")
+    registry.register(RecordingTool("plot", output=["first", png, "second"]))
+    result = await registry.call("plot", {})
+    assert not result.is_error
+    assert result.content == "first\nsecond"
+    assert result.images == (png,)
+
+
+async def test_a_list_with_something_else_is_an_error(registry: ToolRegistry) -> None:
+    registry.register(RecordingTool("odd", output=["text", 3]))
+    result = await registry.call("odd", {})
+    assert result.is_error
+    assert "not text" in result.content
+
+
+def test_an_image_needs_bytes_and_a_known_media_type() -> None:
+    from jupyter_agent.tools.base import Image
+
+    with pytest.raises(ValueError, match="media_type"):
+        Image(b"x", "image/bmp")
+    with pytest.raises(TypeError):
+        Image("not bytes", "image/png")  # type: ignore[arg-type]

@@ -7,7 +7,8 @@ async ``execute`` is a tool; ``BuiltinTool`` is the small base class the built-i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -24,9 +25,45 @@ class ExecutableTool(Protocol):
         """``{"name", "description", "input_schema"}`` with ``name == self.name``."""
         ...
 
-    async def execute(self, args: dict[str, object]) -> str:
-        """Run the tool; raise on failure (the registry turns it into an error result)."""
+    async def execute(self, args: dict[str, object]) -> ToolOutput:
+        """Run the tool; raise on failure (the registry turns it into an error result).
+
+        The result is text, or a list of text and ``Image`` parts.
+        """
         ...
+
+
+#: Media types the Messages API takes as image blocks.
+IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image a tool returns alongside (or instead of) text: raw bytes and their media type.
+
+    A tool may return ``str`` or a list of ``str`` and ``Image`` parts. The agent sends images to
+    the model as image blocks inside the ``tool_result`` (downscaled, re-encoded if need be).
+    """
+
+    data: bytes
+    media_type: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes | bytearray | memoryview):
+            raise TypeError(f"Image data must be bytes, not {type(self.data).__name__}")
+        if self.media_type not in IMAGE_MEDIA_TYPES:
+            raise ValueError(
+                f"Image media_type must be one of {', '.join(IMAGE_MEDIA_TYPES)}, "
+                f"not {self.media_type!r}"
+            )
+        object.__setattr__(self, "data", bytes(self.data))
+
+    def __repr__(self) -> str:
+        return f"Image({self.media_type}, {len(self.data)} bytes)"
+
+
+#: What ``execute`` may return: text, or text and image parts in order.
+ToolOutput = str | Sequence[str | Image]
 
 
 @dataclass(slots=True)
@@ -40,6 +77,8 @@ class ToolResult:
     content: str
     is_error: bool = False
     duration_s: float = 0.0
+    #: Images the tool returned, in order (the text parts are joined into ``content``).
+    images: tuple[Image, ...] = field(default=())
 
 
 class ToolFailure(Exception):
@@ -73,7 +112,7 @@ class BuiltinTool:
             "input_schema": self.input_schema,
         }
 
-    async def execute(self, args: dict[str, object]) -> str:
+    async def execute(self, args: dict[str, object]) -> ToolOutput:
         raise NotImplementedError
 
     def __repr__(self) -> str:

@@ -19,7 +19,7 @@ from jsonschema import validators as jsonschema_validators
 from jsonschema.protocols import Validator
 
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
-from .base import ExecutableTool, ToolResult
+from .base import ExecutableTool, Image, ToolResult
 
 _clock = time.perf_counter
 
@@ -141,13 +141,18 @@ class ToolRegistry:
             # SystemExit too: a user's @tool that calls sys.exit() must not end the kernel.
             # KeyboardInterrupt and cancellation do go on: they are the user stopping the turn.
             return ToolResult(f"Error executing {name}: {_describe(exc)}", True, _clock() - started)
-        if type(output) is not str and not isinstance(output, str):
+        if type(output) is str or isinstance(output, str):
+            return ToolResult(output, False, _clock() - started)
+        parts = _split_parts(output)
+        if parts is None:
             return ToolResult(
-                f"Error executing {name}: the tool returned {type(output).__name__}, not text",
+                f"Error executing {name}: the tool returned {type(output).__name__}, not text "
+                "(or a list of text and Image parts)",
                 True,
                 _clock() - started,
             )
-        return ToolResult(output, False, _clock() - started)
+        text, images = parts
+        return ToolResult(text, False, _clock() - started, images)
 
     def _refusal(self, name: str, args: Mapping[str, object]) -> str | None:
         """Why a call cannot run (unknown, disabled, bad arguments), or None if it can."""
@@ -168,6 +173,22 @@ class ToolRegistry:
             if not validator.is_valid(instance):
                 return _schema_error_message(name, validator, instance)
         return None
+
+
+def _split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
+    """A list of ``str`` and ``Image`` parts as (joined text, images); None for anything else."""
+    if not isinstance(output, list | tuple):
+        return None
+    texts: list[str] = []
+    images: list[Image] = []
+    for part in output:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Image):
+            images.append(part)
+        else:
+            return None
+    return "\n".join(texts), tuple(images)
 
 
 def _describe(exc: BaseException) -> str:
