@@ -28,15 +28,15 @@ _EXPORTS: dict[str, str] = {
     "create_default_registry": "jupyter_agent.tools.factory",
     # agent
     "Agent": "jupyter_agent.agent.agent",
-    "Usage": "jupyter_agent.agent.events",
-    "TurnStarted": "jupyter_agent.agent.events",
-    "TextDelta": "jupyter_agent.agent.events",
-    "ToolCallStarted": "jupyter_agent.agent.events",
-    "ToolCallFinished": "jupyter_agent.agent.events",
-    "TurnFinished": "jupyter_agent.agent.events",
-    "AgentFinished": "jupyter_agent.agent.events",
-    "AgentError": "jupyter_agent.agent.events",
-    "AgentEvent": "jupyter_agent.agent.events",
+    "Usage": "jupyter_agent.events",
+    "TurnStarted": "jupyter_agent.events",
+    "TextDelta": "jupyter_agent.events",
+    "ToolCallStarted": "jupyter_agent.events",
+    "ToolCallFinished": "jupyter_agent.events",
+    "TurnFinished": "jupyter_agent.events",
+    "AgentFinished": "jupyter_agent.events",
+    "AgentError": "jupyter_agent.events",
+    "AgentEvent": "jupyter_agent.events",
     "ApprovalRequest": "jupyter_agent.agent.approvals",
     "Decision": "jupyter_agent.agent.approvals",
     "Policy": "jupyter_agent.agent.approvals",
@@ -123,7 +123,16 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .agent.agent import Agent
     from .agent.approvals import ApprovalRequest, Decision, Policy
-    from .agent.events import (
+    from .errors import (
+        DuplicateToolError,
+        JupyterAgentError,
+        PathOutsideWorkspaceError,
+        ProviderError,
+        ToolInputError,
+        ToolNotFoundError,
+        WorkspaceError,
+    )
+    from .events import (
         AgentError,
         AgentEvent,
         AgentFinished,
@@ -133,15 +142,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TurnFinished,
         TurnStarted,
         Usage,
-    )
-    from .errors import (
-        DuplicateToolError,
-        JupyterAgentError,
-        PathOutsideWorkspaceError,
-        ProviderError,
-        ToolInputError,
-        ToolNotFoundError,
-        WorkspaceError,
     )
     from .notebook.extension import load_ipython_extension, unload_ipython_extension
     from .providers.anthropic import AnthropicProvider

@@ -17,7 +17,8 @@ from fake_anthropic import ErrorReply, FakeAnthropic, Reply, api_problems, text,
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.agent.approvals import ApprovalRequest, Decision
-from jupyter_agent.agent.events import (
+from jupyter_agent.errors import ProviderError
+from jupyter_agent.events import (
     AgentError,
     AgentEvent,
     AgentFinished,
@@ -28,7 +29,6 @@ from jupyter_agent.agent.events import (
     TurnStarted,
     Usage,
 )
-from jupyter_agent.errors import ProviderError
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry

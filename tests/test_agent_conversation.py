@@ -17,8 +17,8 @@ from fake_anthropic import api_problems
 
 from jupyter_agent.agent import conversation
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.events import AgentFinished, TextDelta, Usage
 from jupyter_agent.errors import ProviderError
+from jupyter_agent.events import AgentFinished, TextDelta, Usage
 from jupyter_agent.providers.base import ModelRequest, ModelResponse, ProviderEvent
 from jupyter_agent.providers.offline import OFFLINE_NOTICE, OfflineProvider
 

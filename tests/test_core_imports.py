@@ -7,6 +7,8 @@ import sys
 import textwrap
 
 CORE_PACKAGES = ("jupyter_agent.tools", "jupyter_agent.agent", "jupyter_agent.providers")
+#: Core modules that sit at the top of the package, not in a core sub-package.
+CORE_MODULES = ("jupyter_agent.errors", "jupyter_agent.events")
 
 SCRIPT = textwrap.dedent(
     """
@@ -18,6 +20,9 @@ SCRIPT = textwrap.dedent(
     import jupyter_agent
 
     imported = []
+    for module_name in {modules!r}:
+        importlib.import_module(module_name)
+        imported.append(module_name)
     for package_name in {packages!r}:
         package = importlib.import_module(package_name)
         for info in pkgutil.walk_packages(package.__path__, package_name + "."):
@@ -26,7 +31,7 @@ SCRIPT = textwrap.dedent(
 
     # every public name whose module is in the core resolves too
     for name, module in jupyter_agent._EXPORTS.items():
-        if module.startswith({packages!r}) or module == "jupyter_agent.errors":
+        if module.startswith({packages!r}) or module in {modules!r}:
             getattr(jupyter_agent, name)
 
     leaked = [m for m in sys.modules if m.split(".")[0] in ("IPython", "ipywidgets")
@@ -34,7 +39,7 @@ SCRIPT = textwrap.dedent(
     assert not leaked, leaked
     print("\\n".join(imported))
     """
-).format(packages=CORE_PACKAGES)
+).format(packages=CORE_PACKAGES, modules=CORE_MODULES)
 
 
 def test_core_imports_without_ipython() -> None:
@@ -51,7 +56,7 @@ def test_core_imports_without_ipython() -> None:
         "jupyter_agent.tools.session",
         "jupyter_agent.tools.factory",
         "jupyter_agent.tools.workspace",
-        "jupyter_agent.agent.events",
+        "jupyter_agent.events",
         "jupyter_agent.providers.base",
     ):
         assert module in imported, module

@@ -14,7 +14,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.agent.events import AgentFinished, TextDelta, TurnFinished, TurnStarted
+from jupyter_agent.events import AgentFinished, TextDelta, TurnFinished, TurnStarted
 from jupyter_agent.notebook.render import RichRenderer
 
 

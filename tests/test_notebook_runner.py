@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.agent.events import TextDelta
+from jupyter_agent.events import TextDelta
 from jupyter_agent.notebook import runner
 from jupyter_agent.notebook.runner import (
     BackgroundLoop,
@@ -119,7 +119,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from fake_anthropic import FakeAnthropic, Reply, text, tool_use
     from jupyter_agent.agent.agent import Agent
-    from jupyter_agent.agent.events import AgentFinished, ToolCallFinished
+    from jupyter_agent.events import AgentFinished, ToolCallFinished
     from jupyter_agent.notebook.render import TextRenderer
     from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge, forward_events
     from jupyter_agent.providers.anthropic import AnthropicProvider

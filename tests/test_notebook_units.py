@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.agent.events import Usage
+from jupyter_agent.events import Usage
 from jupyter_agent.notebook.kernel_tools import (
     InspectVariableTool,
     ListVariablesTool,

@@ -15,8 +15,8 @@ from fake_anthropic import ErrorReply, FakeAnthropic, Reply, text, tool_use, use
 from notebook_fake_server import serve
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.events import TextDelta, Usage
 from jupyter_agent.errors import ProviderError
+from jupyter_agent.events import TextDelta, Usage
 from jupyter_agent.providers.anthropic import DEFAULT_MODEL, AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest, ModelResponse, Provider
 from jupyter_agent.tools.registry import ToolRegistry

@@ -17,7 +17,7 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, api_problems, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.events import (
+from jupyter_agent.events import (
     AgentEvent,
     AgentFinished,
     TextDelta,

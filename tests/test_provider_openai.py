@@ -19,8 +19,8 @@ from fake_anthropic import api_problems
 from notebook_fake_server import serve
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.events import AgentFinished, TextDelta, ToolCallFinished, Usage
 from jupyter_agent.errors import ProviderError
+from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, Usage
 from jupyter_agent.providers.openai_compat import OpenAIProvider
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry

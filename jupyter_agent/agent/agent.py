@@ -22,13 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
-from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from ..tools.base import ExecutableTool, ToolResult
-from ..tools.context import ToolContext
-from ..tools.registry import ToolRegistry
-from . import conversation
-from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
-from .events import (
+from ..events import (
     AgentError,
     AgentEvent,
     AgentFinished,
@@ -40,6 +34,12 @@ from .events import (
     TurnStarted,
     Usage,
 )
+from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
+from ..tools.base import ExecutableTool, ToolResult
+from ..tools.context import ToolContext
+from ..tools.registry import ToolRegistry
+from . import conversation
+from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 from .transcript import render_transcript
 
 #: The tool ``save_context`` runs.

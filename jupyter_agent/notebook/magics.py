@@ -22,8 +22,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Enum, Float, Int, Unicode, observe
 
 from ..agent.approvals import POLICIES, Policy
-from ..agent.events import AgentFinished, TurnFinished, TurnStarted, Usage
 from ..errors import ProviderError
+from ..events import AgentFinished, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals

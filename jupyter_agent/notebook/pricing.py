@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..agent.events import Usage
+from ..events import Usage
 
 
 @dataclass(frozen=True, slots=True)

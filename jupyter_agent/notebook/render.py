@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
-from ..agent.events import (
+from ..events import (
     AgentError,
     AgentFinished,
     TextDelta,

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..agent.events import TextDelta
+from ..events import TextDelta
 
 T = TypeVar("T")
 

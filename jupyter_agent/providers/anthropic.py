@@ -20,8 +20,8 @@ import warnings
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
-from ..agent.events import TextDelta, Usage
 from ..errors import ProviderError
+from ..events import TextDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from .base import ModelRequest, ModelResponse, ProviderEvent
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..agent.events import TextDelta, Usage
+from ..events import TextDelta, Usage
 
 
 @dataclass(frozen=True, slots=True)

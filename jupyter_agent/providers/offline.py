@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from ..agent.events import TextDelta, Usage
+from ..events import TextDelta, Usage
 from .base import ModelRequest, ModelResponse, Provider, ProviderEvent
 from .demo_model import DemoModel, find_prompt
 
