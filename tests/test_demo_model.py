@@ -145,3 +145,11 @@ async def test_a_disabled_write_tool_is_named(workspace: Path) -> None:
     assert "`write_file`" in answer and "disabled" in answer
     assert not (workspace / "out.md").exists()
     assert ("write_file", {"file_path": "out.md"}) not in calls
+
+
+async def test_which_files_and_what_is_in_them(workspace: Path) -> None:
+    calls, answer = await calls_and_answer(
+        agent_for(workspace), "Which CSV files are here, and what is in them?"
+    )
+    assert [name for name, _ in calls] == ["search_files", "read_file"]
+    assert "60 data rows and 5 columns" in answer

@@ -48,7 +48,8 @@ FIND_ONLY_WORDS = re.compile(r"\b(find|which|where|search|locate)\b", re.I)
 DATA_WORDS = re.compile(
     r"\b(data|dataset|table|rows?|columns?|summar\w*|overview|describe|report|total\w*|sums?|"
     r"average|mean|counts?|how many|highest|lowest|most|least|top|bottom|best|worst|largest|"
-    r"smallest|biggest|max(?:imum)?|min(?:imum)?|revenue|sales)\b",
+    r"smallest|biggest|max(?:imum)?|min(?:imum)?|revenue|sales|"
+    r"what(?:'s|\s+is|\s+are)\s+in(?:\s+(?:it|them|there))?)\b",
     re.I,
 )
 HIGH_WORDS = re.compile(r"\b(highest|most|top|best|largest|biggest|max(?:imum)?|strongest)\b", re.I)
