@@ -391,7 +391,7 @@ class AgentMagics(Magics):
                 poller.close()
         if outcome.interrupted:
             renderer.close(interrupted=True)
-            print("⏹ Interrupted. The conversation keeps what happened so far; run %%agent again.")
+            print("■ Interrupted. The conversation keeps what happened so far; run %%agent again.")
             return None
         renderer.close(interrupted=False)
         text = final["text"]
