@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
-from .shell import CommandOutcome, run_command, safe_environment
+from .processes import CommandOutcome, run_command, safe_environment
 
 #: Seconds one git command may take.
 GIT_TIMEOUT_S = 120.0
