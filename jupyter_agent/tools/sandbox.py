@@ -188,3 +188,42 @@ def sandboxed(argv: Sequence[str], workspace: Path) -> Sandboxed:
         ]  # fmt: skip
         return Sandboxed([shutil.which("bwrap") or "bwrap", *options, "--", *argv], True)
     return Sandboxed([sys.executable, "-S", "-c", _SUBREAPER, *argv], False)
+
+
+#: System folders a program needs to start (its loader and libraries), bound read-only.
+_SYSTEM_FOLDERS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/etc/ld.so.cache",
+    "/etc/alternatives",
+)
+
+
+def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = ()) -> list[str]:
+    """``argv`` wrapped so that it sees only the workspace (read-only) and what it needs to run.
+
+    For the searches (ripgrep, the Python regex worker): they walk the workspace by path, so a
+    folder swapped for a symlink mid-walk would lead them outside. In this sandbox there *is* no
+    outside — a symlink to ``/home/you`` or ``/tmp/x`` finds nothing. ``extra`` are further
+    read-only paths the program needs (its binary, an interpreter's prefix). Without bubblewrap
+    the command is returned as it is (the README says what that costs).
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or _chosen() != "bwrap":
+        return list(argv)
+    options = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--dev", "/dev",
+        "--proc", "/proc",
+    ]  # fmt: skip
+    for path in (*_SYSTEM_FOLDERS, *extra):
+        options += ["--ro-bind-try", path, path]
+    root = str(workspace)
+    options += ["--ro-bind", root, root, "--chdir", root]
+    return [bwrap, *options, "--", *argv]
