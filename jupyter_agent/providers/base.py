@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..events import TextDelta, Usage
+from ..events import TextDelta, ThinkingDelta, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,9 @@ class ModelRequest:
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
+    #: ``"chat"``, or ``"summary"`` when the agent asks for a summary of the conversation to
+    #: compact it (no tools; the offline model answers it with a deterministic digest).
+    purpose: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +37,7 @@ class ModelResponse:
     model: str = ""
 
 
-ProviderEvent = TextDelta | ModelResponse
+ProviderEvent = TextDelta | ThinkingDelta | ModelResponse
 
 
 @runtime_checkable
