@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,6 +190,33 @@ class Agent:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self._policies[name] = policy
+
+    async def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> list[str]:
+        """Start an MCP server (``command``: stdio; ``url``: streamable HTTP), add its tools.
+
+        Returns the tools' names, ``{name}__{tool}``. Options: ``policy`` (default ``ask``),
+        ``read_resources``, ``timeout``, ``allow_private_network``. See ``jupyter_agent.mcp``.
+        """
+        from ..mcp import manager_for
+
+        return await manager_for(self).add_server(
+            name, command=command, env=env, url=url, headers=headers, **options
+        )
+
+    async def remove_mcp_server(self, name: str) -> None:
+        """Remove an MCP server's tools and stop it."""
+        from ..mcp import manager_for
+
+        await manager_for(self).remove(name)
 
     # -- chatting -----------------------------------------------------------------------------
 
