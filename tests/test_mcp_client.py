@@ -127,7 +127,7 @@ def test_mcp_servers_entries_parse_in_the_shared_shape() -> None:
     assert configs[0].command == ("npx", "-y", "srv") and configs[0].env == {"A": "1"}
     assert configs[0].policy == "ask"
     assert configs[1].url == "http://localhost:8000/mcp" and configs[1].policy == "allow"
-    with pytest.raises(MCPConfigError, match="'bad'.*policy"):
+    with pytest.raises(MCPConfigError, match=r"'bad'.*policy"):
         parse_servers({"bad": {"command": "x", "policy": "maybe"}})
     with pytest.raises(MCPConfigError, match="either a command"):
         parse_servers({"none": {}})
@@ -153,7 +153,7 @@ async def test_a_server_that_fails_to_start_gives_one_line_naming_command_and_st
 
 
 async def test_a_missing_command_is_a_clear_error(agent: Agent) -> None:
-    with pytest.raises(MCPServerError, match="failed to start.*no-such-mcp-server"):
+    with pytest.raises(MCPServerError, match=r"failed to start.*no-such-mcp-server"):
         await agent.add_mcp_server("gone", command=["no-such-mcp-server-xyz"])
 
 
@@ -303,7 +303,7 @@ def http_server() -> Iterator[str]:
 async def test_http_server_on_loopback_is_refused_unless_allowed(
     agent: Agent, http_server: str
 ) -> None:
-    with pytest.raises(MCPServerError, match="refused.*allow_private_network"):
+    with pytest.raises(MCPServerError, match=r"refused.*allow_private_network"):
         await agent.add_mcp_server("web", url=http_server)
     names = await agent.add_mcp_server("web", url=http_server, allow_private_network=True)
     assert "web__echo" in names

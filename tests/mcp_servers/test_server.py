@@ -13,8 +13,8 @@ import sys
 import time
 
 from mcp.server.mcpserver import Image, MCPServer
-from mcp.types import CallToolResult, ResourceLink, TextContent
 from mcp.server.mcpserver.resources.types import TextResource
+from mcp.types import CallToolResult, ResourceLink, TextContent
 
 #: A 1x1 PNG.
 PNG = base64.b64decode(
@@ -46,7 +46,9 @@ def picture() -> CallToolResult:
 @server.tool()
 def fail(reason: str) -> CallToolResult:
     """Report a tool error (isError)."""
-    return CallToolResult(content=[TextContent(type="text", text=f"failed: {reason}")], is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"failed: {reason}")], is_error=True
+    )
 
 
 @server.tool()
