@@ -14,6 +14,8 @@ The validator here is written independently of ``jupyter_agent.agent.conversatio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -336,3 +338,86 @@ class FakeAnthropic:
             },
         )
         yield _sse("message_stop", {"type": "message_stop"})
+
+
+# -- prompt caching, the way the API does it (added for "caching holds for wide turns") ----------
+
+#: The API looks for an earlier cache entry at each breakpoint and at most this many blocks before.
+CACHE_LOOKBACK_BLOCKS = 20
+
+
+def cache_blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request as the prompt cache sees it: tools, then system, then every message's content
+    blocks, in order — each block's canonical JSON (without ``cache_control``) and whether it
+    carries a breakpoint."""
+
+    def entry(block: dict[str, Any], *, prefix: str = "") -> tuple[str, bool]:
+        plain = {k: v for k, v in block.items() if k != "cache_control"}
+        return prefix + json.dumps(plain, sort_keys=True), "cache_control" in block
+
+    blocks = [entry(tool, prefix="tool:") for tool in body.get("tools") or []]
+    system = body.get("system")
+    if isinstance(system, str):
+        blocks.append(entry({"type": "text", "text": system}, prefix="system:"))
+    else:
+        blocks.extend(entry(block, prefix="system:") for block in system or [])
+    for message in body["messages"]:
+        content = message["content"]
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks.extend(entry(part, prefix=f"{message['role']}:") for part in parts)
+    return blocks
+
+
+def block_tokens(canonical: str) -> int:
+    """A stand-in tokenizer: about four characters a token."""
+    return max(1, len(canonical) // 4)
+
+
+class PromptCache:
+    """The Messages API's prompt cache, modelled on its documented rule.
+
+    A request writes the prefix ending at each of its breakpoints. At each breakpoint the API
+    reads the longest prefix written earlier that ends at that block or at most
+    ``CACHE_LOOKBACK_BLOCKS`` blocks before it; anything further back is a miss. Usage is
+    reported like the API: ``cache_read_input_tokens`` for the prefix read,
+    ``cache_creation_input_tokens`` for the rest up to the last breakpoint, ``input_tokens``
+    after it.
+    """
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()
+
+    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+        blocks = cache_blocks(body)
+        prefixes: list[str] = []
+        digest = hashlib.sha256()
+        for canonical, _ in blocks:
+            digest.update(canonical.encode())
+            digest.update(b"\0")
+            prefixes.append(digest.copy().hexdigest())
+        tokens = [block_tokens(canonical) for canonical, _ in blocks]
+        breakpoints = [i for i, (_, marked) in enumerate(blocks) if marked]
+        read_to = -1
+        for point in breakpoints:
+            for i in range(point, max(point - CACHE_LOOKBACK_BLOCKS, 0) - 1, -1):
+                if prefixes[i] in self.written:
+                    read_to = max(read_to, i)
+                    break
+        last = max(breakpoints, default=-1)
+        self.written.update(prefixes[i] for i in breakpoints)
+        cached_to = max(last, read_to)
+        return {
+            "cache_read_input_tokens": sum(tokens[: read_to + 1]),
+            "cache_creation_input_tokens": sum(tokens[read_to + 1 : cached_to + 1]),
+            "input_tokens": sum(tokens[cached_to + 1 :]),
+        }
+
+
+def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply]:
+    """A script step that answers ``reply`` with the usage ``cache`` computes for the request."""
+
+    def step(body: dict[str, Any]) -> Reply:
+        usage = {**cache.usage(body), "output_tokens": reply.usage.get("output_tokens", 5)}
+        return dataclasses.replace(reply, usage=usage)
+
+    return step

@@ -84,7 +84,7 @@ class AnthropicProvider:
                 tools[-1]["cache_control"] = dict(_CACHE_CONTROL)
             params["tools"] = tools
         if self.cache and request.messages:
-            params["messages"] = _with_cached_tail(request.messages)
+            params["messages"] = _with_cache_breakpoints(request.messages)
         return params
 
     def _client_for_running_loop(self) -> anthropic.AsyncAnthropic:
@@ -178,18 +178,47 @@ class AnthropicProvider:
         await self.client.close()
 
 
-def _with_cached_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of ``messages`` whose last block carries ``cache_control`` (the rest is shared)."""
-    last = messages[-1]
-    content = last.get("content")
+#: Thinking blocks cannot carry ``cache_control``; a breakpoint goes on the block before them.
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with two cache breakpoints (the untouched messages are shared).
+
+    One on the last block writes the whole conversation to the cache for the next request. The
+    other sits on the last block of the latest user message before the last message: where the
+    previous request ended (its own tail breakpoint). The API only looks 20 blocks back from a
+    breakpoint for an earlier entry, and a turn with 20 parallel tool calls adds 40 blocks, so
+    without this second mark the next request would miss the cache entirely. Together with the
+    system and tools breakpoints that is the API's maximum of four.
+    """
+    marked = list(messages)
+    _mark_last_block(marked, len(marked) - 1)
+    previous_user = next(
+        (i for i in range(len(marked) - 2, -1, -1) if marked[i].get("role") == "user"), None
+    )
+    if previous_user is not None:
+        _mark_last_block(marked, previous_user)
+    return marked
+
+
+def _mark_last_block(messages: list[dict[str, Any]], index: int) -> None:
+    """Replace ``messages[index]`` by a copy whose last markable block has ``cache_control``."""
+    message = messages[index]
+    content = message.get("content")
     if isinstance(content, str):
+        if not content:
+            return
         blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
-    elif isinstance(content, list) and content:
-        blocks = [dict(block) for block in content]
+    elif isinstance(content, list):
+        blocks = list(content)
     else:
-        return messages
-    blocks[-1]["cache_control"] = dict(_CACHE_CONTROL)
-    return [*messages[:-1], {**last, "content": blocks}]
+        return
+    for position in range(len(blocks) - 1, -1, -1):
+        if blocks[position].get("type") not in _UNMARKABLE:
+            blocks[position] = {**blocks[position], "cache_control": dict(_CACHE_CONTROL)}
+            messages[index] = {**message, "content": blocks}
+            return
 
 
 def _describe_status_error(exc: anthropic.APIStatusError) -> str:
