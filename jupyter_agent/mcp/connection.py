@@ -172,7 +172,7 @@ class ServerConnection:
             return
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        from ..tools.shell import safe_environment
+        from ..tools.processes import safe_environment
 
         command = self.config.command
         params = StdioServerParameters(

@@ -2,9 +2,10 @@
 
 Its schema is the server's (the registry validates arguments against it like any other tool's),
 its name is ``{server}__{tool}``, and ``execute`` forwards the call to the server's connection
-and maps the result (``results.py``). Capabilities are declared the way the registry reads them:
+and maps the result (``results.py``). Its ``capabilities`` are declared like any tool's:
 ``validates_arguments`` is False (the registry checks the server's schema first), and
 ``destructive`` follows the server's own hint (a tool is destructive unless it says read-only).
+The policy does not depend on it: the manager sets each MCP tool's policy explicitly.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..tools.base import ToolOutput
+from ..tools.base import ToolCapabilities, ToolOutput
 from .results import to_output
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 
 class MCPTool:
     """A server tool under its registry name."""
-
-    validates_arguments = False
 
     def __init__(
         self,
@@ -39,7 +38,10 @@ class MCPTool:
         self.description = (tool.description or tool.title or f"{tool.name} (MCP)").strip()
         self.input_schema: dict[str, Any] = dict(tool.input_schema)
         hints = tool.annotations
-        self.destructive = not (hints is not None and hints.read_only_hint)
+        self.capabilities = ToolCapabilities(
+            destructive=not (hints is not None and hints.read_only_hint),
+            validates_arguments=False,
+        )
         self._timeout = timeout
 
     def get_schema(self) -> dict[str, Any]:
