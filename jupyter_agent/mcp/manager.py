@@ -42,6 +42,7 @@ class MCPManager:
         self._agent = weakref.ref(agent)
         self.servers: dict[str, ServerConnection] = {}
         self.tool_names: dict[str, list[str]] = {}
+        self.tools: dict[str, list[MCPTool]] = {}
 
     @property
     def agent(self) -> Agent:
@@ -122,6 +123,7 @@ class MCPManager:
             raise
         self.servers[config.name] = connection
         self.tool_names[config.name] = [tool.name for tool in tools]
+        self.tools[config.name] = tools
         return list(self.tool_names[config.name])
 
     def _tools_of(self, connection: ServerConnection) -> list[MCPTool]:
@@ -158,6 +160,24 @@ class MCPManager:
                 agent.remove_tool(name)
             raise
 
+    def move_to(self, agent: Agent) -> None:
+        """Carry the servers over to ``agent`` (the notebook rebuilds its agent on new settings).
+
+        The connections stay as they are; the tools join the new registry with their policies.
+        """
+        old = self._agent()
+        for server, tools in self.tools.items():
+            for tool in tools:
+                if agent.registry.has_tool(tool.name):
+                    continue
+                agent.registry.register(tool)
+                policy = self.servers[server].config.policy
+                agent.set_policy(tool.name, old.get_policy(tool.name) if old else policy)
+        if old is not None:
+            _managers.pop(old, None)
+        self._agent = weakref.ref(agent)
+        _managers[agent] = self
+
     async def remove(self, name: str) -> None:
         """Unregister the server's tools and stop it; ``MCPServerError`` if there is none."""
         connection = self.servers.pop(name, None)
@@ -165,6 +185,7 @@ class MCPManager:
             known = ", ".join(self.servers) or "none"
             raise MCPServerError(f"No MCP server named {name!r} (added: {known})")
         agent = self._agent()
+        self.tools.pop(name, None)
         for tool_name in self.tool_names.pop(name, []):
             if agent is not None:
                 agent.remove_tool(tool_name)
