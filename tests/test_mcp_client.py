@@ -363,3 +363,19 @@ def test_no_server_outlives_the_interpreter(tmp_path: Path) -> None:
         while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not processes_with(marker)
+
+
+def test_a_call_from_another_event_loop_is_handed_to_the_sessions_loop(tmp_path: Path) -> None:
+    """In a notebook the server lives on the session's loop; a cell may await a tool on its own."""
+    from jupyter_agent.mcp import manager_for
+    from jupyter_agent.notebook.runner import BackgroundLoop
+
+    background = BackgroundLoop()
+    agent = Agent(OfflineProvider(), workspace=tmp_path)
+    try:
+        background.run(agent.add_mcp_server("loop", command=server_command()), timeout=60)
+        result = asyncio.run(agent.registry.call("loop__echo", {"text": "across loops"}))
+        assert (result.content, result.is_error) == ("across loops", False)
+    finally:
+        background.run(manager_for(agent).aclose(), timeout=60)
+        background.close()

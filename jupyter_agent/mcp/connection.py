@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
@@ -29,6 +29,8 @@ from .config import MCPServerConfig
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import CallToolResult, ReadResourceResult, Tool
+
+T = TypeVar("T")
 
 #: Seconds a server may take to start and answer ``initialize`` and ``tools/list``.
 STARTUP_TIMEOUT_S = 60.0
@@ -66,7 +68,9 @@ class ServerConnection:
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
+        #: The loop the session lives on; calls from another loop are handed over to it.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def name(self) -> str:
@@ -84,7 +88,8 @@ class ServerConnection:
             await self._check_url(self.config.url)
         else:
             import mcp  # noqa: F401  (a clear ImportError before anything is spawned)
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = self._loop.create_future()
         self._stop = asyncio.Event()
         self.status = "starting"
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp {self.name}")
@@ -224,10 +229,22 @@ class ServerConnection:
 
     # -- calls --------------------------------------------------------------------------------
 
+    async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the session's loop (a cell's own loop may call a notebook's tool)."""
+        loop = self._loop
+        if loop is None or loop is asyncio.get_running_loop() or loop.is_closed():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], timeout: float
     ) -> CallToolResult:
         """Call ``tool``; a down server is restarted first. Failures raise ``ToolFailure``."""
+        return await self._on_own_loop(self._call_tool(tool, arguments, timeout))
+
+    async def _call_tool(
+        self, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> CallToolResult:
         session = await self._live_session()
         try:
             async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
@@ -241,6 +258,9 @@ class ServerConnection:
             raise self._call_failure(tool, exc) from None
 
     async def read_resource(self, uri: str, timeout: float) -> ReadResourceResult:
+        return await self._on_own_loop(self._read_resource(uri, timeout))
+
+    async def _read_resource(self, uri: str, timeout: float) -> ReadResourceResult:
         session = await self._live_session()
         try:
             async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
@@ -253,6 +273,8 @@ class ServerConnection:
             raise self._call_failure(f"resource {uri}", exc) from None
 
     async def _live_session(self) -> ClientSession:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         async with self._lock:  # one restart, however many calls find the server down
             if not self.running:
                 try:
