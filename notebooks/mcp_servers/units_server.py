@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(
     "units",
@@ -52,7 +53,7 @@ def convert(value: float, from_unit: str, to_unit: str) -> dict[str, float | str
     if from_unit in _TEMPERATURE and to_unit in _TEMPERATURE:
         result = _from_kelvin(_to_kelvin(value, from_unit), to_unit)
         return {"value": round(result, 6), "unit": to_unit}
-    raise ValueError(f"cannot convert {from_unit!r} to {to_unit!r}")
+    raise ToolError(f"cannot convert {from_unit!r} to {to_unit!r}")
 
 
 @server.tool()
