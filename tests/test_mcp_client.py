@@ -259,13 +259,13 @@ async def test_duplicate_server_names_are_refused(stdio_agent: Agent) -> None:
 
 
 async def test_mcp_tools_run_through_the_agent_loop_with_their_policy(stdio_agent: Agent) -> None:
-    """The model's call goes through the gate: policy ask with no handler is a refusal."""
-    from jupyter_agent.agent.agent import _Call
+    """The model's call goes through the gate: MCP tools start at 'ask'; 'deny' refuses."""
+    from jupyter_agent.agent.gate import Ask, Refuse
 
-    refusal = stdio_agent._refusal(_Call("c1", "test__echo", {"text": "x"}))
-    assert refusal == "ask"
+    assert isinstance(stdio_agent.gate.verdict("test__echo", {"text": "x"}), Ask)
     stdio_agent.set_policy("test__echo", "deny")
-    assert "deny" in str(stdio_agent._refusal(_Call("c1", "test__echo", {"text": "x"})))
+    verdict = stdio_agent.gate.verdict("test__echo", {"text": "x"})
+    assert isinstance(verdict, Refuse) and "deny" in verdict.reason
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------
