@@ -62,6 +62,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's extended thinking, as it streams (not part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     call_id: str
     name: str

@@ -14,6 +14,8 @@ The validator here is written independently of ``jupyter_agent.agent.conversatio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -150,6 +152,7 @@ def api_problems(body: dict[str, Any]) -> list[str]:
         for k, block in enumerate(system):
             if block.get("type") != "text" or not block.get("text"):
                 problems.append(f"system.{k}: must be a non-empty text block")
+    problems.extend(thinking_problems(body))
     breakpoints = json.dumps(body).count('"cache_control"')
     if breakpoints > 4:
         problems.append(
@@ -325,6 +328,9 @@ class FakeAnthropic:
                             "delta": {"type": "input_json_delta", "partial_json": piece},
                         },
                     )
+            elif block["type"] in ("thinking", "redacted_thinking"):
+                for event in thinking_events(index, block, reply.chunk):
+                    yield event
             yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
             await asyncio.sleep(0)
         yield _sse(
@@ -336,3 +342,154 @@ class FakeAnthropic:
             },
         )
         yield _sse("message_stop", {"type": "message_stop"})
+
+
+# -- prompt caching, the way the API does it (added for "caching holds for wide turns") ----------
+
+#: The API looks for an earlier cache entry at each breakpoint and at most this many blocks before.
+CACHE_LOOKBACK_BLOCKS = 20
+
+
+def cache_blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request as the prompt cache sees it: tools, then system, then every message's content
+    blocks, in order — each block's canonical JSON (without ``cache_control``) and whether it
+    carries a breakpoint."""
+
+    def entry(block: dict[str, Any], *, prefix: str = "") -> tuple[str, bool]:
+        plain = {k: v for k, v in block.items() if k != "cache_control"}
+        return prefix + json.dumps(plain, sort_keys=True), "cache_control" in block
+
+    blocks = [entry(tool, prefix="tool:") for tool in body.get("tools") or []]
+    system = body.get("system")
+    if isinstance(system, str):
+        blocks.append(entry({"type": "text", "text": system}, prefix="system:"))
+    else:
+        blocks.extend(entry(block, prefix="system:") for block in system or [])
+    for message in body["messages"]:
+        content = message["content"]
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks.extend(entry(part, prefix=f"{message['role']}:") for part in parts)
+    return blocks
+
+
+def block_tokens(canonical: str) -> int:
+    """A stand-in tokenizer: about four characters a token."""
+    return max(1, len(canonical) // 4)
+
+
+class PromptCache:
+    """The Messages API's prompt cache, modelled on its documented rule.
+
+    A request writes the prefix ending at each of its breakpoints. At each breakpoint the API
+    reads the longest prefix written earlier that ends at that block or at most
+    ``CACHE_LOOKBACK_BLOCKS`` blocks before it; anything further back is a miss. Usage is
+    reported like the API: ``cache_read_input_tokens`` for the prefix read,
+    ``cache_creation_input_tokens`` for the rest up to the last breakpoint, ``input_tokens``
+    after it.
+    """
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()
+
+    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+        blocks = cache_blocks(body)
+        prefixes: list[str] = []
+        digest = hashlib.sha256()
+        for canonical, _ in blocks:
+            digest.update(canonical.encode())
+            digest.update(b"\0")
+            prefixes.append(digest.copy().hexdigest())
+        tokens = [block_tokens(canonical) for canonical, _ in blocks]
+        breakpoints = [i for i, (_, marked) in enumerate(blocks) if marked]
+        read_to = -1
+        for point in breakpoints:
+            for i in range(point, max(point - CACHE_LOOKBACK_BLOCKS, 0) - 1, -1):
+                if prefixes[i] in self.written:
+                    read_to = max(read_to, i)
+                    break
+        last = max(breakpoints, default=-1)
+        self.written.update(prefixes[i] for i in breakpoints)
+        cached_to = max(last, read_to)
+        return {
+            "cache_read_input_tokens": sum(tokens[: read_to + 1]),
+            "cache_creation_input_tokens": sum(tokens[read_to + 1 : cached_to + 1]),
+            "input_tokens": sum(tokens[cached_to + 1 :]),
+        }
+
+
+def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply]:
+    """A script step that answers ``reply`` with the usage ``cache`` computes for the request."""
+
+    def step(body: dict[str, Any]) -> Reply:
+        usage = {**cache.usage(body), "output_tokens": reply.usage.get("output_tokens", 5)}
+        return dataclasses.replace(reply, usage=usage)
+
+    return step
+
+
+# -- extended thinking (added for "extended thinking") --------------------------------------------
+
+
+def thinking(value: str, signature: str = "sig-ok") -> dict[str, Any]:
+    return {"type": "thinking", "thinking": value, "signature": signature}
+
+
+def thinking_events(index: int, block: dict[str, Any], chunk: int) -> list[bytes]:
+    """The SSE events of a thinking block (text then signature) or a redacted one (whole)."""
+    if block["type"] == "redacted_thinking":
+        start = {"type": "redacted_thinking", "data": block["data"]}
+        return [
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        ]
+    events = [
+        _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        )
+    ]
+    for piece in _pieces(block["thinking"], chunk):
+        delta = {"type": "thinking_delta", "thinking": piece}
+        events.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+    delta = {"type": "signature_delta", "signature": block["signature"]}
+    events.append(
+        _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+    )
+    return events
+
+
+def thinking_problems(body: dict[str, Any]) -> list[str]:
+    """The API's rules for thinking: a budget of at least 1024 below ``max_tokens``, thinking
+    blocks sent back whole (with their signature), none marked for caching."""
+    problems: list[str] = []
+    config = body.get("thinking")
+    if config is not None and config.get("type") == "enabled":
+        budget = config.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            problems.append(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+            )
+        elif not budget < body.get("max_tokens", 0):
+            problems.append("`max_tokens` must be greater than `thinking.budget_tokens`")
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            kind = block.get("type")
+            if kind == "thinking" and not (block.get("signature") and "thinking" in block):
+                problems.append(f"messages.{i}.content.{j}.thinking.signature: Field required")
+            if kind == "redacted_thinking" and not block.get("data"):
+                problems.append(f"messages.{i}.content.{j}.redacted_thinking.data: Field required")
+            if kind in ("thinking", "redacted_thinking") and "cache_control" in block:
+                problems.append(f"messages.{i}.content.{j}: thinking blocks cannot be cached")
+    return problems

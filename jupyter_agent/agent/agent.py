@@ -258,7 +258,7 @@ class Agent:
                     async for item in stream:
                         if isinstance(item, ModelResponse):
                             response = item
-                        elif item.text:
+                        elif isinstance(item, TextDelta) and item.text:
                             for delta in self._text(state, item.text):
                                 yield delta
             except ProviderError as exc:
