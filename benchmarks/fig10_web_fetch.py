@@ -188,9 +188,12 @@ def run(ctx: BenchContext) -> list[Row]:
                     max_ratio=1.5,
                     note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
                     miss_note=(
-                        "Ours adds the loopback fetch, the child's start (about 0.1 s: Python "
-                        "and the bs4/markdownify imports), the whitespace pass and the copy of "
-                        "the page and its text through pipes."
+                        "Ours adds the loopback fetch, the child's start (about 0.1 s idle, over "
+                        "1 s on a busy machine: Python and the bs4/markdownify imports), the "
+                        "preparation pass before markdownify (whitespace collapsed, nesting "
+                        "flattened: about an eighth of the conversion in a profile of the 1 MB "
+                        "page) and the copy of the page and its text through pipes. A process "
+                        "kept warm with the libraries imported would remove the start."
                     ),
                     profile_target=profile_once,
                 ),
@@ -220,6 +223,11 @@ def run(ctx: BenchContext) -> list[Row]:
                     note=(
                         "A 5 ms ticker on the event loop while the call runs; the largest gap "
                         "between ticks."
+                    ),
+                    miss_note=(
+                        "The conversion runs in another process, so the loop only waits on "
+                        "pipes; a gap over 0.1 s is the operating system not running the process "
+                        "on a loaded machine. The old way holds the GIL for seconds."
                     ),
                 ),
             ]
