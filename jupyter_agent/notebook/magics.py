@@ -28,6 +28,7 @@ from ..events import AgentFinished, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
+from .console import OrderedConsole, PrintedText
 from .kernel_comm import KernelCommPoller
 from .kernel_tools import kernel_tools
 from .pricing import SOURCE, SOURCE_DATE, UNPRICED, estimate_cost, user_prices
@@ -411,6 +412,9 @@ class AgentMagics(Magics):
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
 
         def on_event(event: object) -> None:
+            if isinstance(event, PrintedText):
+                event.show()
+                return
             if isinstance(event, TurnStarted) and event.model:
                 final["model"] = event.model
             elif isinstance(event, TurnFinished):
@@ -427,11 +431,12 @@ class AgentMagics(Magics):
 
         bridge = self.bridge
         try:
-            outcome = bridge.run(
-                forward_events(agent.stream_chat(expanded.text), bridge),
-                on_event,
-                on_idle=on_idle,
-            )
+            with OrderedConsole(bridge.post):
+                outcome = bridge.run(
+                    forward_events(agent.stream_chat(expanded.text), bridge),
+                    on_event,
+                    on_idle=on_idle,
+                )
         except ProviderError as exc:
             renderer.close(interrupted=False)
             raise UsageError(f"The model request failed: {_one_line(str(exc))}") from None
