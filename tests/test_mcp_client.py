@@ -152,6 +152,17 @@ async def test_a_server_that_fails_to_start_gives_one_line_naming_command_and_st
     assert not any(name.startswith("broken__") for name in agent.registry.get_tool_names())
 
 
+async def test_a_program_that_is_not_an_mcp_server_fails_within_the_timeout(agent: Agent) -> None:
+    garbage = "print('hello, I am not an MCP server', flush=True); import time; time.sleep(60)"
+    started = time.monotonic()
+    with pytest.raises(MCPServerError) as info:
+        await agent.add_mcp_server("garbage", command=[sys.executable, "-c", garbage], timeout=2)
+    assert time.monotonic() - started < 15
+    message = str(info.value)
+    assert "\n" not in message and "'garbage' failed to start" in message
+    assert "TimeoutError" in message
+
+
 async def test_a_missing_command_is_a_clear_error(agent: Agent) -> None:
     with pytest.raises(MCPServerError, match=r"failed to start.*no-such-mcp-server"):
         await agent.add_mcp_server("gone", command=["no-such-mcp-server-xyz"])
