@@ -1,6 +1,6 @@
 """MCP servers through the agent: real servers (the SDK's own ``MCPServer``) in subprocesses.
 
-Each test starts ``tests/mcp_servers/test_server.py`` (stdio, or streamable HTTP on loopback) and
+Each test starts ``tests/mcp_servers/sdk_server.py`` (stdio, or streamable HTTP on loopback) and
 goes through ``agent.add_mcp_server`` and the registry, the way the model's calls go.
 """
 
@@ -27,7 +27,7 @@ from jupyter_agent.providers.offline import OfflineProvider
 
 pytest.importorskip("mcp")
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "test_server.py")
+SERVER = str(Path(__file__).parent / "mcp_servers" / "sdk_server.py")
 
 
 def server_command(*extra: str, marker: str | None = None) -> list[str]:
