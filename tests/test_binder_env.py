@@ -14,68 +14,29 @@ pip here reads a local package mirror, so the test needs no internet.
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
+from fresh_env import (
+    clean_environment,
+    copy_repository,
+    new_venv,
+    outputs_of,
+    pip_install,
+    run_notebook,
+    text_of,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a cold pip cache is slow
 
-REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = Path("notebooks") / "01_quickstart.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def repository_files() -> list[Path]:
-    """Files a clone would have: tracked plus untracked-but-not-ignored (work in progress)."""
-    listing = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    return [Path(name) for name in listing.split("\0") if name and (REPO / name).is_file()]
-
-
-def copy_repository(destination: Path) -> None:
-    for relative in repository_files():
-        target = destination / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / relative, target)
-
-
-def clean_environment() -> dict[str, str]:
-    """The test's environment without a key or a forced provider: Binder's situation."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if name not in {"ANTHROPIC_API_KEY", "JUPYTER_AGENT_PROVIDER", "VIRTUAL_ENV", "PYTHONPATH"}
-    }
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return env
-
-
-def outputs_of(nb: Any) -> list[dict[str, Any]]:
-    return [output for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs]
-
-
-def text_of(output: dict[str, Any]) -> str:
-    if output.get("output_type") == "stream":
-        return str(output.get("text", ""))
-    data = output.get("data", {})
-    return "\n".join(str(data.get(mime, "")) for mime in ("text/plain", "text/markdown"))
 
 
 def landing_page(venv: Path, repo: Path, env: dict[str, str]) -> str:
@@ -126,17 +87,9 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     env = clean_environment()
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python = new_venv(venv)
     # exactly what repo2docker runs, from the repository root
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    pip_install(python, "-r", "binder/requirements.txt", cwd=repo, env=env)
     post_build = repo / "binder" / "postBuild"
     if post_build.exists():
         env_with_venv = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
@@ -152,35 +105,14 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     assert landing_page(venv, repo, env).endswith("/lab/tree/notebooks/01_quickstart.ipynb")
 
     # a kernel of the new environment, not of the dev venv
-    kernels = tmp_path / "kernels"
-    (kernels / "binder").mkdir(parents=True)
-    (kernels / "binder" / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Binder environment",
-                "language": "python",
-            }
-        )
-    )
     nb = nbformat.read(repo / QUICKSTART, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
     nb.cells.append(
         nbformat.v4.new_code_cell(
             "import jupyter_agent, sys\nprint('PACKAGE', jupyter_agent.__file__)\n"
             "print('PREFIX', sys.prefix)"
         )
     )
-    km = AsyncKernelManager(
-        kernel_name="binder", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
-    )
-    client = NotebookClient(
-        nb, km=km, timeout=180, resources={"metadata": {"path": str(repo / "notebooks")}}
-    )
-    client.execute(env=env)  # the kernel's whole environment: no key, like Binder
+    run_notebook(nb, python, tmp_path / "kernels", cwd=repo / "notebooks", env=env)
 
     outputs = outputs_of(nb)
     texts = "\n".join(text_of(output) for output in outputs)

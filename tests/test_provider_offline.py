@@ -130,7 +130,7 @@ async def test_demo_model_lists_files_and_reports_errors(workspace: Path) -> Non
     assert "`read_file` failed" in missing
     helpless = await agent.chat("hello there")
     assert helpless.startswith(OFFLINE_NOTICE)
-    assert "name a file" in helpless
+    assert "without an API key it can only work with the files" in helpless
     assert (
         api_problems(
             {

@@ -35,7 +35,7 @@ from ..events import (
     Usage,
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from ..tools.base import ExecutableTool, ToolResult
+from ..tools.base import ExecutableTool, ToolResult, capabilities_of
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
 from . import conversation
@@ -184,7 +184,7 @@ class Agent:
         if name in self._policies:
             return self._policies[name]
         tool = self.registry.get_tool(name)
-        return "ask" if getattr(tool, "destructive", False) else "allow"
+        return "ask" if capabilities_of(tool).destructive else "allow"
 
     def set_policy(self, name: str, policy: Policy) -> None:
         if policy not in POLICIES:

@@ -9,6 +9,7 @@ nbclient, nbval, a script without stdin — the call is denied with a message th
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -95,7 +96,10 @@ class NotebookApprovals:
     def _ask_with_input(self, request: ApprovalRequest) -> Decision:
         if not self._interactive_frontend():
             return Decision(False, NO_ONE_TO_ASK)
-        question = f"Allow {request.name}({tool_format.short_args(request.input, 120)})? [y/N] "
+        # Every argument in full, wrapped to the terminal: nothing of the call may be hidden.
+        width = shutil.get_terminal_size((100, 24)).columns
+        print(f"{request.name} wants to run with:\n{tool_format.full_args(request.input, width)}")
+        question = f"Allow {request.name}? [y/N] "
         try:
             answer = input(question)
         except (EOFError, OSError, RuntimeError) as exc:  # StdinNotImplementedError: RuntimeError

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Enum, Float, Int, Unicode, observe
+from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, observe, validate
 
 from ..agent.approvals import POLICIES, Policy
 from ..errors import ProviderError
@@ -27,9 +27,10 @@ from ..events import AgentFinished, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
+from .console import OrderedConsole, PrintedText
 from .kernel_comm import KernelCommPoller
 from .kernel_tools import kernel_tools
-from .pricing import estimate_cost
+from .pricing import SOURCE, SOURCE_DATE, UNPRICED, estimate_cost, user_prices
 from .prompt_vars import expand_variables
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
 from .runner import BackgroundLoop, MainThreadBridge, forward_events
@@ -94,11 +95,25 @@ class AgentMagics(Magics):
         default_value="auto",
         help="'widgets' in Jupyter, 'text' in terminal IPython; 'auto' picks by the shell.",
     ).tag(config=True)
+    prices = Dict(
+        {},
+        help="Your own prices in dollars per million tokens, by model name or prefix: "
+        "{'my-model': {'input': 1, 'output': 5}} (optional 'cache_write', 'cache_read'); they "
+        "override the built-in list prices in %agent usage.",
+    ).tag(config=True)
     variable_budget = Int(
         8000, min=0, help="Characters of {{variable}} summaries one prompt may carry."
     ).tag(config=True)
 
     _agent_settings: ClassVar[tuple[str, ...]] = ("workspace", "allow_private_network")
+
+    @validate("prices")
+    def _check_prices(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        try:
+            user_prices(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        return dict(proposal["value"])
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Before super().__init__: loading the shell's config fires the observers below.
@@ -360,6 +375,9 @@ class AgentMagics(Magics):
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
 
         def on_event(event: object) -> None:
+            if isinstance(event, PrintedText):
+                event.show()
+                return
             if isinstance(event, TurnStarted) and event.model:
                 final["model"] = event.model
             elif isinstance(event, TurnFinished):
@@ -376,11 +394,12 @@ class AgentMagics(Magics):
 
         bridge = self.bridge
         try:
-            outcome = bridge.run(
-                forward_events(agent.stream_chat(expanded.text), bridge),
-                on_event,
-                on_idle=on_idle,
-            )
+            with OrderedConsole(bridge.post):
+                outcome = bridge.run(
+                    forward_events(agent.stream_chat(expanded.text), bridge),
+                    on_event,
+                    on_idle=on_idle,
+                )
         except ProviderError as exc:
             renderer.close(interrupted=False)
             raise UsageError(f"The model request failed: {_one_line(str(exc))}") from None
@@ -391,7 +410,7 @@ class AgentMagics(Magics):
                 poller.close()
         if outcome.interrupted:
             renderer.close(interrupted=True)
-            print("⏹ Interrupted. The conversation keeps what happened so far; run %%agent again.")
+            print("■ Interrupted. The conversation keeps what happened so far; run %%agent again.")
             return None
         renderer.close(interrupted=False)
         text = final["text"]
@@ -451,27 +470,38 @@ class AgentMagics(Magics):
         lines = [f"{'model':<28} {'input':>9} {'output':>9} {'cache r/w':>13} {'cost':>9}"]
         total_cost: float | None = 0.0
         total = Usage()
+        prices = user_prices(self.prices)
         for model, usage in self._usage_by_model.items():
             total = total + usage
-            cost = estimate_cost(model, usage)
+            cost = estimate_cost(model, usage, prices)
             if cost is None:
                 total_cost = None
             elif total_cost is not None:
                 total_cost += cost
             cache = f"{usage.cache_read_input_tokens}/{usage.cache_creation_input_tokens}"
-            cost_text = "?" if cost is None else f"${cost:.4f}"
+            cost_text = "unpriced" if cost is None else f"${cost:.4f}"
             lines.append(
                 f"{model:<28} {usage.input_tokens:>9} {usage.output_tokens:>9} {cache:>13} "
                 f"{cost_text:>9}"
             )
         if len(self._usage_by_model) > 1:
-            cost_text = "?" if total_cost is None else f"${total_cost:.4f}"
+            cost_text = "unpriced" if total_cost is None else f"${total_cost:.4f}"
             cache = f"{total.cache_read_input_tokens}/{total.cache_creation_input_tokens}"
             lines.append(
                 f"{'total':<28} {total.input_tokens:>9} {total.output_tokens:>9} {cache:>13} "
                 f"{cost_text:>9}"
             )
-        lines.append("(cost is an estimate from list prices; ? = unknown model)")
+        lines.append(
+            "input/output: tokens sent and received; cache r/w: tokens read from / written to "
+            "the prompt cache;"
+        )
+        lines.append(
+            f"cost: an estimate from the list prices at {SOURCE} (as of {SOURCE_DATE}) and "
+            "AgentMagics.prices; 'unpriced': no published price"
+        )
+        for model in self._usage_by_model:
+            if model in UNPRICED:
+                lines.append(f"({model}: {UNPRICED[model]})")
         print("\n".join(lines))
 
     def _cmd_save(self, rest: list[str]) -> None:

@@ -201,7 +201,11 @@ class RichRenderer:
 
 
 class TextRenderer:
-    """Plain text, for terminal IPython and scripts."""
+    """Plain text, for terminal IPython and scripts.
+
+    A started call's line is written at the next event or tick, not at once: a call that is
+    about to ask for approval then reads "waiting", never "running" above its ``[y/N]`` prompt.
+    """
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -210,6 +214,8 @@ class TextRenderer:
         self._calls: dict[str, ToolCallStarted] = {}
         self._finished: set[str] = set()
         self._calls_this_reply = 0
+        #: Started calls whose line is not written yet, with their "⇉" prefix.
+        self._unannounced: list[tuple[ToolCallStarted, str]] = []
 
     @property
     def stream(self) -> TextIO:
@@ -230,15 +236,25 @@ class TextRenderer:
             self._write("\n")
         self._write(text + "\n")
 
+    def _announce(self, waiting: str | None = None) -> None:
+        """Write the lines of started calls; ``waiting`` is the call that waits for approval."""
+        for started, prefix in self._unannounced:
+            status = "waiting" if started.call_id == waiting else "running"
+            line = tool_format.title(started.name, started.input, status, None)
+            self._line(prefix + line + (" for your approval" if status == "waiting" else ""))
+        self._unannounced = []
+
     def handle(self, event: object) -> None:
-        if isinstance(event, TextDelta):
-            self._parts.append(event.text)
-            self._write(event.text)
-        elif isinstance(event, ToolCallStarted):
+        if isinstance(event, ToolCallStarted):
             self._calls[event.call_id] = event
             self._calls_this_reply += 1
             prefix = "⇉ " if self._calls_this_reply > 1 else ""
-            self._line(prefix + tool_format.title(event.name, event.input, "running", None))
+            self._unannounced.append((event, prefix))
+            return
+        self._announce()
+        if isinstance(event, TextDelta):
+            self._parts.append(event.text)
+            self._write(event.text)
         elif isinstance(event, ToolCallFinished):
             self._finished.add(event.call_id)
             started = self._calls.get(event.call_id)
@@ -255,9 +271,12 @@ class TextRenderer:
         self.stream.flush()
 
     def tick(self) -> None:
-        return None
+        if self._unannounced:
+            self._announce()
+            self.stream.flush()
 
     def close(self, *, interrupted: bool) -> None:
+        self._announce()
         if interrupted:
             for call_id, started in self._calls.items():
                 if call_id not in self._finished:
@@ -267,4 +286,6 @@ class TextRenderer:
         self.stream.flush()
 
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
-        return None
+        if waiting:
+            self._announce(waiting=call_id)
+            self.stream.flush()

@@ -11,13 +11,15 @@ from typing import Any
 
 from .summarize import clip
 
+#: One mark per status. Only characters that DejaVu Sans has (the font a bare Linux or Binder
+#: image falls back to): emoji such as an hourglass or a raised hand render as empty boxes there.
 STATUS_ICONS: dict[str, str] = {
-    "running": "⏳",
-    "waiting": "✋",
+    "running": "…",
+    "waiting": "?",
     "done": "✓",
     "error": "✗",
-    "interrupted": "⏹",
-    "denied": "⛔",
+    "interrupted": "■",
+    "denied": "⊘",
 }
 
 #: Characters of a result shown before "show more".
@@ -37,6 +39,27 @@ def short_args(arguments: dict[str, Any], limit: int = 60) -> str:
             text = clip(json.dumps(value, ensure_ascii=False, default=str), 30)
         parts.append(f"{key}={text}")
     return clip(", ".join(parts), limit)
+
+
+def full_args(arguments: dict[str, Any], width: int = 100, indent: str = "    ") -> str:
+    """Every argument in full, one per line, long lines wrapped (never cut) at ``width``.
+
+    What an approval shows: a ``; curl … | sh`` at the end of a long command must be visible.
+    """
+    lines: list[str] = []
+    room = max(20, width - len(indent) - 2)
+    for key, value in arguments.items():
+        if isinstance(value, str):
+            text = value
+        else:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        first = True
+        for line in text.split("\n") or [""]:
+            pieces = [line[start : start + room] for start in range(0, len(line), room)] or [""]
+            for piece in pieces:
+                lines.append(f"{indent}{key}: {piece}" if first else f"{indent}  {piece}")
+                first = False
+    return "\n".join(lines) if lines else f"{indent}(no arguments)"
 
 
 def format_duration(seconds: float | None) -> str:

@@ -1,12 +1,16 @@
 """The offline demo model: a few deterministic tricks with the tools it is given.
 
 No language model here — a handful of rules good enough to show the agent loop working for real
-in a tutorial or on Binder: file names and globs in the prompt are read (``read_file``) or
-searched for (``search_files``), "list"/"files" requests list the workspace (``list_dir``), a
-question about "the CSV" finds the CSV files and reads them. What the tools return is summarised
-— a CSV gets its row count, its columns and the sum and mean of each numeric column, computed
-with the ``csv`` module from the text ``read_file`` returned. Every answer says that this is the
-demo model and that ``ANTHROPIC_API_KEY`` switches to Claude.
+in a tutorial or on Binder, and to answer the first questions a visitor types in a data folder:
+file names and globs in the prompt are read (``read_file``) or searched for (``search_files``),
+"list"/"files" requests list the workspace (``list_dir``), a question about "the CSV" or "the
+data" finds the CSV files and reads them. What the tools return is summarised — a CSV gets its
+row count, its columns and the sum and mean of each numeric column, computed with the ``csv``
+module from the text ``read_file`` returned; "revenue by region" adds group totals, "which region
+has the highest revenue" / "the three worst products" ranks the groups. "Write a summary of
+sales.csv to report.md" reads the data first and then writes the summary with ``write_file``.
+Anything else gets a plain statement of what the demo model can and cannot do without a key.
+Every answer says that this is the demo model and that ``ANTHROPIC_API_KEY`` switches to Claude.
 """
 
 from __future__ import annotations
@@ -40,6 +44,28 @@ LIST_WORDS = re.compile(
     r"\b(list|ls|files|folders?|director(?:y|ies)|workspace|what'?s here|contents)\b", re.I
 )
 FIND_ONLY_WORDS = re.compile(r"\b(find|which|where|search|locate)\b", re.I)
+#: A question about the data itself (so the CSV files are found and read).
+DATA_WORDS = re.compile(
+    r"\b(data|dataset|table|rows?|columns?|summar\w*|overview|describe|report|total\w*|sums?|"
+    r"average|mean|counts?|how many|highest|lowest|most|least|top|bottom|best|worst|largest|"
+    r"smallest|biggest|max(?:imum)?|min(?:imum)?|revenue|sales|"
+    r"what(?:'s|\s+is|\s+are)\s+in(?:\s+(?:it|them|there))?)\b",
+    re.I,
+)
+HIGH_WORDS = re.compile(r"\b(highest|most|top|best|largest|biggest|max(?:imum)?|strongest)\b", re.I)
+LOW_WORDS = re.compile(r"\b(lowest|least|bottom|worst|smallest|min(?:imum)?|weakest)\b", re.I)
+#: Column names taken as "the" measure when a ranking question names none.
+MEASURE_NAMES = ("revenue", "sales", "amount", "total")
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+}  # fmt: skip
+#: "write … to report.md", "save a summary as notes/summary.md", "into out.txt".
+WRITE_TARGET = re.compile(
+    r"\b(?:write|save|put|store|create|export)\b.*?\b(?:to|into|in|as)\s+`?"
+    r"((?:[\w.\-]+/)*[\w\-]+\.(?:md|markdown|txt|rst|html))`?",
+    re.I,
+)
 PATH_TOKEN = re.compile(r"(?<![\w@])(?:[\w.*?\-]+/)*[\w*?\-]*[\w*?]\.[A-Za-z0-9*]{1,10}(?![\w/])")
 MAX_FILES_READ = 3
 PREVIEW_LINES = 8
@@ -201,6 +227,7 @@ def summarise_csv(text: str, name: str, prompt: str = "") -> str:
     else:
         lines.append("No column is entirely numeric.")
     lines += _grouped(prompt, header, records, numeric)
+    lines += _ranked(prompt, header, records, numeric)
     return "\n".join(lines)
 
 
@@ -227,6 +254,54 @@ def _grouped(
     lines.append("| --- |" + " ---: |" * len(measures))
     for group, totals in sorted(groups.items(), key=lambda item: -item[1][0]):
         lines.append(f"| {group} | " + " | ".join(_number(t) for t in totals) + " |")
+    return lines
+
+
+def _ranked(
+    prompt: str, header: list[str], records: list[list[str]], numeric: dict[int, list[float]]
+) -> list[str]:
+    """For "which region has the highest revenue" or "the three worst products": a ranking.
+
+    The groups are the values of a non-numeric column the prompt names; the measure is the
+    numeric column it names (else one called revenue/sales/amount/total, else the last numeric
+    one); totals are summed per group.
+    """
+    high, low = HIGH_WORDS.search(prompt), LOW_WORDS.search(prompt)
+    if not (high or low) or not numeric:
+        return []
+    descending = high is not None and (low is None or high.start() < low.start())
+    words = re.findall(r"[\w-]+", prompt)
+    keys = [
+        p for p in (_column_named(w, header) for w in words) if p is not None and p not in numeric
+    ]
+    if not keys:
+        return []
+    key = keys[0]
+    named = [p for p in (_column_named(w, header) for w in words) if p in numeric]
+    preferred = [p for p in numeric if header[p].strip().lower() in MEASURE_NAMES]
+    measure = named[0] if named else preferred[0] if preferred else list(numeric)[-1]
+    count = 1
+    for word in words:
+        lowered = word.lower()
+        if lowered.isdigit() and 0 < int(lowered) <= 50:
+            count = int(lowered)
+            break
+        if lowered in NUMBER_WORDS:
+            count = NUMBER_WORDS[lowered]
+            break
+    totals: dict[str, float] = {}
+    for row in records:
+        cell = row[measure].strip().replace(",", "")
+        group = row[key].strip()
+        totals[group] = totals.get(group, 0.0) + (float(cell) if cell else 0.0)
+    ranked = sorted(totals.items(), key=lambda item: item[1], reverse=descending)[:count]
+    direction = "highest" if descending else "lowest"
+    column, by = header[measure], header[key]
+    if count == 1:
+        group, total = ranked[0]
+        return ["", f"**{group}** has the {direction} total `{column}`: {_number(total)}."]
+    lines = ["", f"The {len(ranked)} `{by}` values with the {direction} total `{column}`:", ""]
+    lines += [f"{place}. **{group}** — {_number(t)}" for place, (group, t) in enumerate(ranked, 1)]
     return lines
 
 
@@ -292,7 +367,8 @@ class DemoModel:
     def _footer() -> str:
         return (
             "This answer came from the offline demo model, which can only list, find and read "
-            "files and summarise CSV data. Set `ANTHROPIC_API_KEY` to use Claude."
+            "files, summarise, total and rank CSV data and write a short report. Set "
+            "`ANTHROPIC_API_KEY` to use Claude."
         )
 
     def _plan(self, prompt: str, tools: set[str]) -> tuple[str, list[dict[str, Any]]]:
@@ -306,7 +382,16 @@ class DemoModel:
             else:
                 missing.add(name)
 
+        target = write_target(prompt)
+        if target is not None and "write_file" not in tools:
+            return (
+                f"I would write the summary to `{target}`, but the tool `write_file` is "
+                "disabled (`%agent_tools enable write_file` turns it on).",
+                [],
+            )
         for token in path_tokens(prompt):
+            if token == target:
+                continue  # the file to write, not one to read
             if is_glob(token):
                 said.append(f"search for `{token}`")
                 want("search_files", {"pattern": token})
@@ -320,17 +405,30 @@ class DemoModel:
                     said.append(f"look for {word} files")
                     want("search_files", {"pattern": pattern})
                     break
+        if not said and LIST_WORDS.search(prompt) and not DATA_WORDS.search(prompt):
+            said.append("list the workspace")
+            want("list_dir", {})
+        if not said and (DATA_WORDS.search(prompt) or target is not None):
+            said.append("look for the CSV files")
+            want("search_files", {"pattern": KIND_GLOBS["csv"]})
         if not said and LIST_WORDS.search(prompt):
             said.append("list the workspace")
             want("list_dir", {})
+        if target is not None and calls and "write_file" in tools:
+            said.append(f"then write the summary to `{target}`")
         if calls:
             return "I'll " + _join(said) + ".", calls
         if missing:
             names = ", ".join(f"`{name}`" for name in sorted(missing))
             return f"I would {_join(said)}, but the tool(s) {names} are disabled.", []
         return (
-            "I can help with the files of this workspace: name a file (`data/sales.csv`), a "
-            "pattern (`**/*.py`), or ask me to list the files or to summarise the CSV files.",
+            "This is the offline demo model: without an API key it can only work with the files "
+            "of this workspace — list them, find them by name or pattern (`**/*.py`), read one "
+            "(`data/sales.csv`), summarise a CSV (rows, columns, totals), total or rank it by a "
+            'column ("revenue by region", "which region has the highest revenue?") and write '
+            'a short report to a file you name ("write a summary of sales.csv to report.md"). '
+            "It cannot answer other questions, write code or reason about your data: set "
+            "`ANTHROPIC_API_KEY` to ask Claude that.",
             [],
         )
 
@@ -339,7 +437,21 @@ class DemoModel:
     ) -> tuple[str, list[dict[str, Any]]]:
         already_read = {str(o.input.get("file_path")) for o in outcomes if o.name == "read_file"}
         searches = [o for o in outcomes if o.name == "search_files" and not o.is_error]
-        if turn == 1 and searches and not FIND_ONLY_WORDS.search(prompt) and "read_file" in tools:
+        find_only = FIND_ONLY_WORDS.search(prompt) and not (
+            DATA_WORDS.search(prompt) or write_target(prompt)
+        )
+        searched = {str(o.input.get("pattern")) for o in outcomes if o.name == "search_files"}
+        lost = [
+            name
+            for name in _not_found_reads(outcomes)
+            if "/" not in name and f"**/{name}" not in searched
+        ]
+        if lost and turn <= 2 and "search_files" in tools:
+            # "sales.csv" when the file is data/sales.csv: look for it by name
+            calls = [self._call("search_files", {"pattern": f"**/{name}"}) for name in lost]
+            names = ", ".join(f"`{name}`" for name in lost)
+            return f"{names} is not at the top of the workspace; looking for it.", calls
+        if turn <= 2 and searches and not find_only and "read_file" in tools:
             targets = [
                 path
                 for outcome in searches
@@ -350,19 +462,60 @@ class DemoModel:
                 calls = [self._call("read_file", {"file_path": path}) for path in targets]
                 names = ", ".join(f"`{path}`" for path in targets)
                 return f"Found them; reading {names}.", calls
+        target = write_target(prompt)
+        writes = [o for o in outcomes if o.name == "write_file"]
+        reads = [o for o in outcomes if o.name == "read_file" and not o.is_error]
+        if target is not None and not writes and reads and "write_file" in tools:
+            report = self._report(reads, prompt)
+            call = self._call("write_file", {"file_path": target, "content": report})
+            return f"Writing the summary to `{target}`.", [call]
+        if writes:
+            return self._written(writes, reads), []
         return self._summary(outcomes, prompt), []
+
+    def _report(self, reads: list[ToolOutcome], prompt: str) -> str:
+        """The Markdown report a "write a summary … to FILE" prompt asks for."""
+        sections = ["# Summary", ""]
+        for outcome in reads:
+            name = str(outcome.input.get("file_path", "file"))
+            sections.append(_describe_file(outcome.output, name, prompt))
+            sections.append("")
+        sections.append(
+            "*Written by the jupyter-agent offline demo model from the figures above; set "
+            "`ANTHROPIC_API_KEY` for an analysis by Claude.*"
+        )
+        return "\n".join(sections) + "\n"
+
+    @staticmethod
+    def _written(writes: list[ToolOutcome], reads: list[ToolOutcome]) -> str:
+        parts = []
+        for outcome in writes:
+            where = str(outcome.input.get("file_path", "the file"))
+            if outcome.is_error:
+                parts.append(f"Writing `{where}` failed: {outcome.output.strip()}")
+            else:
+                sources = ", ".join(f"`{o.input.get('file_path')}`" for o in reads)
+                parts.append(
+                    f"I wrote a short summary of {sources or 'the data'} to `{where}`: "
+                    f"{outcome.output.strip()}."
+                )
+        return "\n\n".join(parts)
 
     def _summary(self, outcomes: list[ToolOutcome], prompt: str = "") -> str:
         parts: list[str] = []
+        found_later = {
+            str(o.input.get("file_path", "")).rsplit("/", 1)[-1]
+            for o in outcomes
+            if o.name == "read_file" and not o.is_error
+        }
         for outcome in outcomes:
+            if outcome.is_error and str(outcome.input.get("file_path")) in found_later:
+                continue  # "sales.csv" was not found at the top, but read where it is
             if outcome.is_error:
                 parts.append(f"`{outcome.name}` failed: {outcome.output.strip()}")
             elif outcome.name == "read_file":
                 name = str(outcome.input.get("file_path", "file"))
-                if name.lower().endswith((".csv", ".tsv")):
-                    parts.append(summarise_csv(outcome.output, name, prompt))
-                else:
-                    parts.append(summarise_text(outcome.output, name))
+                parts.append(_describe_file(outcome.output, name, prompt))
             elif outcome.name == "search_files":
                 paths = found_paths(outcome.output)
                 pattern = outcome.input.get("pattern", "")
@@ -379,6 +532,33 @@ class DemoModel:
                 shown = output if len(output) <= PREVIEW_CHARS else output[:PREVIEW_CHARS] + "…"
                 parts.append(f"`{outcome.name}` returned:\n\n```\n{shown}\n```")
         return "\n\n".join(parts) if parts else "The tools returned nothing to report."
+
+
+def _not_found_reads(outcomes: list[ToolOutcome]) -> list[str]:
+    """The file names ``read_file`` could not find, in order, without repeats."""
+    names: list[str] = []
+    for outcome in outcomes:
+        name = str(outcome.input.get("file_path", ""))
+        if (
+            outcome.name == "read_file"
+            and outcome.is_error
+            and "not found" in outcome.output.lower()
+            and name not in names
+        ):
+            names.append(name)
+    return names
+
+
+def write_target(prompt: str) -> str | None:
+    """The file a prompt asks to write ("… to report.md"), or None."""
+    match = WRITE_TARGET.search(prompt)
+    return match.group(1) if match else None
+
+
+def _describe_file(text: str, name: str, prompt: str) -> str:
+    if name.lower().endswith((".csv", ".tsv")):
+        return summarise_csv(text, name, prompt)
+    return summarise_text(text, name)
 
 
 def _join(items: list[str]) -> str:

@@ -16,11 +16,12 @@ import os
 import secrets
 import stat
 
-__all__ = ["atomic_write", "atomic_write_text"]
+__all__ = ["atomic_write", "atomic_write_at", "atomic_write_text"]
 
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 #: Use Linux's O_TMPFILE when the system has it; False forces the named temporary file.
 USE_O_TMPFILE = bool(_O_TMPFILE)
 #: errnos meaning "this filesystem or kernel cannot do O_TMPFILE", so use a named temp file.
@@ -40,19 +41,34 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """
     target = os.fspath(path)
     folder = os.path.dirname(target) or os.curdir
+    dir_fd = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     try:
-        old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+        atomic_write_at(dir_fd, os.path.basename(target), data)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
+    """``atomic_write`` of the file ``name`` in the folder open as ``dir_fd``.
+
+    Only the single name is looked up, relative to the held folder: the file tools use this so
+    that a folder swapped for a symlink after their path check cannot redirect the write.
+    """
+    try:
+        old_mode: int | None = stat.S_IMODE(
+            os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        )
     except FileNotFoundError:
         old_mode = None
-    if USE_O_TMPFILE and _write_unnamed(folder, target, data, old_mode):
+    if USE_O_TMPFILE and _write_unnamed(dir_fd, name, data, old_mode):
         return
-    _write_named(folder, target, data, old_mode)
+    _write_named(dir_fd, name, data, old_mode)
 
 
-def _write_unnamed(folder: str, target: str, data: bytes, old_mode: int | None) -> bool:
+def _write_unnamed(dir_fd: int, name: str, data: bytes, old_mode: int | None) -> bool:
     """The O_TMPFILE path; False if this filesystem cannot do it (nothing was written)."""
     try:
-        fd = os.open(folder, _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, 0o666)
+        fd = os.open(".", _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, 0o666, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in _NO_TMPFILE:
             return False
@@ -61,39 +77,44 @@ def _write_unnamed(folder: str, target: str, data: bytes, old_mode: int | None) 
     try:
         _write_all(fd, data, old_mode)
         # Give the finished inode a name next to the target, then rename it over the target.
-        staged = _temp_name(folder, target)
+        staged = _temp_name(name)
         try:
-            os.link(f"/proc/self/fd/{fd}", staged, follow_symlinks=True)
+            os.link(f"/proc/self/fd/{fd}", staged, dst_dir_fd=dir_fd, follow_symlinks=True)
         except OSError as exc:
             staged = None
             if exc.errno in (errno.ENOENT, errno.EPERM, errno.EXDEV, errno.EACCES):
                 return False  # no /proc: fall back to a named temp file
             raise
-        os.replace(staged, target)
+        os.replace(staged, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         staged = None
     finally:
         os.close(fd)
         if staged is not None:
             with contextlib.suppress(OSError):
-                os.unlink(staged)
-    _sync_folder(folder)
+                os.unlink(staged, dir_fd=dir_fd)
+    _sync_folder(dir_fd)
     return True
 
 
-def _write_named(folder: str, target: str, data: bytes, old_mode: int | None) -> None:
-    staged = _temp_name(folder, target)
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o666)
+def _write_named(dir_fd: int, name: str, data: bytes, old_mode: int | None) -> None:
+    staged = _temp_name(name)
+    fd = os.open(
+        staged,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW,
+        0o666,
+        dir_fd=dir_fd,
+    )
     try:
         try:
             _write_all(fd, data, old_mode)
         finally:
             os.close(fd)
-        os.replace(staged, target)
+        os.replace(staged, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(staged)
+            os.unlink(staged, dir_fd=dir_fd)
         raise
-    _sync_folder(folder)
+    _sync_folder(dir_fd)
 
 
 def _write_all(fd: int, data: bytes, old_mode: int | None) -> None:
@@ -106,20 +127,12 @@ def _write_all(fd: int, data: bytes, old_mode: int | None) -> None:
     os.fsync(fd)
 
 
-def _temp_name(folder: str, target: str) -> str:
+def _temp_name(name: str) -> str:
     # Short enough that a 255-byte file name still leaves room for the prefix and suffix.
-    base = os.path.basename(target)[:200]
-    return os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+    return f".{name[:200]}.{secrets.token_hex(4)}.tmp"
 
 
-def _sync_folder(folder: str) -> None:
+def _sync_folder(dir_fd: int) -> None:
     """Make the rename itself durable; best effort (some filesystems refuse)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | _O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.fsync(dir_fd)

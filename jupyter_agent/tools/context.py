@@ -85,6 +85,12 @@ class ToolContext:
         """Shortcut for ``self.confinement.resolve`` (refuses paths outside the workspace)."""
         return self._workspace.resolve(path, follow_final_symlink=follow_final_symlink)
 
+    def resolve_for_writing(
+        self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True
+    ) -> Path:
+        """``resolve`` plus the ``.git`` guard: for paths a tool creates, changes or removes."""
+        return self._workspace.resolve_for_writing(path, follow_final_symlink=follow_final_symlink)
+
     def relative(self, path: str | os.PathLike[str]) -> str:
         """A resolved path relative to the workspace, as tools report it."""
         return self._workspace.relative(path)

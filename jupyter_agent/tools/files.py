@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import errno
 import io
 import os
-import re
 import shutil
 import stat
 from pathlib import Path
@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ToolInputError
 from .arguments import bool_arg, optional_int_arg, optional_str_arg, str_arg
-from .atomic import atomic_write
+from .atomic import atomic_write_at
 from .base import BuiltinTool, ToolFailure
+from .beneath import RACE_MESSAGE, WorkspaceRoot, is_race
 
 if TYPE_CHECKING:
-    from .context import ToolContext
+    pass
 
 __all__ = [
     "EditFileTool",
@@ -48,8 +49,13 @@ BINARY_SNIFF_BYTES = 8192
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 #: list_dir shows at most this many entries.
 MAX_LIST_ENTRIES = 2000
-#: Lines to skip are counted in chunks of this many bytes.
+#: Lines to skip are counted in chunks of this many bytes (one reused buffer) ...
 _SKIP_CHUNK = 1024 * 1024
+#: ... or, on a memory map, this many at a time (numpy's compare makes a same-sized temporary).
+_MAPPED_CHUNK = 4 * 1024 * 1024
+#: From this size on, lines are counted on a memory map with numpy when it is installed (its
+#: vectorised compare counts several times faster than ``bytes.count``, and a map needs no copy).
+FAST_SKIP_MIN_BYTES = 64 * 1024 * 1024
 #: Lines are read in pieces of at most this many characters, so one huge line is never loaded.
 _READ_PIECE = 64 * 1024
 
@@ -78,32 +84,9 @@ def _os_reason(exc: OSError) -> str:
 
 
 def _failure(op: str, shown: str, exc: OSError) -> ToolFailure:
+    if is_race(exc):
+        return ToolFailure(RACE_MESSAGE.format(shown=shown))
     return ToolFailure(f"Cannot {op} {shown}: {_os_reason(exc)}")
-
-
-#: Characters that HFS+ ignores in names (so ``.g\u200cit`` is ``.git`` there), as git lists them.
-_IGNORABLE_IN_NAMES = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
-
-
-def _is_git_name(name: str) -> bool:
-    """True for ``.git`` as any filesystem may spell it (case, NTFS trailing dots, HFS+)."""
-    folded = _IGNORABLE_IN_NAMES.sub("", name).rstrip(". ").lower()
-    return folded in (".git", "git~1")
-
-
-def _refuse_git_internals(context: ToolContext, path: Path, shown: str) -> None:
-    """Refuse to change anything in (or named) ``.git``, wherever it is in the workspace.
-
-    A repository's ``.git`` folder holds code that git runs: hooks, and settings such as
-    ``core.fsmonitor`` or a filter driver. A model that could write there (or create a ``.git``)
-    would have ``git_commit`` run whatever it wrote, even with ``run_bash`` disabled. ``path``
-    is the resolved path, so a symlink into ``.git`` is caught too; reading stays allowed.
-    """
-    if any(_is_git_name(part) for part in context.relative(path).split("/")):
-        raise ToolFailure(
-            f"Refusing to change {shown}: it is inside a .git folder (or named .git), which "
-            "the file tools never modify; use git_commit to record changes"
-        )
 
 
 def _check_encoding(encoding: str) -> codecs.CodecInfo:
@@ -169,26 +152,34 @@ class ReadFileTool(BuiltinTool):
         codec = _check_encoding(encoding)
         path = self.context.resolve(file_path)
         _refuse_trailing_slash(path, file_path)
-        return await asyncio.to_thread(_read_file, path, file_path, codec, offset, limit)
+        held = self.context.confinement.held
+        return await asyncio.to_thread(_read_file, held, path, file_path, codec, offset, limit)
 
 
-def _read_file(
-    path: Path, shown: str, codec: codecs.CodecInfo, offset: int | None, limit: int | None
-) -> str:
+def _open_for_reading(held: WorkspaceRoot, path: Path, shown: str) -> int:
+    """A descriptor on the regular file ``path``, opened beneath the held root."""
     try:
-        info = os.stat(path)
+        return held.open_regular(path, shown)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolFailure(f"File not found: {shown}") from None
     except OSError as exc:
         raise _failure("read", shown, exc) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolFailure(f"{shown} is a folder, not a file; use list_dir to see what it holds")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolFailure(f"{shown} is not a regular file")
+
+
+def _read_file(
+    held: WorkspaceRoot,
+    path: Path,
+    shown: str,
+    codec: codecs.CodecInfo,
+    offset: int | None,
+    limit: int | None,
+) -> str:
+    fd = _open_for_reading(held, path, shown)
+    info = os.fstat(fd)
     # UTF-16/32 text is full of NUL bytes, so only sniff for encodings that never produce them.
     sniff = not codec.name.startswith(("utf-16", "utf-32"))
     try:
-        with open(path, "rb") as raw:
+        with open(fd, "rb") as raw:
             head = raw.read(BINARY_SNIFF_BYTES)
             if sniff and b"\0" in head:
                 raise ToolFailure(
@@ -205,7 +196,7 @@ def _read_file(
             skipped = 1
             if sniff and start > 1:
                 # ASCII-compatible encodings: find the line in bytes, without decoding the rest.
-                total = _skip_lines(raw, start - 1)
+                total = skip_lines(raw, start - 1)
                 if total is not None:
                     raise _past_the_end(shown, start, total)
                 skipped = start
@@ -221,6 +212,64 @@ def _read_file(
 
 def _count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def skip_lines(
+    raw: io.BufferedReader, count: int, *, fast_min_bytes: int = FAST_SKIP_MIN_BYTES
+) -> int | None:
+    """Move past ``count`` lines; None if done, else how many lines the file has (fewer).
+
+    Large files go through ``_skip_lines_mapped`` when numpy is available; both give the same
+    answer and leave the file at the same position (a property test checks it).
+    """
+    try:
+        size = os.fstat(raw.fileno()).st_size
+    except OSError:
+        size = 0
+    if size and size >= fast_min_bytes and raw.tell() == 0:
+        try:
+            import numpy  # noqa: F401  (optional: only to count faster)
+        except ImportError:
+            pass
+        else:
+            return _skip_lines_mapped(raw, count, size)
+    return _skip_lines(raw, count)
+
+
+def _skip_lines_mapped(raw: io.BufferedReader, count: int, size: int) -> int | None:
+    """``_skip_lines`` on a read-only memory map, counting newlines with numpy, chunk by chunk.
+
+    Each counted chunk's pages are dropped from this process right away (``MADV_DONTNEED``), so
+    the resident memory stays at one chunk however large the file.
+    """
+    import mmap
+
+    import numpy as np
+
+    skipped = 0
+    with mmap.mmap(raw.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+        data = np.frombuffer(mapped, dtype=np.uint8)
+        chunk = is_newline = data[:0]
+        try:
+            position = 0
+            while position < size:
+                chunk = data[position : position + _MAPPED_CHUNK]
+                is_newline = chunk == 10
+                found = int(np.count_nonzero(is_newline))
+                if skipped + found >= count:
+                    index = int(np.flatnonzero(is_newline)[count - skipped - 1])
+                    offset = position + index + 1
+                    raw.seek(offset)
+                    return count if offset == size else None
+                skipped += found
+                with contextlib.suppress(OSError, AttributeError, ValueError):
+                    mapped.madvise(mmap.MADV_DONTNEED, position, len(chunk))
+                position += len(chunk)
+            ends_in_line = size > 0 and int(data[size - 1]) != 10
+        finally:
+            del data, chunk, is_newline  # views of the map: it cannot close while they live
+    raw.seek(size)
+    return skipped + (1 if ends_in_line else 0)
 
 
 def _skip_lines(raw: io.BufferedReader, count: int) -> int | None:
@@ -328,27 +377,41 @@ class WriteFileTool(BuiltinTool):
     async def execute(self, args: dict[str, object]) -> str:
         file_path = str_arg(args, "file_path")
         content = str_arg(args, "content")
-        path = self.context.resolve(file_path)
-        _refuse_git_internals(self.context, path, file_path)
+        path = self.context.resolve_for_writing(file_path)
         _refuse_trailing_slash(path, file_path)
         data = content.encode("utf-8", "surrogatepass")
-        await asyncio.to_thread(_write_file, path, file_path, data)
+        held = self.context.confinement.held
+        await asyncio.to_thread(_write_file, held, path, file_path, data)
         return f"Wrote {len(data)} bytes to {self.context.relative(path)}"
 
 
-def _write_file(path: Path, shown: str, data: bytes) -> None:
-    if path.is_dir():
-        raise ToolFailure(f"{shown} is a folder; give the path of a file to write")
+def _write_file(held: WorkspaceRoot, path: Path, shown: str, data: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        held.makedirs(path.parent)
     except (FileExistsError, NotADirectoryError):
         raise ToolFailure(f"Cannot write {shown}: a part of its folder path is a file") from None
     except OSError as exc:
         raise _failure("create the folder for", shown, exc) from None
     try:
-        atomic_write(path, data)
+        with held.parent_of(path) as (folder, name):
+            _refuse_folder_or_link(folder, name, shown)
+            atomic_write_at(folder, name, data)
     except OSError as exc:
         raise _failure("write", shown, exc) from None
+
+
+def _refuse_folder_or_link(folder: int, name: str, shown: str) -> None:
+    """The checked path named a file (or nothing yet); a folder or a symlink now is refused."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolFailure(f"{shown} is a folder; give the path of a file to write")
+    if stat.S_ISLNK(info.st_mode):
+        raise ToolFailure(RACE_MESSAGE.format(shown=shown))
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolFailure(f"{shown} is not a regular file (a FIFO, socket or device)")
 
 
 # -- edit_file ---------------------------------------------------------------------------------
@@ -390,32 +453,29 @@ class EditFileTool(BuiltinTool):
             raise ToolInputError("old_string must not be empty; use write_file to create a file")
         if old_string == new_string:
             raise ToolInputError("old_string and new_string are the same; nothing would change")
-        path = self.context.resolve(file_path)
-        _refuse_git_internals(self.context, path, file_path)
+        path = self.context.resolve_for_writing(file_path)
         _refuse_trailing_slash(path, file_path)
+        held = self.context.confinement.held
         count = await asyncio.to_thread(
-            _edit_file, path, file_path, old_string, new_string, replace_all
+            _edit_file, held, path, file_path, old_string, new_string, replace_all
         )
         where = self.context.relative(path)
         return f"Edited {where}: {count} replacement{'' if count == 1 else 's'}"
 
 
-def _edit_file(path: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
+def _edit_file(
+    held: WorkspaceRoot, path: Path, shown: str, old: str, new: str, replace_all: bool
+) -> int:
+    fd = _open_for_reading(held, path, shown)
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolFailure(f"{shown} is a folder, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolFailure(f"{shown} is not a regular file")
-        if info.st_size > MAX_EDIT_BYTES:
-            raise ToolFailure(
-                f"{shown} is {info.st_size} bytes, more than edit_file handles "
-                f"({MAX_EDIT_BYTES} bytes); use write_file to replace it"
-            )
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolFailure(f"File not found: {shown}") from None
+        with open(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_EDIT_BYTES:
+                raise ToolFailure(
+                    f"{shown} is {size} bytes, more than edit_file handles "
+                    f"({MAX_EDIT_BYTES} bytes); use write_file to replace it"
+                )
+            data = handle.read(MAX_EDIT_BYTES + 1)
     except OSError as exc:
         raise _failure("read", shown, exc) from None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
@@ -435,12 +495,24 @@ def _edit_file(path: Path, shown: str, old: str, new: str, replace_all: bool) ->
             f"old_string appears {count} times in {shown} (it must be unique). Include more "
             "surrounding text to pick one occurrence, or set replace_all to true to replace all."
         )
+    replaced = count if replace_all else 1
+    # Worked out before building it: 2.5 KB of arguments must not become a 1.4 GiB file.
+    grown = len(data) + replaced * (
+        len(new.encode("utf-8", "surrogatepass")) - len(old.encode("utf-8", "surrogatepass"))
+    )
+    if grown > MAX_EDIT_BYTES:
+        raise ToolFailure(
+            f"This edit would make {shown} {grown:,} bytes, more than edit_file writes "
+            f"({MAX_EDIT_BYTES:,} bytes); nothing was written. Use write_file for large content."
+        )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     try:
-        atomic_write(path, updated.encode("utf-8", "surrogatepass"))
+        with held.parent_of(path) as (folder, name):
+            _refuse_folder_or_link(folder, name, shown)
+            atomic_write_at(folder, name, updated.encode("utf-8", "surrogatepass"))
     except OSError as exc:
         raise _failure("write", shown, exc) from None
-    return count if replace_all else 1
+    return replaced
 
 
 # -- list_dir ----------------------------------------------------------------------------------
@@ -466,12 +538,12 @@ class ListDirTool(BuiltinTool):
     async def execute(self, args: dict[str, object]) -> str:
         shown = optional_str_arg(args, "path") or "."
         path = self.context.resolve(shown)
-        return await asyncio.to_thread(_list_dir, path, shown)
+        return await asyncio.to_thread(_list_dir, self.context.confinement.held, path, shown)
 
 
-def _list_dir(path: Path, shown: str) -> str:
+def _list_dir(held: WorkspaceRoot, path: Path, shown: str) -> str:
     try:
-        with os.scandir(path) as entries:
+        with held.folder(path, readable=True) as folder, os.scandir(folder) as entries:
             names = []
             for entry in entries:
                 if entry.is_symlink():
@@ -522,16 +594,36 @@ class MkdirTool(BuiltinTool):
     async def execute(self, args: dict[str, object]) -> str:
         shown = str_arg(args, "path")
         parents = bool_arg(args, "parents", True)
-        path = self.context.resolve(shown)
-        _refuse_git_internals(self.context, path, shown)
+        path = self.context.resolve_for_writing(shown)
         return await asyncio.to_thread(self._mkdir, path, shown, parents)
 
     def _mkdir(self, path: Path, shown: str, parents: bool) -> str:
         where = self.context.relative(path)
-        if path.is_dir():
+        held = self.context.confinement.held
+        if path == self.context.workspace:
             return f"Folder {where} already exists"
         try:
-            path.mkdir(parents=parents, exist_ok=False)
+            with held.parent_of(path) as (folder, name):
+                existing = _lstat_at(folder, name)
+                if existing is not None and stat.S_ISDIR(existing.st_mode):
+                    return f"Folder {where} already exists"
+        except FileNotFoundError:
+            if not parents:
+                raise ToolFailure(
+                    f"Cannot create folder {shown}: its parent folder does not exist "
+                    "(set parents to true to create it)"
+                ) from None
+        except NotADirectoryError:
+            raise ToolFailure(
+                f"Cannot create folder {shown}: a part of its path is a file"
+            ) from None
+        except OSError as exc:
+            raise _failure("create folder", shown, exc) from None
+        try:
+            if parents:
+                held.makedirs(path.parent)
+            with held.parent_of(path) as (folder, name):
+                os.mkdir(name, 0o777, dir_fd=folder)
         except FileExistsError:
             raise ToolFailure(f"Cannot create folder {shown}: a file of that name exists") from None
         except FileNotFoundError:
@@ -546,6 +638,23 @@ class MkdirTool(BuiltinTool):
         except OSError as exc:
             raise _failure("create folder", shown, exc) from None
         return f"Created folder {where}"
+
+
+def _entry(held: WorkspaceRoot, path: Path) -> os.stat_result | None:
+    """The entry at ``path`` (not following a final symlink); None if it or its folder is absent."""
+    try:
+        with held.parent_of(path) as (folder, name):
+            return _lstat_at(folder, name)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _lstat_at(folder: int, name: str) -> os.stat_result | None:
+    """The entry ``name`` in the held folder, not following a symlink; None if absent."""
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
 
 
 # -- move --------------------------------------------------------------------------------------
@@ -574,10 +683,9 @@ class MoveTool(BuiltinTool):
     async def execute(self, args: dict[str, object]) -> str:
         source_text = str_arg(args, "source")
         destination_text = str_arg(args, "destination")
-        source = self.context.resolve(source_text, follow_final_symlink=False)
-        destination = self.context.resolve(destination_text, follow_final_symlink=False)
-        _refuse_git_internals(self.context, source, source_text)
-        _refuse_git_internals(self.context, destination, destination_text)
+        resolve = self.context.resolve_for_writing
+        source = resolve(source_text, follow_final_symlink=False)
+        destination = resolve(destination_text, follow_final_symlink=False)
         moved_to = await asyncio.to_thread(
             self._move, source, destination, source_text, destination_text
         )
@@ -585,30 +693,45 @@ class MoveTool(BuiltinTool):
 
     def _move(self, source: Path, destination: Path, source_text: str, dest_text: str) -> Path:
         root = self.context.workspace
+        held = self.context.confinement.held
         if source == root:
             raise ToolFailure("Cannot move the workspace root itself")
-        if not os.path.lexists(source):
+        try:
+            source_info = _entry(held, source)
+            target_info = _entry(held, destination) if destination != root else os.stat(held.fd)
+        except OSError as exc:
+            raise _failure("move", source_text, exc) from None
+        if source_info is None:
             raise ToolFailure(f"Not found: {source_text}")
-        if destination.is_dir() and not destination.is_symlink():
+        if target_info is not None and stat.S_ISDIR(target_info.st_mode):
             destination = destination / source.name  # a plain name: still inside the workspace
-        if os.path.lexists(destination):
+            try:
+                target_info = _entry(held, destination)
+            except OSError as exc:
+                raise _failure("move", source_text, exc) from None
+        if target_info is not None:
             shown = self.context.relative(destination)
             raise ToolFailure(
                 f"Cannot move {source_text} to {dest_text}: {shown} already exists "
                 "(move does not overwrite; choose another name)"
             )
-        if source.is_dir() and not source.is_symlink() and destination.is_relative_to(source):
+        if stat.S_ISDIR(source_info.st_mode) and destination.is_relative_to(source):
             raise ToolFailure(f"Cannot move the folder {source_text} into itself")
         try:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.rename(source, destination)
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                # Another filesystem inside the workspace: copy (links as links), then delete.
-                shutil.move(source, destination)
+            held.makedirs(destination.parent)
+            with (
+                held.parent_of(source) as (from_folder, from_name),
+                held.parent_of(destination) as (to_folder, to_name),
+            ):
+                os.rename(from_name, to_name, src_dir_fd=from_folder, dst_dir_fd=to_folder)
         except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                raise ToolFailure(
+                    f"Cannot move {source_text} to {dest_text}: they are on different "
+                    "filesystems inside the workspace; copy the file and remove the original"
+                ) from None
+            if is_race(exc):
+                raise ToolFailure(RACE_MESSAGE.format(shown=source_text)) from None
             raise ToolFailure(
                 f"Cannot move {source_text} to {dest_text}: {_os_reason(exc)}"
             ) from None
@@ -642,37 +765,37 @@ class RemoveTool(BuiltinTool):
     async def execute(self, args: dict[str, object]) -> str:
         shown = str_arg(args, "path")
         recursive = bool_arg(args, "recursive", False)
-        path = self.context.resolve(shown, follow_final_symlink=False)
+        path = self.context.resolve_for_writing(shown, follow_final_symlink=False)
         if path == self.context.workspace:
             raise ToolFailure("Refusing to remove the workspace root itself")
-        _refuse_git_internals(self.context, path, shown)
         return await asyncio.to_thread(self._remove, path, shown, recursive)
 
     def _remove(self, path: Path, shown: str, recursive: bool) -> str:
         where = self.context.relative(path)
+        held = self.context.confinement.held
         try:
-            info = os.lstat(path)
+            with held.parent_of(path) as (folder, name):
+                info = _lstat_at(folder, name)
+                if info is None:
+                    raise ToolFailure(f"Not found: {shown}")
+                if not stat.S_ISDIR(info.st_mode):  # files and symlinks (to folders too)
+                    os.unlink(name, dir_fd=folder)
+                    return f"Removed {where}"
+                if not recursive:
+                    try:
+                        os.rmdir(name, dir_fd=folder)
+                    except OSError as exc:
+                        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                            raise ToolFailure(
+                                f"{shown} is a folder that is not empty; set recursive to true "
+                                "to delete it with everything in it"
+                            ) from None
+                        raise
+                    return f"Removed empty folder {where}"
+                # rmtree with dir_fd walks by descriptors and never follows a symlink inside.
+                shutil.rmtree(name, dir_fd=folder)
         except (FileNotFoundError, NotADirectoryError):
             raise ToolFailure(f"Not found: {shown}") from None
-        except OSError as exc:
-            raise _failure("remove", shown, exc) from None
-        try:
-            if not stat.S_ISDIR(info.st_mode):  # files and symlinks (to folders too)
-                os.unlink(path)
-                return f"Removed {where}"
-            if not recursive:
-                try:
-                    os.rmdir(path)
-                except OSError as exc:
-                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                        raise ToolFailure(
-                            f"{shown} is a folder that is not empty; set recursive to true to "
-                            "delete it with everything in it"
-                        ) from None
-                    raise
-                return f"Removed empty folder {where}"
-            # rmtree works on file descriptors here and never follows a symlink inside the tree.
-            shutil.rmtree(path)
         except OSError as exc:
             raise _failure("remove", shown, exc) from None
         return f"Removed folder {where} and everything in it"

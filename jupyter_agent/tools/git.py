@@ -2,28 +2,103 @@
 
 It stages the paths it is given (each confined to the workspace) or every change under the
 workspace, and commits only those: files the user staged elsewhere in a larger repository are left
-alone. It never creates a repository, never opens an editor or pager and never prompts (the child
-environment is ``shell.safe_environment``, credential-free and non-interactive); hooks and commit
-signing follow the user's git configuration. Every git run has a timeout and is stopped with its
-whole process group, like ``run_bash``.
+alone. It never creates a repository, never opens an editor or pager and never prompts.
+
+The model can write files in the workspace, so git must not run anything the model could have
+planted there (issue 11; SPEC "Hardening"):
+
+* the repository is found by walking up from the workspace for a ``.git`` folder or file and is
+  passed explicitly (``GIT_DIR``/``GIT_WORK_TREE``), so a bare repository planted in the
+  workspace (``HEAD``, ``objects/``, ``refs/``, ``config``) is never used
+  (``safe.bareRepository=explicit`` as well);
+* no configuration file the model could write is read: ``HOME`` and ``XDG_CONFIG_HOME`` point at
+  an empty temporary folder, ``GIT_CONFIG_GLOBAL`` at a file holding only the user's identity
+  (``user.name``/``user.email``, read beforehand from the user's own configuration), and
+  ``GIT_CONFIG_NOSYSTEM``/``GIT_ATTR_NOSYSTEM`` are set. The repository's own ``.git/config`` is
+  the user's (the file tools never write inside ``.git``); if it *includes* a file inside the
+  workspace, git_commit refuses to run;
+* whatever the configuration says, hooks are off (``core.hooksPath=/dev/null`` and
+  ``--no-verify``: ``.husky/``, ``.pre-commit-config.yaml`` and ``.git/hooks`` do not run), as are
+  ``core.fsmonitor``, external diff and textconv drivers, commit signing, credential helpers,
+  editors and automatic ``gc``/maintenance;
+* the environment is ``processes.safe_environment`` — no credentials, and no ``SSH_AUTH_SOCK``,
+  GPG agent or other way to the user's keys.
+
+What still runs: git itself and, for paths whose ``.gitattributes`` name one, a clean filter
+that the *user's* repository configuration defines (git-lfs, say) — the user's own tool, never a
+command of the model's making. Every git run has a timeout and is stopped with its whole process
+tree, like ``run_bash``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
-from .shell import CommandOutcome, run_command, safe_environment
+from .processes import CommandOutcome, run_command, safe_environment
 
-#: Seconds one git command may take (hooks included).
+#: Seconds one git command may take.
 GIT_TIMEOUT_S = 120.0
 #: How much git output an error message carries.
 MAX_GIT_OUTPUT_CHARS = 4_000
-#: Passed through to git besides ``safe_environment``'s allowlist, so that commit signing (GPG or
-#: SSH keys held by an agent) works as the user configured it.
-SIGNING_VARIABLES = ("GNUPGHOME", "GPG_AGENT_INFO", "SSH_AUTH_SOCK")
-_GIT_OPTIONS = ("-c", "core.pager=cat", "-c", "color.ui=false", "--literal-pathspecs")
+#: Set on every git command line: they win over any configuration file.
+_GIT_OPTIONS = (
+    "-c", "core.pager=cat",
+    "-c", "color.ui=false",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.attributesFile=/dev/null",
+    "-c", "core.editor=true",
+    "-c", "sequence.editor=true",
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
+    "-c", "credential.helper=",
+    "-c", "diff.external=",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "safe.bareRepository=explicit",
+    "-c", "submodule.recurse=false",
+    "--literal-pathspecs",
+    "--no-replace-objects",
+)  # fmt: skip
+#: Identity settings carried over from the user's own configuration, and nothing else.
+IDENTITY_KEYS = ("user.name", "user.email")
+
+
+@dataclass(frozen=True, slots=True)
+class Repository:
+    """Where the workspace's repository lives: its git folder and its top-level folder."""
+
+    git_dir: Path
+    work_tree: Path
+
+
+def find_repository(start: Path) -> Repository | None:
+    """The repository holding ``start``: the nearest ``.git`` folder (or gitfile) above it.
+
+    Only ``.git`` entries count, never a folder that merely looks like a bare repository: that is
+    what the model could plant.
+    """
+    for folder in (start, *start.parents):
+        marker = folder / ".git"
+        if marker.is_dir():
+            return Repository(Path(os.path.realpath(marker)), folder)
+        if marker.is_file():
+            try:
+                text = marker.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            target = Path(text.removeprefix("gitdir:").strip())
+            git_dir = target if target.is_absolute() else folder / target
+            return Repository(Path(os.path.realpath(git_dir)), folder) if git_dir.is_dir() else None
+    return None
 
 
 class GitCommitTool(BuiltinTool):
@@ -64,29 +139,38 @@ class GitCommitTool(BuiltinTool):
             raise ToolFailure("The commit message contains a NUL character")
         raw_paths = args.get("paths")
         pathspecs = self._pathspecs(raw_paths) if raw_paths is not None else ["."]
-
-        toplevel = await self._git("rev-parse", "--show-toplevel", check=False)
-        if toplevel.exit_code != 0:
+        workspace = self.context.workspace
+        repository = find_repository(workspace)
+        if repository is None:
             raise ToolFailure(
-                f"The workspace ({self.context.workspace}) is not inside a git repository; "
-                "git_commit does not create one (run `git init` first if that is wanted)"
+                f"The workspace ({workspace}) is not inside a git repository; git_commit does "
+                "not create one (run `git init` first if that is wanted)"
             )
-        await self._git("add", "--all", "--", *pathspecs)
-        staged = await self._git("diff", "--cached", "--quiet", "--", *pathspecs, check=False)
-        if staged.exit_code == 0:
-            where = "the given paths" if raw_paths is not None else "the workspace"
-            raise ToolFailure(f"Nothing to commit: there are no changes in {where}")
-        if staged.exit_code != 1:
-            raise ToolFailure(_failure("git diff --cached", staged))
-        if raw_paths is None and os.path.samefile(toplevel.output.strip(), self.context.workspace):
-            # The workspace is the whole repository: commit the index as it is (this also
-            # concludes a merge, which a partial commit cannot).
-            await self._git("commit", "--quiet", "--message", message)
-        else:
-            # "--only" with pathspecs commits just these paths, whatever else is staged.
-            await self._git("commit", "--quiet", "--message", message, "--only", "--", *pathspecs)
-        summary = await self._git("show", "--no-patch", "--format=%h %s", "HEAD")
-        stat = await self._git("show", "--shortstat", "--format=", "HEAD")
+        with tempfile.TemporaryDirectory(prefix="jupyter-agent-git-") as home:
+            git = _IsolatedGit(repository, workspace, Path(home))
+            await git.prepare()
+            await git.run("add", "--all", "--", *pathspecs)
+            staged = await git.run(
+                "diff", "--cached", "--quiet", "--no-ext-diff", "--", *pathspecs, check=False
+            )
+            if staged.exit_code == 0:
+                where = "the given paths" if raw_paths is not None else "the workspace"
+                raise ToolFailure(f"Nothing to commit: there are no changes in {where}")
+            if staged.exit_code != 1:
+                raise ToolFailure(_failure("git diff --cached", staged))
+            commit = ("commit", "--quiet", "--no-verify", "--no-gpg-sign", "--message", message)
+            if raw_paths is None and repository.work_tree == workspace:
+                # The workspace is the whole repository: commit the index as it is (this also
+                # concludes a merge, which a partial commit cannot).
+                await git.run(*commit)
+            else:
+                # "--only" with pathspecs commits just these paths, whatever else is staged.
+                await git.run(*commit, "--only", "--", *pathspecs)
+            # "HEAD --": a file named HEAD in the workspace must not make the revision ambiguous
+            summary = await git.run("show", "--no-patch", "--format=%h %s", "HEAD", "--")
+            stat = await git.run(
+                "show", "--shortstat", "--no-ext-diff", "--no-textconv", "--format=", "HEAD", "--"
+            )
         shortstat = " ".join(stat.output.split())
         first_line = summary.output.strip().splitlines()[0] if summary.output.strip() else "?"
         short_hash, _, subject = first_line.partition(" ")
@@ -105,11 +189,52 @@ class GitCommitTool(BuiltinTool):
             pathspecs.append(os.path.relpath(resolved, self.context.workspace))
         return pathspecs
 
-    async def _git(self, *args: str, check: bool = True) -> CommandOutcome:
+
+class _IsolatedGit:
+    """Runs git on one repository with nothing of the workspace's configuration."""
+
+    def __init__(self, repository: Repository, workspace: Path, home: Path) -> None:
+        self.repository = repository
+        self.workspace = workspace
+        self.home = home
+        self.env = safe_environment()
+        self.env.update(
+            HOME=str(home),
+            XDG_CONFIG_HOME=str(home / "xdg"),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=str(home / "gitconfig"),
+            GIT_ATTR_NOSYSTEM="1",
+            GIT_DIR=str(repository.git_dir),
+            GIT_WORK_TREE=str(repository.work_tree),
+        )
+
+    async def prepare(self) -> None:
+        """Write the identity-only global config; refuse config that includes workspace files."""
+        identity = await _user_identity(self.workspace)
+        lines = ["[user]"] + [
+            f"\t{key.split('.')[1]} = {_quoted(value)}" for key, value in identity
+        ]
+        (self.home / "gitconfig").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        origins = await self.run(
+            "config", "--list", "--show-origin", "--includes", "--local", check=False
+        )
+        git_dir = str(self.repository.git_dir)
+        for line in origins.output.splitlines():
+            origin = line.split("\t", 1)[0].removeprefix("file:")
+            if not origin or origin.startswith(git_dir + os.sep):
+                continue
+            real = os.path.realpath(origin)
+            if real == str(self.workspace) or real.startswith(str(self.workspace) + os.sep):
+                raise ToolFailure(
+                    f"The repository's configuration includes {origin}, a file inside the "
+                    "workspace, which the agent can write; git_commit will not run git with it"
+                )
+
+    async def run(self, *args: str, check: bool = True) -> CommandOutcome:
         outcome = await run_command(
             ["git", *_GIT_OPTIONS, *args],
-            cwd=self.context.workspace,
-            env=safe_environment(extra_names=SIGNING_VARIABLES),
+            cwd=self.workspace,
+            env=self.env,
             timeout_s=GIT_TIMEOUT_S,
             max_chars=MAX_GIT_OUTPUT_CHARS,
         )
@@ -121,6 +246,41 @@ class GitCommitTool(BuiltinTool):
         if check and outcome.exit_code != 0:
             raise ToolFailure(_failure(f"git {args[0]}", outcome))
         return outcome
+
+
+async def _user_identity(workspace: Path) -> list[tuple[str, str]]:
+    """``user.name``/``user.email`` from the user's global and system configuration.
+
+    Read with the user's real ``HOME`` but from a neutral folder, and only from files outside the
+    workspace (a ``~/.gitconfig`` the model could have written is skipped). Reading values runs
+    nothing. The repository's own identity, if it sets one, still applies (its config is read).
+    """
+    git = shutil.which("git") or "git"
+    env = safe_environment()
+    env["GIT_CONFIG_NOSYSTEM"] = "0"
+    identity: list[tuple[str, str]] = []
+    for key in IDENTITY_KEYS:
+        outcome = await run_command(
+            [git, "config", "--show-origin", "--get", key],
+            cwd=tempfile.gettempdir(),
+            env=env,
+            timeout_s=GIT_TIMEOUT_S,
+            max_chars=MAX_GIT_OUTPUT_CHARS,
+        )
+        if outcome.exit_code != 0 or "\t" not in outcome.output:
+            continue
+        origin, value = outcome.output.rstrip("\n").split("\t", 1)
+        real = os.path.realpath(origin.removeprefix("file:"))
+        if real == str(workspace) or real.startswith(str(workspace) + os.sep):
+            continue
+        if value and "\n" not in value:
+            identity.append((key, value))
+    return identity
+
+
+def _quoted(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _failure(what: str, outcome: CommandOutcome) -> str:

