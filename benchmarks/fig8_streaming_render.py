@@ -3,19 +3,20 @@
 Both sides run the path ``%%agent`` runs: a paced stream of ``TextDelta`` events on the session's
 background event loop, ``forward_events`` posting each one to ``MainThreadBridge``, and the main
 thread's pump in ``MainThreadBridge.run`` (woken when the queued text is due for a display update,
-or every half second for idle work) handing each batch to a renderer, then ``AgentFinished`` and ``close``. Ours is the real ``RichRenderer`` (what
-``%%agent`` draws with in Jupyter): the pump joins each batch's consecutive tokens into one
-``TextDelta`` and the renderer throttles its Markdown display updates. The alternative re-renders
-the answer on every token: the same pump without joining tokens (``coalesce_text=False``, so it
-receives each token as posted) and a renderer that updates the same
-``IPython.display.DisplayHandle`` with the same Markdown object for every token it receives. Both
-run under a real ``InteractiveShell`` whose display publisher counts the messages and serialises
-each to JSON, as a kernel does before sending it to the browser. CPU time is the main thread's
-own CPU clock (``time.thread_time``) from the start of ``MainThreadBridge.run`` to the end of the
-renderer's ``close``: it counts everything the notebook's main thread pays for the answer — the
-pump's wake-ups (the same pump on both sides), draining the queue, the renderer and
-the display messages — and nothing of the producer on the background thread (pacing, posting),
-which is the same for both sides and is not the notebook's rendering cost.
+or every half second for idle work) handing each batch to a renderer, then ``AgentFinished`` and
+``close``. Ours is the real ``RichRenderer`` (what ``%%agent`` draws with in Jupyter): the pump
+joins each batch's consecutive tokens into one ``TextDelta`` and the renderer throttles its
+Markdown display updates. The alternative re-renders the answer on every token: the same pump
+without joining tokens (``coalesce_text=False``, so it receives each token as posted) and a
+renderer that updates the same ``IPython.display.DisplayHandle`` with the same Markdown object for
+every token it receives. Both run under a real ``InteractiveShell`` whose display publisher counts
+the messages and serialises each to JSON, as a kernel does before sending it to the browser. CPU
+time is the main thread's own CPU clock (``time.thread_time``) from the start of
+``MainThreadBridge.run`` to the end of the renderer's ``close``: it counts everything the
+notebook's main thread pays for the answer — the pump's wake-ups (the same pump on both sides),
+draining the queue, the renderer and the display messages — and nothing of the producer on the
+background thread (pacing, posting), which is the same for both sides and is not the notebook's
+rendering cost.
 """
 
 from __future__ import annotations
