@@ -80,3 +80,20 @@ def test_idle_work_runs_at_least_every_idle_interval(bridge: MainThreadBridge) -
     bridge.run(quiet(), lambda e: None, on_idle=lambda: idles.append(time.monotonic()))
     gaps = [b - a for a, b in itertools.pairwise(idles)]
     assert len(idles) >= 4 and max(gaps) <= runner.IDLE_WAKE_S + 0.2 <= 1.0, gaps
+
+
+def test_a_terminal_renderer_gets_text_every_pause_without_the_growth_rule(
+    bridge: MainThreadBridge,
+) -> None:
+    tokens = ["x" * 3000] + [f" w{i:03d}" for i in range(150)]
+    arrivals: list[float] = []
+
+    async def stream() -> None:
+        started = asyncio.get_running_loop().time()
+        for k, token in enumerate(tokens):
+            await asyncio.sleep(max(0.0, started + k / 100 - asyncio.get_running_loop().time()))
+            bridge.post(TextDelta(token))
+
+    bridge.run(stream(), lambda e: arrivals.append(time.monotonic()), text_growth=0)
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert max(gaps) < runner.POLL_INTERVAL_S + 0.1, gaps

@@ -196,6 +196,7 @@ class MainThreadBridge:
         #: Items taken from the queue and not yet handled; they outlive an interrupted batch.
         self._backlog: collections.deque[object] = collections.deque()
         self._coalesce_text = True
+        self._text_growth = TEXT_GROWTH_FRACTION
         self._accepting_calls = False
         self._pumping = False
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
@@ -268,13 +269,16 @@ class MainThreadBridge:
         on_idle: Callable[[], None] | None = None,
         cleanup_timeout: float = CLEANUP_TIMEOUT_S,
         coalesce_text: bool = True,
+        text_growth: float | None = None,
     ) -> RunOutcome[T]:
         """Run ``coro`` on the background loop, pumping posted events until it ends.
 
         Returns the coroutine's value, or ``RunOutcome(interrupted=True)`` after a
         ``KeyboardInterrupt``. An exception raised by the coroutine is raised here.
         With ``coalesce_text`` (the default) consecutive ``TextDelta`` events of a batch reach
-        ``on_event`` as one; without it, one by one as posted.
+        ``on_event`` as one; without it, one by one as posted. ``text_growth`` is the growth of
+        a text segment that wakes the main thread (``TEXT_GROWTH_FRACTION`` unless given; 0 for
+        a renderer that writes text as it comes, as a terminal does).
         """
         if self._pumping:
             coro.close()
@@ -282,6 +286,7 @@ class MainThreadBridge:
         job = _Job(coro)
         job.settled.add_done_callback(lambda _settled: self._wake.set())
         self._coalesce_text = coalesce_text
+        self._text_growth = TEXT_GROWTH_FRACTION if text_growth is None else text_growth
         self._segment_chars = 0
         self._taken_chars = self._posted_chars  # text of an earlier run was dropped
         self._text_wake_at_chars = self._posted_chars + 1
@@ -368,7 +373,7 @@ class MainThreadBridge:
         """After a batch: when the next streamed text is worth waking for."""
         if handed_at is not None:
             self._text_due = handed_at + POLL_INTERVAL_S
-        growth = max(1.0, TEXT_GROWTH_FRACTION * self._segment_chars)
+        growth = max(1.0, self._text_growth * self._segment_chars)
         self._text_wake_at_chars = self._taken_chars + growth
         self._text_timer_set = False
 
