@@ -86,12 +86,14 @@ class AnthropicProvider:
 
     @thinking_budget.setter
     def thinking_budget(self, budget: int | None) -> None:
+        if budget == 0 and not isinstance(budget, bool):
+            budget = None  # 0 means off, as an integer setting's default can say
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_THINKING_BUDGET
         ):
             raise ValueError(
                 f"thinking_budget must be a whole number of tokens, at least {MIN_THINKING_BUDGET} "
-                f"(the API's minimum), or None to turn thinking off; got {budget!r}"
+                f"(the API's minimum), or None (or 0) to turn thinking off; got {budget!r}"
             )
         self._thinking_budget = budget
 
