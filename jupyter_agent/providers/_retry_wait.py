@@ -34,6 +34,14 @@ class AsyncAnthropicWithWaitCap(anthropic.AsyncAnthropic):
         wait: float = super()._calculate_retry_timeout(*args, **kwargs)
         return min(wait, self.max_retry_wait)
 
+    def copy(self, *args: Any, **kwargs: Any) -> AsyncAnthropicWithWaitCap:
+        """The SDK's ``copy``/``with_options``, keeping the cap."""
+        client: AsyncAnthropicWithWaitCap = super().copy(*args, **kwargs)
+        client.max_retry_wait = self.max_retry_wait
+        return client
+
+    with_options = copy
+
 
 def backoff(attempt: int, max_wait: float) -> float:
     """The wait before retry number ``attempt`` (from 1): the SDK's schedule, capped."""
