@@ -25,6 +25,9 @@ class ModelRequest:
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
+    #: ``"chat"``, or ``"summary"`` when the agent asks for a summary of the conversation to
+    #: compact it (no tools; the offline model answers it with a deterministic digest).
+    purpose: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)
