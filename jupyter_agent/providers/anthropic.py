@@ -19,15 +19,16 @@ inside the loop that uses it, or keep one loop, as the notebook magics do).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
 from ..events import TextDelta, ThinkingDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
-from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, backoff
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -98,11 +99,10 @@ class AnthropicProvider:
         self._thinking_budget = budget
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
-        from ._retry_wait import AsyncAnthropicWithWaitCap
-
-        return AsyncAnthropicWithWaitCap(
+        client: anthropic.AsyncAnthropic = _capped_client_class()(
             max_retries=self.max_retries, max_retry_wait=self.max_retry_wait
         )
+        return client
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r})"
@@ -250,6 +250,17 @@ class AnthropicProvider:
             # asyncio.run): they can't be closed from this one, and the old loop is gone
             return
         await self.client.close()
+
+
+@functools.cache
+def _capped_client_class() -> Callable[..., anthropic.AsyncAnthropic]:
+    """``anthropic.AsyncAnthropic`` whose retries wait at most ``max_retry_wait``."""
+    import anthropic
+
+    class AsyncAnthropicWithWaitCap(RetryWaitCap, anthropic.AsyncAnthropic):
+        pass
+
+    return AsyncAnthropicWithWaitCap
 
 
 #: Thinking blocks cannot carry ``cache_control``; a breakpoint goes on the block before them.
