@@ -1,7 +1,9 @@
 """The file tools: read, write, edit, list, create folders, move and remove — inside the workspace.
 
 Every path goes through the workspace resolver first, so nothing outside the workspace is read,
-written, created, moved or deleted, whatever the model asks. Writes are atomic (see ``atomic``).
+written, created, moved or deleted, whatever the model asks; the I/O then happens relative to a
+descriptor held on the workspace root (``beneath``). Writes are atomic (see ``atomic``).
+``read_file`` and its streaming reader live in ``reading`` and ``line_reader``; the rest is here.
 The wording follows the reference tools the model knows (``file_path``, ``old_string``,
 ``new_string``, ``replace_all``). Blocking work runs in a worker thread so that several tool calls
 of one turn can run side by side.
@@ -10,24 +12,27 @@ of one turn can run side by side.
 from __future__ import annotations
 
 import asyncio
-import codecs
-import contextlib
 import errno
-import io
 import os
 import shutil
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..errors import ToolInputError
-from .arguments import bool_arg, optional_int_arg, optional_str_arg, str_arg
+from .arguments import bool_arg, optional_str_arg, str_arg
 from .atomic import atomic_write_at
 from .base import BuiltinTool, ToolFailure
 from .beneath import RACE_MESSAGE, WorkspaceRoot, is_race
-
-if TYPE_CHECKING:
-    pass
+from .file_common import (
+    _PATH_NOTE,
+    BINARY_SNIFF_BYTES,
+    _failure,
+    _open_for_reading,
+    _os_reason,
+    _refuse_trailing_slash,
+)
+from .reading import ReadFileTool
 
 __all__ = [
     "EditFileTool",
@@ -39,316 +44,10 @@ __all__ = [
     "WriteFileTool",
 ]
 
-#: read_file returns at most this many lines per call ...
-MAX_READ_LINES = 2000
-#: ... and at most this many characters (about 256 KB).
-MAX_READ_CHARS = 256 * 1024
-#: How much of a file is checked for NUL bytes to call it binary.
-BINARY_SNIFF_BYTES = 8192
 #: edit_file loads the whole file; larger files are refused.
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 #: list_dir shows at most this many entries.
 MAX_LIST_ENTRIES = 2000
-#: Lines to skip are counted in chunks of this many bytes (one reused buffer) ...
-_SKIP_CHUNK = 1024 * 1024
-#: ... or, on a memory map, this many at a time (numpy's compare makes a same-sized temporary).
-_MAPPED_CHUNK = 4 * 1024 * 1024
-#: From this size on, lines are counted on a memory map with numpy when it is installed (its
-#: vectorised compare counts several times faster than ``bytes.count``, and a map needs no copy).
-FAST_SKIP_MIN_BYTES = 64 * 1024 * 1024
-#: Lines are read in pieces of at most this many characters, so one huge line is never loaded.
-_READ_PIECE = 64 * 1024
-
-_PATH_NOTE = "relative to the workspace (an absolute path must lie inside it)"
-
-
-def _os_reason(exc: OSError) -> str:
-    """An OSError as a short phrase, without the host's absolute paths."""
-    if isinstance(exc, FileNotFoundError):
-        return "not found"
-    if isinstance(exc, NotADirectoryError):
-        return "a part of the path is not a folder"
-    if isinstance(exc, IsADirectoryError):
-        return "is a folder"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileExistsError):
-        return "already exists"
-    if exc.errno == errno.ELOOP:
-        return "too many levels of symbolic links"
-    if exc.errno == errno.ENOTEMPTY:
-        return "folder is not empty"
-    if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
-    return (exc.strerror or "input/output error").lower()
-
-
-def _failure(op: str, shown: str, exc: OSError) -> ToolFailure:
-    if is_race(exc):
-        return ToolFailure(RACE_MESSAGE.format(shown=shown))
-    return ToolFailure(f"Cannot {op} {shown}: {_os_reason(exc)}")
-
-
-def _check_encoding(encoding: str) -> codecs.CodecInfo:
-    try:
-        codec = codecs.lookup(encoding)
-    except LookupError:
-        raise ToolInputError(f"unknown encoding {encoding!r}; try 'utf-8' or 'latin-1'") from None
-    if not getattr(codec, "_is_text_encoding", True):  # rot13, base64, zlib, ...
-        raise ToolInputError(f"{encoding!r} is not a text encoding; try 'utf-8' or 'latin-1'")
-    return codec
-
-
-def _refuse_trailing_slash(path: Path, shown: str) -> None:
-    """``a.txt/`` names a folder; a file path must not end with a slash."""
-    if shown.endswith(("/", os.sep)) and not path.is_dir():
-        raise ToolFailure(
-            f"{shown} ends with '/', which names a folder; give the file's path without it"
-        )
-
-
-# -- read_file ---------------------------------------------------------------------------------
-
-
-class ReadFileTool(BuiltinTool):
-    name = "read_file"
-    description = (
-        "Read a text file in the workspace. A small file comes back exactly as it is. A large "
-        f"file comes back capped at {MAX_READ_LINES} lines or about {MAX_READ_CHARS // 1024} KB, "
-        "with a note saying which offset to read from next. Use offset (1-based line number) and "
-        "limit (number of lines) to read part of a file. Binary files are refused."
-    )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "file_path": {
-                "type": "string",
-                "description": f"Path of the file to read, {_PATH_NOTE}.",
-            },
-            "encoding": {
-                "type": "string",
-                "description": "Text encoding of the file (default utf-8).",
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "1-based line number to start reading from (default 1).",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"Number of lines to read (default and maximum {MAX_READ_LINES}).",
-            },
-        },
-        "required": ["file_path"],
-        "additionalProperties": False,
-    }
-
-    async def execute(self, args: dict[str, object]) -> str:
-        file_path = str_arg(args, "file_path")
-        encoding = optional_str_arg(args, "encoding") or "utf-8"
-        offset = optional_int_arg(args, "offset", minimum=1)
-        limit = optional_int_arg(args, "limit", minimum=1)
-        codec = _check_encoding(encoding)
-        path = self.context.resolve(file_path)
-        _refuse_trailing_slash(path, file_path)
-        held = self.context.confinement.held
-        return await asyncio.to_thread(_read_file, held, path, file_path, codec, offset, limit)
-
-
-def _open_for_reading(held: WorkspaceRoot, path: Path, shown: str) -> int:
-    """A descriptor on the regular file ``path``, opened beneath the held root."""
-    try:
-        return held.open_regular(path, shown)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolFailure(f"File not found: {shown}") from None
-    except OSError as exc:
-        raise _failure("read", shown, exc) from None
-
-
-def _read_file(
-    held: WorkspaceRoot,
-    path: Path,
-    shown: str,
-    codec: codecs.CodecInfo,
-    offset: int | None,
-    limit: int | None,
-) -> str:
-    fd = _open_for_reading(held, path, shown)
-    info = os.fstat(fd)
-    # UTF-16/32 text is full of NUL bytes, so only sniff for encodings that never produce them.
-    sniff = not codec.name.startswith(("utf-16", "utf-32"))
-    try:
-        with open(fd, "rb") as raw:
-            head = raw.read(BINARY_SNIFF_BYTES)
-            if sniff and b"\0" in head:
-                raise ToolFailure(
-                    f"{shown} looks like a binary file ({info.st_size} bytes), not text; "
-                    "read_file only reads text"
-                )
-            if offset is None and limit is None and info.st_size <= MAX_READ_CHARS:
-                data = head + raw.read()
-                text = data.decode(codec.name)
-                if _count_lines(text) <= MAX_READ_LINES:
-                    return text
-            start = offset or 1
-            raw.seek(0)
-            skipped = 1
-            if sniff and start > 1:
-                # ASCII-compatible encodings: find the line in bytes, without decoding the rest.
-                total = skip_lines(raw, start - 1)
-                if total is not None:
-                    raise _past_the_end(shown, start, total)
-                skipped = start
-            stream = io.TextIOWrapper(raw, encoding=codec.name, newline="")
-            return _read_lines(stream, shown, start, limit, skipped)
-    except UnicodeDecodeError:
-        raise ToolFailure(
-            f"{shown} is not valid {codec.name} text (it may be binary, or try another encoding)"
-        ) from None
-    except OSError as exc:
-        raise _failure("read", shown, exc) from None
-
-
-def _count_lines(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-
-
-def skip_lines(
-    raw: io.BufferedReader, count: int, *, fast_min_bytes: int = FAST_SKIP_MIN_BYTES
-) -> int | None:
-    """Move past ``count`` lines; None if done, else how many lines the file has (fewer).
-
-    Large files go through ``_skip_lines_mapped`` when numpy is available; both give the same
-    answer and leave the file at the same position (a property test checks it).
-    """
-    try:
-        size = os.fstat(raw.fileno()).st_size
-    except OSError:
-        size = 0
-    if size and size >= fast_min_bytes and raw.tell() == 0:
-        try:
-            import numpy  # noqa: F401  (optional: only to count faster)
-        except ImportError:
-            pass
-        else:
-            return _skip_lines_mapped(raw, count, size)
-    return _skip_lines(raw, count)
-
-
-def _skip_lines_mapped(raw: io.BufferedReader, count: int, size: int) -> int | None:
-    """``_skip_lines`` on a read-only memory map, counting newlines with numpy, chunk by chunk.
-
-    Each counted chunk's pages are dropped from this process right away (``MADV_DONTNEED``), so
-    the resident memory stays at one chunk however large the file.
-    """
-    import mmap
-
-    import numpy as np
-
-    skipped = 0
-    with mmap.mmap(raw.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-        data = np.frombuffer(mapped, dtype=np.uint8)
-        chunk = is_newline = data[:0]
-        try:
-            position = 0
-            while position < size:
-                chunk = data[position : position + _MAPPED_CHUNK]
-                is_newline = chunk == 10
-                found = int(np.count_nonzero(is_newline))
-                if skipped + found >= count:
-                    index = int(np.flatnonzero(is_newline)[count - skipped - 1])
-                    offset = position + index + 1
-                    raw.seek(offset)
-                    return count if offset == size else None
-                skipped += found
-                with contextlib.suppress(OSError, AttributeError, ValueError):
-                    mapped.madvise(mmap.MADV_DONTNEED, position, len(chunk))
-                position += len(chunk)
-            ends_in_line = size > 0 and int(data[size - 1]) != 10
-        finally:
-            del data, chunk, is_newline  # views of the map: it cannot close while they live
-    raw.seek(size)
-    return skipped + (1 if ends_in_line else 0)
-
-
-def _skip_lines(raw: io.BufferedReader, count: int) -> int | None:
-    """Move past ``count`` lines; None if done, else how many lines the file has (fewer)."""
-    skipped = 0
-    ends_in_line = False
-    buffer = bytearray(_SKIP_CHUNK)  # one buffer for the whole skip: no allocation per chunk
-    while True:
-        size = raw.readinto(buffer)
-        if not size:
-            return skipped + (1 if ends_in_line else 0)
-        newlines = buffer.count(b"\n", 0, size)
-        if skipped + newlines < count:
-            skipped += newlines
-            ends_in_line = not buffer.endswith(b"\n", 0, size)
-            continue
-        rest = bytes(memoryview(buffer)[:size]).split(b"\n", count - skipped)[-1]
-        raw.seek(-len(rest), io.SEEK_CUR)
-        if not rest and not raw.peek(1):
-            return count  # the wanted line would start exactly at the end of the file
-        return None
-
-
-def _past_the_end(shown: str, start: int, lines: int) -> ToolFailure:
-    plural = "" if lines == 1 else "s"
-    return ToolFailure(f"offset {start} is past the end of {shown} (it has {lines} line{plural})")
-
-
-def _read_lines(
-    stream: io.TextIOWrapper, shown: str, start: int, limit: int | None, line_no: int
-) -> str:
-    """Lines ``start`` .. ``start + limit - 1``, streamed, capped; with a note if capped.
-
-    ``line_no`` is the line the stream is at (lines before ``start`` may be skipped already).
-    """
-    partial = False
-    while line_no < start:
-        piece = stream.readline(_READ_PIECE)
-        if not piece:
-            raise _past_the_end(shown, start, line_no - (0 if partial else 1))
-        partial = not piece.endswith("\n")
-        if not partial:
-            line_no += 1
-    wanted = MAX_READ_LINES if limit is None else min(limit, MAX_READ_LINES)
-    parts: list[str] = []
-    size = 0
-    lines_done = 0
-    cut_in_line = False
-    while lines_done < wanted:
-        room = MAX_READ_CHARS - size
-        piece = stream.readline(min(room, _READ_PIECE) + 1)
-        if not piece:
-            break
-        if len(piece) > room:
-            parts.append(piece[:room])
-            cut_in_line = True
-            break
-        parts.append(piece)
-        size += len(piece)
-        if piece.endswith("\n"):
-            lines_done += 1
-        elif size >= MAX_READ_CHARS:
-            cut_in_line = bool(stream.read(1))
-            break
-    text = "".join(parts)
-    last = start + lines_done - (0 if cut_in_line else 1)
-    if cut_in_line:
-        return text + (
-            f"\n\n[Output capped at about {MAX_READ_CHARS // 1024} KB in the middle of line "
-            f"{last}. To read further, call read_file with offset={last + 1}.]"
-        )
-    capped_by_us = limit is None or limit > MAX_READ_LINES
-    if lines_done == wanted and capped_by_us and stream.read(1):
-        return text + (
-            f"\n\n[Showing lines {start}-{last} of {shown}; the file continues. read_file returns "
-            f"at most {MAX_READ_LINES} lines per call. To read further, call read_file with "
-            f"offset={last + 1} (and a limit of up to {MAX_READ_LINES}).]"
-        )
-    return text
 
 
 # -- write_file --------------------------------------------------------------------------------
