@@ -113,6 +113,8 @@ class ChangeJournal:
         self._lock = threading.Lock()
         self._label = "changes"
         self._entry: str | None = None
+        #: The number the next kept file of the current entry gets (kept-1, kept-2, ...).
+        self._kept_count = 0
 
     def __repr__(self) -> str:
         return f"ChangeJournal({str(self.folder)!r})"
@@ -171,6 +173,7 @@ class ChangeJournal:
         label = {"label": self._label, "started": datetime.now(UTC).isoformat(timespec="seconds")}
         atomic_write_at(fd, _LABEL, json.dumps(label).encode())
         self._entry = name
+        self._kept_count = 0
         return fd
 
     def _entry_names(self) -> list[str]:
@@ -390,10 +393,9 @@ class Recording:
         return {"kind": "lost", "reason": reason}
 
     def _next_kept_name(self) -> str:
-        assert self._entry_fd is not None
-        names = [n for n in os.listdir(self._entry_fd) if _KEPT_NAME.fullmatch(n)]
-        taken = {int(n.removeprefix("kept-")) for n in names}
-        return f"kept-{max(taken, default=0) + 1}"
+        assert self._journal is not None
+        self._journal._kept_count += 1  # under the journal's lock
+        return f"kept-{self._journal._kept_count}"
 
     def _link(self, fd: int, kept: str) -> bool:
         """Hard-link the open file into the entry (the inode opened, not whatever the name now
