@@ -215,16 +215,32 @@ async def test_without_a_journal_the_tools_keep_nothing(ws: Path) -> None:
     assert not (ws / ".jupyter_agent").exists()
 
 
-async def test_removing_the_journal_itself_is_done_and_the_result_says_undo_misses_it(
-    cell: Cell, ws: Path
-) -> None:
+async def test_the_file_tools_cannot_touch_the_journal(cell: Cell, ws: Path) -> None:
+    """A model that could write the journal could forge a step that makes the user's undo delete
+    or replace their files; with a journal attached, the tools refuse its folder and ancestors."""
+    (ws / "precious.txt").write_text("the user's\n")
     cell.journal.begin("cell")
     await cell.ok("write_file", file_path="f.txt", content="x")
-    result = await cell.ok("remove", path=".jupyter_agent", recursive=True)
-    assert not (ws / ".jupyter_agent").exists()
-    assert "undo will not cover this change" in result
-    await cell.ok("write_file", file_path="g.txt", content="y")  # the journal starts again
-    assert cell.journal.undo().restored == ("g.txt",)
+    entry = f"{DEFAULT_JOURNAL_FOLDER}/000001"
+    forged = {"op": "write", "path": "precious.txt", "before": {"kind": "absent"}}
+    attempts: list[tuple[str, dict[str, Any]]] = [
+        ("write_file", {"file_path": f"{entry}/steps.jsonl", "content": json.dumps(forged)}),
+        ("edit_file", {"file_path": f"{entry}/steps.jsonl", "old_string": "f", "new_string": "g"}),
+        ("write_file", {"file_path": f"{DEFAULT_JOURNAL_FOLDER}/000002/x", "content": ""}),
+        ("mkdir", {"path": f"{DEFAULT_JOURNAL_FOLDER}/000009"}),
+        ("remove", {"path": ".jupyter_agent", "recursive": True}),
+        ("remove", {"path": DEFAULT_JOURNAL_FOLDER, "recursive": True}),
+        ("move", {"source": ".jupyter_agent", "destination": "elsewhere"}),
+        ("move", {"source": "f.txt", "destination": f"{entry}/steps.jsonl"}),
+    ]
+    for name, args in attempts:
+        result = await cell.registry.call(name, args)
+        assert result.is_error and "undo journal" in result.content, (name, result.content)
+    report = cell.journal.undo()
+    assert report.restored == ("f.txt",)
+    assert (ws / "precious.txt").read_text() == "the user's\n"
+    # the session file next to the journal stays writable
+    await cell.ok("write_file", file_path=".jupyter_agent/notes.md", content="ok")
 
 
 # -- the journal is in the workspace, so a model can write it: treated as hostile ---------------
@@ -262,6 +278,7 @@ def test_a_planted_entry_cannot_reach_outside_the_workspace_or_into_git(
         },
         {"op": "remove", "path": "ok.txt", "kept": "../../../outside.txt"},  # not a kept name
         {"op": "exec", "path": "x"},
+        {"op": "rmdir", "path": f"{DEFAULT_JOURNAL_FOLDER}/000999"},  # the journal itself
     ]
     plant_entry(ws, steps, {"kept-1": b"planted"})
     report = ChangeJournal(ws).undo()
@@ -270,6 +287,7 @@ def test_a_planted_entry_cannot_reach_outside_the_workspace_or_into_git(
     assert not (ws / ".git" / "hooks").exists()
     assert (ws / ".git" / "config").read_text() == "[core]\n"
     assert not (ws / "ok.txt").exists()
+    assert (ws / DEFAULT_JOURNAL_FOLDER / "000999").is_dir()
     assert report.restored == ()
     assert "not a step the journal wrote" in report.message
 

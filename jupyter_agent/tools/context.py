@@ -97,8 +97,12 @@ class ToolContext:
     def resolve_for_writing(
         self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True
     ) -> Path:
-        """``resolve`` plus the ``.git`` guard: for paths a tool creates, changes or removes."""
-        return self._workspace.resolve_for_writing(path, follow_final_symlink=follow_final_symlink)
+        """``resolve`` plus the ``.git`` guard, and with a journal the journal's own guard: for
+        paths a tool creates, changes or removes."""
+        real = self._workspace.resolve_for_writing(path, follow_final_symlink=follow_final_symlink)
+        if self.journal is not None:
+            self.journal.refuse_if_protected(real, os.fspath(path))
+        return real
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """A resolved path relative to the workspace, as tools report it."""

@@ -199,6 +199,25 @@ class ChangeJournal:
         mine = self.relative_folder
         return rel in ("", ".") or mine == rel or mine.startswith(rel.rstrip("/") + "/")
 
+    def protects(self, real: Path) -> bool:
+        """True if the file tools must not change the resolved path ``real``: the journal, what
+        is in it, or a folder holding it (the workspace root aside). A model that could write
+        the journal could forge steps that make the user's undo delete or replace their files.
+        """
+        rel = self.workspace.held.relative(real)
+        if rel == "":
+            return False
+        mine = self.relative_folder
+        return self.contains_journal(rel) or rel.startswith(mine + "/")
+
+    def refuse_if_protected(self, real: Path, shown: str) -> None:
+        """Raise ``WorkspaceError`` if ``protects(real)``."""
+        if self.protects(real):
+            raise WorkspaceError(
+                f"Refusing to change {shown}: it is (or holds) the undo journal "
+                f"({self.relative_folder}), which only the journal itself writes"
+            )
+
     # -- undoing -------------------------------------------------------------------------------
 
     def undo(self) -> UndoReport:
@@ -237,7 +256,7 @@ class ChangeJournal:
         try:
             label = _read_label(entry_fd)
             steps, unreadable = _read_steps(entry_fd)
-            undoer = _Undoer(self.workspace, entry_fd, self.workspace.relative(entry_path))
+            undoer = _Undoer(self, entry_fd, self.workspace.relative(entry_path))
             for step in reversed(steps):
                 undoer.undo(step)
             for line in unreadable:
@@ -455,9 +474,10 @@ def recording(journal: ChangeJournal | None) -> Iterator[Recording]:
 class _Undoer:
     """Undoes steps one at a time, each only if the path holds what the agent left there."""
 
-    def __init__(self, workspace: Workspace, entry_fd: int, entry_shown: str) -> None:
-        self.workspace = workspace
-        self.held = workspace.held
+    def __init__(self, journal: ChangeJournal, entry_fd: int, entry_shown: str) -> None:
+        self.journal = journal
+        self.workspace = journal.workspace
+        self.held = journal.workspace.held
         self.entry_fd = entry_fd
         self.entry_shown = entry_shown
         self.restored: list[str] = []
@@ -492,6 +512,7 @@ class _Undoer:
         path = self.workspace.resolve_for_writing(rel, follow_final_symlink=False)
         if path == self.workspace.root:
             raise _Skip("the journal names the workspace root")
+        self.journal.refuse_if_protected(path, rel)
         return path, self.workspace.relative(path)
 
     def _entry(self, path: Path) -> os.stat_result | None:
