@@ -9,10 +9,13 @@ import os
 import re
 import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hostile_races import CALLS as RACE_CALLS
 from test_hostile_races import SECRET, _restore_inside, arena  # noqa: F401 (a fixture)
 
@@ -336,3 +339,52 @@ async def test_journal_and_undo_under_a_racing_swap_never_reach_outside(
     for kept in (workspace / DEFAULT_JOURNAL_FOLDER).rglob("*"):
         if kept.is_file() and not kept.is_symlink():
             assert SECRET not in kept.read_text(errors="replace"), kept
+
+
+# -- any sequence of file-tool calls is undone exactly ------------------------------------------
+
+NAMES = ("a.txt", "b.txt", "d/a.txt", "d/e/b.txt", "d", "d/e", "f")
+OPERATION = st.one_of(
+    st.tuples(st.just("write_file"), st.sampled_from(NAMES), st.sampled_from(("1", "22", ""))),
+    st.tuples(st.just("edit_file"), st.sampled_from(NAMES), st.sampled_from(("1", "2"))),
+    st.tuples(st.just("mkdir"), st.sampled_from(NAMES), st.just("")),
+    st.tuples(st.just("move"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("remove"), st.sampled_from(NAMES), st.sampled_from(("", "recursive"))),
+)
+
+
+def _arguments(op: str, path: str, extra: str) -> dict[str, Any]:
+    if op == "write_file":
+        return {"file_path": path, "content": extra * 3}
+    if op == "edit_file":
+        return {"file_path": path, "old_string": extra, "new_string": extra + "x"}
+    if op == "mkdir":
+        return {"path": path}
+    if op == "move":
+        return {"source": path, "destination": extra}
+    return {"path": path, "recursive": extra == "recursive"}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(start=st.lists(OPERATION, max_size=4), cell_ops=st.lists(OPERATION, min_size=1, max_size=8))
+def test_any_sequence_of_changes_is_undone_exactly(
+    tmp_path: Path, start: list[tuple[str, str, str]], cell_ops: list[tuple[str, str, str]]
+) -> None:
+    async def play() -> None:
+        ws = Path(tempfile.mkdtemp(dir=tmp_path))
+        setup = create_default_registry(ToolContext(ws))  # the user's files, before the cell
+        setup.enable("remove")
+        for op, path, extra in start:
+            await setup.call(op, _arguments(op, path, extra))
+        before = tree(ws)
+        cell = Cell(ws)
+        cell.journal.begin("cell")
+        for op, path, extra in cell_ops:
+            await cell.registry.call(op, _arguments(op, path, extra))
+        report = cell.journal.undo()
+        assert report.skipped == (), report.message
+        assert tree(ws) == before, report.message
+
+    asyncio.run(play())
