@@ -388,3 +388,14 @@ def test_any_sequence_of_changes_is_undone_exactly(
         assert tree(ws) == before, report.message
 
     asyncio.run(play())
+
+
+async def test_a_step_whose_folder_is_gone_is_reported_not_raised(cell: Cell, ws: Path) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "a.txt").write_text("old\n")
+    cell.journal.begin("cell")
+    await cell.ok("remove", path="d/a.txt")
+    (ws / "d").rmdir()  # the user removed the folder afterwards
+    report = cell.journal.undo()
+    assert report.skipped == ("d/a.txt",)
+    assert "is gone" in report.message

@@ -505,6 +505,8 @@ class _Undoer:
             self.skip(shown, str(skip))
         except WorkspaceError as exc:
             self.skip(shown, f"the journal names a path the file tools may not change ({exc})")
+        except (FileNotFoundError, NotADirectoryError):
+            self.skip(shown, "the folder it was in, or what the journal kept of it, is gone")
         except OSError as exc:
             self.skip(shown, _reason(exc))
 
