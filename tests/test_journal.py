@@ -307,6 +307,12 @@ async def test_a_journal_folder_swapped_for_a_symlink_writes_nothing_outside(
     result = await cell.ok("write_file", file_path="f.txt", content="x")
     assert "undo will not cover this change" in result
     assert os.listdir(outside) == []
+    # a journal made while the symlink is there (a new kernel) keeps to the named folder too
+    again = Cell(ws)
+    assert again.journal.folder == ws / DEFAULT_JOURNAL_FOLDER
+    assert "undo will not cover" in await again.ok("write_file", file_path="g.txt", content="y")
+    assert again.journal.undo().message.startswith("Cannot read the undo journal")
+    assert os.listdir(outside) == []
 
 
 # -- journaling and undoing under the racing swapper of test_hostile_races ----------------------

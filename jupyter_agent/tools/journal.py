@@ -94,8 +94,11 @@ class UndoReport:
 class ChangeJournal:
     """The undo journal of one workspace, kept in ``folder`` (relative to the workspace).
 
-    Thread-safe: the file tools of one reply run concurrently in worker threads, and each records
-    its change under the journal's lock, so steps are in the order the changes happened.
+    Thread-safe: the file tools of one reply run concurrently in worker threads, and each makes
+    and records its change under the journal's lock, so steps are in the order the changes
+    happened (journaled changes of one reply run one at a time; reads stay concurrent).
+
+    Give it the ``Workspace`` the tools use (``context.confinement``) to share its held root.
     """
 
     def __init__(
@@ -104,7 +107,8 @@ class ChangeJournal:
         folder: str | os.PathLike[str] = DEFAULT_JOURNAL_FOLDER,
     ) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
-        folder_path = self.workspace.resolve_for_writing(folder)
+        # The folder as named (a symlink planted there is refused when used, never followed).
+        folder_path = self.workspace.resolve_for_writing(folder, follow_final_symlink=False)
         if folder_path == self.workspace.root:
             raise WorkspaceError("The undo journal needs a folder of its own, not the workspace")
         self.folder = folder_path
