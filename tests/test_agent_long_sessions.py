@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,12 @@ from jupyter_agent.events import (
     AgentEvent,
     AgentFinished,
     ContextCompacted,
+    TextDelta,
+    ThinkingDelta,
     ToolCallFinished,
 )
 from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.providers.base import ModelRequest, ModelResponse, ProviderEvent
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
 
@@ -490,3 +494,52 @@ async def test_max_turns_is_an_argument_of_the_chat(tmp_path: Path) -> None:
     assert isinstance(events[-1], AgentFinished) and events[-1].stop == "max_turns"
     assert agent.max_turns == 20
     assert len(fake.requests) == 1
+
+
+# -- thinking -------------------------------------------------------------------------------------
+
+
+class ThinkingProvider:
+    """A provider that streams extended thinking before its answer (the provider contract)."""
+
+    name = "thinking"
+    model = "claude-test"
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        self.requests.append(request)
+        yield ThinkingDelta("Let me think")
+        yield ThinkingDelta(" about it.")
+        yield TextDelta("The answer.")
+        yield ModelResponse(
+            [
+                {"type": "thinking", "thinking": "Let me think about it.", "signature": "sig=="},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "text", "text": "The answer."},
+            ],
+            "end_turn",
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_thinking_streams_as_its_own_events_and_round_trips(tmp_path: Path) -> None:
+    provider = ThinkingProvider()
+    agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
+    events = [e async for e in agent.stream_chat("why?")]
+    assert [e.text for e in events if isinstance(e, ThinkingDelta)] == [
+        "Let me think",
+        " about it.",
+    ]
+    assert isinstance(events[-1], AgentFinished) and events[-1].text == "The answer."
+    await agent.chat("and then?")
+    sent = provider.requests[-1].messages[1]["content"]
+    assert sent[0] == {
+        "type": "thinking",
+        "thinking": "Let me think about it.",
+        "signature": "sig==",
+    }
+    assert sent[1] == {"type": "redacted_thinking", "data": "opaque"}
