@@ -139,7 +139,8 @@ class TokenEstimator:
     def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
         """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
         raw = self._raw_total(messages, fixed_tokens)
-        if reported_tokens > 0 and raw > 0:
+        # a report far below the estimate (a proxy that counts nothing) is not believed
+        if reported_tokens > 0 and raw > 0 and reported_tokens * 2 >= raw:
             self.scale = max(0.25, min(4.0, reported_tokens / raw))
             self._tokens = reported_tokens
         else:
