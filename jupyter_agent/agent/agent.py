@@ -177,6 +177,7 @@ class Agent:
         self.usage = Usage()
         self._system_prompt = system_prompt
         self._tokens = _estimator()
+        self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
         self._chat_token = 0
@@ -275,12 +276,14 @@ class Agent:
         return limit, min(limit, int(window * fitting.TARGET_SHARE))
 
     def _fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
-        return (
-            fitting.messages_tokens(
-                [{"role": "user", "content": [{"type": "text", "text": self._system_prompt}]}]
-            )
-            + sum(len(str(tool)) for tool in tools) // CHARS_PER_TOKEN
-        )
+        """Estimated tokens of the system prompt and the tool schemas (cached per tool set)."""
+        key = (self._system_prompt, tuple(str(tool.get("name")) for tool in tools))
+        if self._fixed_cache is None or self._fixed_cache[0] != key:
+            tokens = (
+                len(self._system_prompt) + sum(len(str(tool)) for tool in tools)
+            ) // CHARS_PER_TOKEN
+            self._fixed_cache = (key, tokens)
+        return self._fixed_cache[1]
 
     def estimate_tokens(self) -> int:
         """About how many input tokens the next request would carry."""
