@@ -297,9 +297,13 @@ class Agent:
         """
         if not self.messages:
             return None
-        conversation.repair(self.messages)
+        if conversation.repair(self.messages):
+            self._tokens.forget()
         limit, target = self._limits()
-        event = await self._compact(limit, target, force=True)
+        try:
+            event = await self._compact(limit, target, force=True)
+        except fitting.ContextOverflowError:
+            return None  # the latest turn alone is too big; the next chat will say so
         if event is not None and event.tokens_after >= event.tokens_before:
             return None
         return event
