@@ -543,3 +543,23 @@ async def test_thinking_streams_as_its_own_events_and_round_trips(tmp_path: Path
         "signature": "sig==",
     }
     assert sent[1] == {"type": "redacted_thinking", "data": "opaque"}
+
+
+async def test_an_overflow_the_api_reports_for_a_hopeless_prompt_is_reported_not_looped(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(respond(), respond(), text("small answer"), context_limit=6_000)
+    # the agent believes the window is far larger; the API's answer names the real maximum
+    agent = make_agent(fake, tmp_path, blob, context_window=1_000_000)
+    await agent.chat("first")  # a blob call and an answer: about 5,000 tokens
+    before = [dict(m) for m in agent.messages]
+    sent = len(fake.requests)
+    events: list[AgentEvent] = []
+    with pytest.raises(ProviderError, match="too long for the model's context window"):
+        async for event in agent.stream_chat("y " * 14_000):  # 7,000 tokens on its own
+            events.append(event)
+    assert len(fake.requests) == sent + 1  # refused once by the API; no futile retry
+    assert isinstance(events[-1], AgentError)
+    assert agent.messages == before  # the prompt that cannot fit is not kept
+    assert await agent.chat("a small question") == "small answer"
+    assert api_problems(fake.requests[-1]) == []

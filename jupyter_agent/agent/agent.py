@@ -177,6 +177,7 @@ class Agent:
         self.usage = Usage()
         self._system_prompt = system_prompt
         self._tokens = _estimator()
+        self._reported_window: int | None = None
         self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
@@ -264,9 +265,11 @@ class Agent:
     @property
     def effective_context_window(self) -> int:
         """``context_window``, or the documented window of the provider's model."""
-        if self.context_window is not None:
-            return self.context_window
-        return fitting.context_window_for(self.provider.model)
+        window = self.context_window or fitting.context_window_for(self.provider.model)
+        if self._reported_window is not None:
+            # the API said what the maximum really is ("prompt is too long: N > M maximum")
+            window = min(window, self._reported_window)
+        return window
 
     def _limits(self) -> tuple[int, int]:
         """(the most a request may carry, what compaction aims at), in estimated tokens."""
@@ -484,9 +487,9 @@ class Agent:
         sent once more.
         """
         provider = self.provider
-        limit, target = self._limits()
         retried = False
         while True:
+            limit, target = self._limits()
             tools = self.registry.get_enabled_schemas()
             estimate = self._tokens.estimate(self.messages, self._fixed_tokens(tools))
             if estimate > limit:
@@ -516,6 +519,7 @@ class Agent:
                 if not retried and not state.turn_text and fitting.is_overflow(exc):
                     retried = True
                     self._calibrate(exc, estimate)
+                    limit, target = self._limits()
                     try:
                         compacted = await self._compact(limit, target, force=True)
                     except fitting.ContextOverflowError as overflow:
@@ -555,7 +559,8 @@ class Agent:
         sizes = fitting.reported_sizes(error)
         self._tokens.forget()
         if sizes is not None and estimate > 0:
-            reported, _maximum = sizes
+            reported, maximum = sizes
+            self._reported_window = maximum
             self._tokens.scale = max(self._tokens.scale, self._tokens.scale * reported / estimate)
         else:
             self._tokens.scale = min(4.0, self._tokens.scale * 1.5)
