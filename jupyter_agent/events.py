@@ -68,6 +68,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's extended thinking, as it streams (not part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     call_id: str
     name: str
@@ -83,13 +90,6 @@ class ToolCallFinished:
     duration_s: float
     #: Images of the result, as sent to the model (downscaled; at most 5).
     images: tuple[Image, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ThinkingDelta:
-    """Streamed extended-thinking text."""
-
-    text: str
 
 
 @dataclass(frozen=True, slots=True)

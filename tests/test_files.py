@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from hostile_layout import SECRET, Layout, bad_text_paths, build, hostile_paths, snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jupyter_agent.tools import files
 from jupyter_agent.tools.base import ToolResult
@@ -425,3 +427,32 @@ async def test_offsets_across_skip_chunk_boundaries(h: Harness) -> None:
     for offset in sorted(offsets):
         out = await h.ok("read_file", file_path="ragged.txt", offset=offset, limit=2)
         assert out == "".join(lines[offset - 1 : offset + 1]), offset
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab\r", max_size=5), max_size=30),
+    trailing_newline=st.booleans(),
+    count=st.integers(min_value=1, max_value=40),
+)
+def test_the_mapped_line_skip_agrees_with_the_plain_one(
+    lines: list[str], trailing_newline: bool, count: int
+) -> None:
+    """Large files count lines on a memory map with numpy; it must match the plain count."""
+    import io
+    import tempfile
+
+    from jupyter_agent.tools import files
+
+    data = "\n".join(lines).encode() + (b"\n" if trailing_newline and lines else b"")
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.flush()
+        answers = []
+        for fast_min in (0, 1 << 62):  # mapped (when numpy is there), then plain
+            handle.seek(0)
+            raw = io.BufferedReader(io.FileIO(os.dup(handle.fileno()), "rb"))
+            with raw:
+                result = files.skip_lines(raw, count, fast_min_bytes=fast_min)
+                answers.append((result, raw.tell(), raw.read()))
+        assert answers[0] == answers[1], (data, count)

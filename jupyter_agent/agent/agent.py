@@ -25,7 +25,7 @@ import asyncio
 import enum
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -367,6 +367,33 @@ class Agent:
             return cut_middle(transcript, budget // 2)
         return "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
 
+    async def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> list[str]:
+        """Start an MCP server (``command``: stdio; ``url``: streamable HTTP), add its tools.
+
+        Returns the tools' names, ``{name}__{tool}``. Options: ``policy`` (default ``ask``),
+        ``read_resources``, ``timeout``, ``allow_private_network``. See ``jupyter_agent.mcp``.
+        """
+        from ..mcp import manager_for
+
+        return await manager_for(self).add_server(
+            name, command=command, env=env, url=url, headers=headers, **options
+        )
+
+    async def remove_mcp_server(self, name: str) -> None:
+        """Remove an MCP server's tools and stop it."""
+        from ..mcp import manager_for
+
+        await manager_for(self).remove(name)
+
     # -- chatting -----------------------------------------------------------------------------
 
     async def chat(self, prompt: str, *, max_turns: int | None = None) -> str:
@@ -512,7 +539,7 @@ class Agent:
                             response = item
                         elif isinstance(item, ThinkingDelta):
                             yield item
-                        elif item.text:
+                        elif isinstance(item, TextDelta) and item.text:
                             for delta in self._text(state, item.text):
                                 yield delta
             except ProviderError as exc:

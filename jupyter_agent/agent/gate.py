@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tools.base import capabilities_of
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
@@ -46,7 +47,7 @@ class PolicyGate:
         if name in self.policies:
             return self.policies[name]
         tool = self.registry.get_tool(name)
-        return "ask" if getattr(tool, "destructive", False) else "allow"
+        return "ask" if capabilities_of(tool).destructive else "allow"
 
     def set_policy(self, name: str, policy: Policy) -> None:
         if policy not in POLICIES:

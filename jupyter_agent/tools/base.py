@@ -2,22 +2,66 @@
 
 ``ExecutableTool`` is a structural protocol so that any object with ``name``, ``get_schema`` and an
 async ``execute`` is a tool; ``BuiltinTool`` is the small base class the built-in tools share
-(schema from class attributes, a live ``ToolContext``).
+(schema from class attributes, a live ``ToolContext``). What a tool is allowed to be trusted with
+is declared, not guessed: ``ToolCapabilities``, read everywhere through ``capabilities_of``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from .context import ToolContext
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCapabilities:
+    """What a tool declares about itself; the registry, the default registry and the agent act
+    on it.
+
+    ``destructive``: the tool can destroy data or run arbitrary code. The default registry
+    registers it disabled, and once enabled the agent asks the user before each call (policy
+    ``ask`` unless the user sets another).
+
+    ``validates_arguments``: ``execute`` validates (and coerces) its own arguments, so the registry
+    skips its JSON Schema check (``@tool`` functions do, through pydantic). Size and nesting
+    limits are checked for every tool all the same.
+    """
+
+    destructive: bool = False
+    validates_arguments: bool = False
+
+
+#: What a tool that declares nothing gets: not destructive, arguments checked by the registry.
+DEFAULT_CAPABILITIES = ToolCapabilities()
+
+
+def capabilities_of(tool: object) -> ToolCapabilities:
+    """The capabilities ``tool`` declares: its ``capabilities`` attribute (a ``ToolCapabilities``).
+
+    A third-party tool that declares none gets ``DEFAULT_CAPABILITIES``, except that the older
+    spelling, plain ``destructive = True`` / ``validates_arguments = True`` attributes, is
+    honoured (never ignore a tool saying it is destructive).
+    """
+    declared = getattr(tool, "capabilities", None)
+    if isinstance(declared, ToolCapabilities):
+        return declared
+    destructive = getattr(tool, "destructive", False) is True
+    validates = getattr(tool, "validates_arguments", False) is True
+    if destructive or validates:
+        return ToolCapabilities(destructive=destructive, validates_arguments=validates)
+    return DEFAULT_CAPABILITIES
+
+
 @runtime_checkable
 class ExecutableTool(Protocol):
-    """Anything the registry can hold: a name, an Anthropic-format schema, an async ``execute``."""
+    """Anything the registry can hold: a name, an Anthropic-format schema, an async ``execute``.
+
+    A tool may also have a ``capabilities`` attribute (``ToolCapabilities``); it is optional, so it
+    is not part of the protocol's required members; ``capabilities_of`` reads it.
+    """
 
     name: str
 
@@ -92,15 +136,25 @@ class ToolFailure(Exception):
 class BuiltinTool:
     """Base class for the built-in tools: the schema lives in class attributes.
 
-    Subclasses set ``name``, ``description`` and ``input_schema`` and implement ``execute``.
+    Subclasses set ``name``, ``description`` and ``input_schema`` and implement ``execute``; they
+    declare their capabilities with ``capabilities = ToolCapabilities(...)``, or with the
+    shorthand ``destructive = True``, from which the class's ``capabilities`` is made.
     """
 
     name: str
     description: ClassVar[str]
     input_schema: ClassVar[dict[str, Any]]
-    #: Destructive tools start disabled in the default registry and, once enabled, default to
-    #: asking the user before each call.
+    capabilities: ClassVar[ToolCapabilities] = DEFAULT_CAPABILITIES
+    #: Shorthand for ``capabilities = ToolCapabilities(destructive=True)``; always equal to
+    #: ``capabilities.destructive``.
     destructive: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "capabilities" in cls.__dict__:
+            cls.destructive = cls.capabilities.destructive
+        elif cls.destructive != cls.capabilities.destructive:
+            cls.capabilities = replace(cls.capabilities, destructive=cls.destructive)
 
     def __init__(self, context: ToolContext) -> None:
         self.context = context

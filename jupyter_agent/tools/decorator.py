@@ -21,6 +21,7 @@ from pydantic.experimental.arguments_schema import generate_arguments_schema
 from pydantic_core import ArgsKwargs, SchemaValidator
 
 from ..errors import ToolInputError
+from .base import ToolCapabilities
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -31,10 +32,11 @@ ToolFunction = Callable[..., Any]
 
 
 class FunctionTool:
-    """An ``ExecutableTool`` wrapping a function; calling the object still calls the function."""
+    """An ``ExecutableTool`` wrapping a function; calling the object still calls the function.
 
-    #: Tells the registry that ``execute`` validates (and coerces) its own arguments.
-    validates_arguments = True
+    Its ``capabilities`` say that ``execute`` validates (and coerces) its own arguments, and
+    whether the tool is destructive (``@tool(destructive=True)``).
+    """
 
     def __init__(
         self,
@@ -50,7 +52,7 @@ class FunctionTool:
         self.name: str = name or str(getattr(func, "__name__", ""))
         if not self.name or self.name == "<lambda>":
             raise ValueError("@tool needs a name for this function: use @tool(name=...)")
-        self.destructive = destructive
+        self.capabilities = ToolCapabilities(destructive=destructive, validates_arguments=True)
         docstring = docstring_parser.parse(inspect.getdoc(func) or "")
         self.description: str = (
             description if description is not None else _describe(docstring, self.name)
@@ -80,6 +82,11 @@ class FunctionTool:
             if inspect.isawaitable(result):
                 result = await result
         return result if type(result) is str else to_text(result)
+
+    @property
+    def destructive(self) -> bool:
+        """``capabilities.destructive``: the agent asks the user before each call by default."""
+        return self.capabilities.destructive
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)

@@ -1,12 +1,14 @@
 """``create_default_registry``: the built-in tools, in a fixed order, with safe defaults.
 
-This is the one place where the built-in tools are put together. Tools that can destroy data or
-run arbitrary code (``remove``, ``run_bash``) are registered but start disabled; the user turns
-them on (and the agent then asks before each call, see ``agent.approvals``).
+This is the one place where the built-in tools are put together. Tools that declare themselves
+destructive (``ToolCapabilities.destructive``: ``remove``, ``run_bash``) are registered but start
+disabled; the user turns them on (and the agent then asks before each call, see
+``agent.approvals``).
 """
 
 from __future__ import annotations
 
+from .base import BuiltinTool, capabilities_of
 from .context import ToolContext
 from .files import (
     EditFileTool,
@@ -27,35 +29,46 @@ from .web import WebFetchTool
 
 __all__ = ["DISABLED_BY_DEFAULT", "create_default_registry"]
 
-#: Registered, but off until the user enables them.
-DISABLED_BY_DEFAULT = ("remove", "run_bash")
+#: The built-in tools, in the order the registry lists them.
+_BUILTIN_TOOLS: tuple[type[BuiltinTool], ...] = (
+    ReadFileTool,
+    WriteFileTool,
+    EditFileTool,
+    ListDirTool,
+    MkdirTool,
+    MoveTool,
+    RemoveTool,
+    SearchTextTool,
+    SearchFilesTool,
+    SaveSessionContextTool,
+    RunBashTool,
+    WebFetchTool,
+    GitCommitTool,
+)
+
+#: Registered, but off until the user enables them: the built-in tools declared destructive.
+DISABLED_BY_DEFAULT: tuple[str, ...] = tuple(
+    tool.name for tool in _BUILTIN_TOOLS if tool.capabilities.destructive
+)
 
 
 def create_default_registry(
     context: ToolContext, *, allow_private_network: PrivateNetworkSetting = False
 ) -> ToolRegistry:
-    """A registry with every built-in tool bound to ``context``; ``remove`` and ``run_bash`` off.
+    """A registry with every built-in tool bound to ``context``; the destructive ones (``remove``
+    and ``run_bash``) off.
 
     ``allow_private_network`` is passed to ``web_fetch``: ``False`` (public addresses only),
     ``True`` (any address) or a list of hosts such as ``"127.0.0.1"`` or ``"localhost:8000"``.
     """
     registry = ToolRegistry()
-    for tool in (
-        ReadFileTool(context),
-        WriteFileTool(context),
-        EditFileTool(context),
-        ListDirTool(context),
-        MkdirTool(context),
-        MoveTool(context),
-        RemoveTool(context),
-        SearchTextTool(context),
-        SearchFilesTool(context),
-        SaveSessionContextTool(context),
-        RunBashTool(context),
-        WebFetchTool(context, allow_private_network=allow_private_network),
-        GitCommitTool(context),
-    ):
+    for tool_class in _BUILTIN_TOOLS:
+        tool = (
+            WebFetchTool(context, allow_private_network=allow_private_network)
+            if tool_class is WebFetchTool
+            else tool_class(context)
+        )
         registry.register(tool)
-    for name in DISABLED_BY_DEFAULT:
-        registry.disable(name)
+        if capabilities_of(tool).destructive:
+            registry.disable(tool.name)
     return registry

@@ -4,12 +4,20 @@ The registry is the single door through which every tool call passes. It never l
 failure escape as an exception: unknown, disabled and schema-invalid calls, and tools that raise,
 all come back as error results the model can read. Arguments are checked against the tool's
 ``input_schema`` with a JSON Schema validator compiled once, at registration — except for tools
-that say they validate their own arguments (``validates_arguments = True``, as ``@tool`` functions
-do through pydantic, which also coerces ``"5"`` to ``5``); checking twice would only cost time.
+that declare they validate their own arguments (``ToolCapabilities.validates_arguments``, as
+``@tool`` functions do through pydantic, which also coerces ``"5"`` to ``5``); checking twice
+would only cost time.
+
+Arguments are attacker-controlled, so before any validation they are measured in one iterative
+pass: nested deeper than ``MAX_ARGUMENT_DEPTH`` or holding more than ``MAX_ARGUMENT_ITEMS`` values
+or ``MAX_ARGUMENT_CHARS`` characters of text, they are refused (validators and error messages
+recurse into the value, and ~1,000 levels raised ``RecursionError``). Whatever a validator or its
+message still raises on odd values becomes an error result too.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,12 +27,22 @@ from jsonschema import validators as jsonschema_validators
 from jsonschema.protocols import Validator
 
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
-from .base import ExecutableTool, Image, ToolResult
+from .base import ExecutableTool, Image, ToolResult, capabilities_of
 
 _clock = time.perf_counter
 
-#: How many schema violations one error result lists.
+#: How many schema violations one error result lists, and how many are looked at to choose them.
 MAX_REPORTED_SCHEMA_ERRORS = 3
+MAX_COLLECTED_SCHEMA_ERRORS = 100
+#: A violation's message (it quotes the value) is cut at this many characters.
+MAX_SCHEMA_MESSAGE_CHARS = 500
+#: Arguments nested deeper than this (objects and arrays) are refused before validation.
+MAX_ARGUMENT_DEPTH = 100
+#: Arguments with more values than this in all (object members and array items) are refused.
+MAX_ARGUMENT_ITEMS = 100_000
+#: Arguments with more characters of text than this in all (keys and strings) are refused: far
+#: beyond what a model writes in one reply, small enough to keep every check cheap.
+MAX_ARGUMENT_CHARS = 64 * 1024 * 1024
 
 
 class ToolRegistry:
@@ -59,7 +77,7 @@ class ToolRegistry:
             raise ValueError(f"Tool {name!r} has an invalid input_schema: {exc.message}") from None
         self._validators[name] = (
             None
-            if getattr(tool, "validates_arguments", False)
+            if capabilities_of(tool).validates_arguments
             else validator_class(dict(input_schema))
         )
         self._tools[name] = tool
@@ -127,7 +145,13 @@ class ToolRegistry:
     async def call(self, name: str, args: Mapping[str, object]) -> ToolResult:
         """Run a tool; the result says whether it failed and how long it took."""
         started = _clock()
-        refusal = self._refusal(name, args)
+        try:
+            refusal = self._refusal(name, args)
+        except (Exception, RecursionError) as exc:  # e.g. a Mapping whose iteration raises
+            refusal = (
+                f"Error: invalid arguments for {name}: they could not be read "
+                f"({type(exc).__name__}); send a JSON object"
+            )
         if refusal is not None:
             return ToolResult(refusal, True, _clock() - started)
         try:
@@ -156,7 +180,7 @@ class ToolRegistry:
 
     def _refusal(self, name: str, args: Mapping[str, object]) -> str | None:
         """Why a call cannot run (unknown, disabled, bad arguments), or None if it can."""
-        tool = self._tools.get(name)
+        tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self.get_tool_names()) or "none"
             return f"Error: tool {name!r} not found (registered tools: {known})"
@@ -167,12 +191,48 @@ class ToolRegistry:
                 f"Error: invalid arguments for {name}: expected a JSON object, "
                 f"got {type(args).__name__}"
             )
+        problem = _measure(args)
+        if problem is not None:
+            return f"Error: invalid arguments for {name}: {problem}"
         validator = self._validators[name]
         if validator is not None:
-            instance: dict[str, Any] = dict(args)  # jsonschema wants a dict, not any Mapping
-            if not validator.is_valid(instance):
-                return _schema_error_message(name, validator, instance)
+            try:
+                instance: dict[str, Any] = dict(args)  # jsonschema wants a dict, not any Mapping
+                if not validator.is_valid(instance):
+                    return _schema_error_message(name, validator, instance)
+            except (Exception, RecursionError) as exc:  # a value that breaks the checker
+                return (
+                    f"Error: invalid arguments for {name}: they could not be checked "
+                    f"({type(exc).__name__}); send plain JSON values"
+                )
         return None
+
+
+def _measure(args: Mapping[str, object]) -> str | None:
+    """Why ``args`` are too deep or too large to check, or None; one pass, no recursion."""
+    items = 0
+    chars = 0
+    pending: list[tuple[object, int]] = [(args, 1)]
+    while pending:
+        container, depth = pending.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        if isinstance(container, Mapping):
+            children: Any = container.values()
+            chars += sum(len(key) for key in container if isinstance(key, str))
+        else:
+            children = container
+        for child in children:
+            items += 1
+            if isinstance(child, str):
+                chars += len(child)
+            elif isinstance(child, Mapping | list | tuple):
+                pending.append((child, depth + 1))
+        if items > MAX_ARGUMENT_ITEMS:
+            return f"more than {MAX_ARGUMENT_ITEMS:,} values in all"
+        if chars > MAX_ARGUMENT_CHARS:
+            return f"more than {MAX_ARGUMENT_CHARS:,} characters of text in all"
+    return None
 
 
 def _split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
@@ -202,12 +262,19 @@ def _describe(exc: BaseException) -> str:
 
 
 def _schema_error_message(name: str, validator: Validator, args: dict[str, Any]) -> str:
-    errors = sorted(validator.iter_errors(args), key=jsonschema_exceptions.relevance)
+    # At most MAX_COLLECTED_SCHEMA_ERRORS are collected: each one formats its value.
+    collected = list(itertools.islice(validator.iter_errors(args), MAX_COLLECTED_SCHEMA_ERRORS + 1))
+    errors = sorted(collected[:MAX_COLLECTED_SCHEMA_ERRORS], key=jsonschema_exceptions.relevance)
     parts = []
     for error in errors[:MAX_REPORTED_SCHEMA_ERRORS]:
         where = "/".join(str(p) for p in error.absolute_path)
-        parts.append(f"{where}: {error.message}" if where else error.message)
+        message = error.message
+        if len(message) > MAX_SCHEMA_MESSAGE_CHARS:
+            message = message[:MAX_SCHEMA_MESSAGE_CHARS] + "…"
+        parts.append(f"{where}: {message}" if where else message)
     more = len(errors) - MAX_REPORTED_SCHEMA_ERRORS
-    if more > 0:
+    if len(collected) > MAX_COLLECTED_SCHEMA_ERRORS:
+        parts.append("and more")
+    elif more > 0:
         parts.append(f"and {more} more")
     return f"Error: invalid arguments for {name}: " + "; ".join(parts)

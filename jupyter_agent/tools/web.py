@@ -6,23 +6,26 @@ The URL may come from a prompt injection, so the fetch is bounded in every direc
   ``netguard.parse_target`` and ``NetworkPolicy.pin``; the connection is made to the address that
   was checked, with the original ``Host`` header and TLS server name, so DNS cannot change the
   answer in between. Environment proxies are ignored (they would move the connection elsewhere);
-* how long it takes: one deadline (30 s by default) covers connecting, every redirect and the
-  whole body, so a server that trickles a byte a second is cut off too;
+* how long it takes: one deadline (30 s by default) covers connecting, every redirect, the
+  whole body and its conversion, so a server that trickles a byte a second is cut off too;
 * how much it reads: the body is streamed and reading stops at a byte cap (compressed bodies are
   inflated incrementally, with the cap on the inflated size);
 * what comes back: JSON pretty-printed, HTML turned into Markdown (scripts, styles and the like
   dropped first), other text as is; binary content is refused, naming its content type. A
-  non-2xx status is an error result with the status.
+  non-2xx status is an error result with the status;
+* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default) and JSON are
+  converted in a child process under the same deadline, killed when it passes, so a page crafted
+  to make the parser slow can neither freeze the event loop nor outlive the call (see
+  ``web_convert``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import json
-import re
 import ssl
+import sys
 import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import httpx
 
 from .. import __version__
+from . import web_convert
 from .base import BuiltinTool, ToolFailure
 from .netguard import (
     FetchTarget,
@@ -77,20 +81,6 @@ _TEXT_APPLICATION_TYPES = frozenset(
         "application/atom+xml",
     }
 )
-#: Elements whose content is never readable text.
-_DROPPED_ELEMENTS = (
-    "script",
-    "style",
-    "noscript",
-    "template",
-    "iframe",
-    "object",
-    "embed",
-    "svg",
-    "canvas",
-    "meta",
-    "link",
-)
 
 
 def classify_content_type(content_type: str | None) -> ContentKind:
@@ -105,27 +95,6 @@ def classify_content_type(content_type: str | None) -> ContentKind:
     if media.startswith("text/") or media in _TEXT_APPLICATION_TYPES or media.endswith("+xml"):
         return "text"
     return "binary"
-
-
-def html_to_markdown(html: bytes, charset: str | None) -> str:
-    """Readable Markdown from an HTML page: non-content elements dropped, then markdownify."""
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(html, "html.parser", from_encoding=charset)
-    for element in soup(_DROPPED_ELEMENTS):
-        element.decompose()
-    text = MarkdownConverter(heading_style="ATX", strip=["img"]).convert_soup(soup)
-    text = re.sub(r"[ \t]+\n", "\n", str(text))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
-def _decode(body: bytes, charset: str | None) -> str:
-    encoding = "utf-8"
-    if charset:
-        with contextlib.suppress(LookupError):
-            encoding = codecs.lookup(charset).name
-    return body.decode(encoding, errors="replace")
 
 
 def _looks_binary(body: bytes) -> bool:
@@ -210,14 +179,17 @@ class WebFetchTool(BuiltinTool):
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_html_bytes: int = web_convert.MAX_HTML_BYTES,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        """``timeout_s`` is the deadline of one whole fetch; ``max_body_bytes`` caps the body;
+        """``timeout_s`` is the deadline of one whole fetch, conversion included;
+        ``max_body_bytes`` caps the body; ``max_html_bytes`` caps the HTML converted to Markdown;
         ``ssl_context`` replaces the default certificate verification (e.g. a company CA)."""
         super().__init__(context)
         self.policy = NetworkPolicy(allow_private_network)
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
+        self.max_html_bytes = max_html_bytes
         self.ssl_context = ssl_context
 
     async def execute(self, args: dict[str, object]) -> str:
@@ -227,15 +199,24 @@ class WebFetchTool(BuiltinTool):
         max_length = args.get("max_length", DEFAULT_MAX_LENGTH)
         if not isinstance(max_length, int) or not 1 <= max_length <= MAX_MAX_LENGTH:
             raise ToolFailure(f"max_length must be an integer from 1 to {MAX_MAX_LENGTH}")
+        converting = False
         try:
             async with asyncio.timeout(self.timeout_s):
                 fetched = await self._fetch(url)
+                converting = True
+                text, notes = await self._to_text(fetched)
         except (TimeoutError, httpx.TimeoutException):
+            if converting:
+                raise ToolFailure(
+                    f"Timed out after {self.timeout_s:g} s: {url} was fetched, but turning its "
+                    f"{len(fetched.body):,} bytes into text did not finish within the limit "
+                    "(the limit covers fetching and converting)"
+                ) from None
             raise ToolFailure(
                 f"Timed out after {self.timeout_s:g} s fetching {url} (the limit covers "
                 "connecting, redirects and reading the whole body)"
             ) from None
-        return await self._render(fetched, max_length)
+        return self._present(fetched, text, notes, max_length)
 
     # -- network ---------------------------------------------------------------------------
 
@@ -323,7 +304,9 @@ class WebFetchTool(BuiltinTool):
             detail = ""
             if kind != "binary":
                 body, _ = await self._read_body(response, ERROR_BODY_CHARS * 4)
-                snippet = _decode(body, response.charset_encoding).strip()[:ERROR_BODY_CHARS]
+                snippet = web_convert.decode(body, response.charset_encoding).strip()[
+                    :ERROR_BODY_CHARS
+                ]
                 if snippet:
                     detail = f"\nResponse body (start):\n{snippet}"
             raise ToolFailure(
@@ -366,7 +349,9 @@ class WebFetchTool(BuiltinTool):
 
     # -- presentation ----------------------------------------------------------------------
 
-    async def _render(self, fetched: _Fetched, max_length: int) -> str:
+    async def _to_text(self, fetched: _Fetched) -> tuple[str, list[str]]:
+        """The body as text, and notes on what was cut; HTML and JSON are converted in a child
+        process (see ``web_convert``) that is killed if the deadline passes."""
         kind = classify_content_type(fetched.content_type)
         if kind == "unknown":
             if _looks_binary(fetched.body):
@@ -375,18 +360,27 @@ class WebFetchTool(BuiltinTool):
                     "web_fetch only returns text, HTML and JSON"
                 )
             kind = "text"
+        notes: list[str] = []
         if kind == "html":
-            text = await asyncio.to_thread(html_to_markdown, fetched.body, fetched.charset)
+            html, cut = web_convert.cut_html(fetched.body, self.max_html_bytes)
+            if cut:
+                notes.append(
+                    f"The page's HTML is larger than {self.max_html_bytes:,} bytes; only "
+                    f"the first {len(html):,} bytes were converted."
+                )
+            header = {"kind": "html", "charset": fetched.charset}
+            text = await convert_in_child(header, html, fetched.url)
+        elif kind == "json" and not fetched.body_truncated:
+            header = {"kind": "json", "charset": fetched.charset}
+            text = await convert_in_child(header, fetched.body, fetched.url)
         else:
-            text = _decode(fetched.body, fetched.charset)
-            if kind == "json" and not fetched.body_truncated:
-                # Not valid JSON after all: give it as it came.
-                # (RecursionError: JSON nested deeper than Python recurses.)
-                with contextlib.suppress(ValueError, RecursionError):
-                    text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        notes = []
+            text = web_convert.decode(fetched.body, fetched.charset)
+        return text, notes
+
+    def _present(self, fetched: _Fetched, text: str, notes: list[str], max_length: int) -> str:
+        notes = list(notes)
         if fetched.redirects:
-            notes.append(f"Redirected to {fetched.url}.")
+            notes.insert(0, f"Redirected to {fetched.url}.")
         if fetched.body_truncated:
             notes.append(
                 f"The response is larger than {self.max_body_bytes:,} bytes; only the first "
@@ -403,3 +397,45 @@ class WebFetchTool(BuiltinTool):
         if notes:
             text += "\n\n[" + " ".join(notes) + "]"
         return text
+
+
+# -- the conversion child --------------------------------------------------------------------------
+
+#: The converter runs as a script (``python -I``: no user site, no PYTHON* variables, no
+#: current directory on the path), so it imports nothing of the package and starts fast.
+CONVERTER_SCRIPT = web_convert.__file__
+
+
+async def start_converter() -> asyncio.subprocess.Process:
+    """Start one conversion child. The only place it is started, so that a sandbox can wrap it.
+
+    Its environment is empty: it needs nothing of the user's, and must not see their keys.
+    """
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",
+        CONVERTER_SCRIPT,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={},
+    )
+
+
+async def convert_in_child(header: dict[str, Any], body: bytes, url: str) -> str:
+    """``body`` converted by a child process; it is killed if this is cancelled (the deadline)."""
+    process = await start_converter()
+    try:
+        stdout, stderr = await process.communicate(json.dumps(header).encode() + b"\n" + body)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(process.wait()), 5)
+    if process.returncode != 0:
+        if process.returncode is not None and process.returncode < 0:
+            reason = f"the converter process was ended by signal {-process.returncode}"
+        else:
+            reason = stderr.decode("utf-8", errors="replace").strip()[-500:] or "no reason given"
+        raise ToolFailure(f"Could not turn the page from {url} into text: {reason}")
+    return stdout.decode("utf-8", errors="replace")

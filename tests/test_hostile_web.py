@@ -1,0 +1,243 @@
+"""web_fetch on pages crafted to make the HTML conversion slow: the event loop stays free.
+
+A loopback server serves the pathological pages; while ``web_fetch`` runs, a ticker task on the
+same event loop records the largest gap between its ticks. Before the conversion moved to a child
+process, an 80 KB page of space/tab runs stalled the loop for seconds (markdownify's whitespace
+regular expressions backtrack quadratically and hold the GIL) and a 1.2 MB one did not finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import threading
+import time
+from collections.abc import Awaitable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jupyter_agent.tools.base import ToolResult
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.registry import ToolRegistry
+from jupyter_agent.tools.web import CONVERTER_SCRIPT, WebFetchTool, start_converter
+from jupyter_agent.tools.web_convert import (
+    MAX_HTML_BYTES,
+    clean_markdown,
+    collapse_whitespace,
+    strip_pre_newlines,
+)
+
+#: The largest pause of the event loop a test accepts while a page is fetched and converted.
+MAX_LOOP_GAP_S = 0.5
+TICK_S = 0.01
+
+
+def space_tab_runs(size: int) -> bytes:
+    return b"<html><body><p>a" + b" \t" * (size // 2) + b"b</p></body></html>"
+
+
+PAGES: dict[str, bytes] = {
+    "/runs-80k": space_tab_runs(80_000),
+    "/runs-1m2": space_tab_runs(1_200_000),
+    "/runs-in-pre": b"<pre>a" + b" \n" * 600_000 + b"b</pre>",
+    "/runs-everywhere": b"".join(
+        b"<%s>x%sy</%s>" % (tag, b" \t" * 20_000, tag)
+        for tag in (b"td", b"li", b"a", b"h1", b"code", b"blockquote", b"em")
+    ),
+    "/deep": b"<div>" * 100_000 + b"innermost" + b"</div>" * 100_000,
+    "/deep-unclosed": b"<b>" * 200_000 + b"innermost",
+    "/attributes": b"<p "
+    + b" ".join(b'a%d="%d"' % (i, i) for i in range(100_000))
+    + b">attributes</p>",
+    # Linear to convert, but slow per element: more than the short test deadline allows.
+    "/many-elements": b"<p>" + b"<br>" * 1_200_000 + b"</p>",
+    "/too-big": b"<p>" + b"word " * (MAX_HTML_BYTES // 5 + 10_000) + b"</p><p>TAIL</p>",
+}
+
+
+class PageHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        body = PAGES.get(self.path)
+        status = 200 if body is not None else 404
+        body = body if body is not None else b"not here"
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client may hang up first
+            self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), PageHandler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+T = TypeVar("T")
+
+
+async def with_ticker(work: Awaitable[T]) -> tuple[T, float, float]:
+    """Run ``work`` while a ticker measures the event loop: (result, elapsed s, largest gap s)."""
+    largest_gap = 0.0
+    stop = asyncio.Event()
+
+    async def tick() -> None:
+        nonlocal largest_gap
+        last = time.monotonic()
+        while not stop.is_set():
+            await asyncio.sleep(TICK_S)
+            now = time.monotonic()
+            largest_gap = max(largest_gap, now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    started = time.monotonic()
+    try:
+        result = await work
+    finally:
+        elapsed = time.monotonic() - started
+        stop.set()
+        await ticker
+    return result, elapsed, largest_gap
+
+
+async def fetch(
+    tmp_path: Path, url: str, *, timeout_s: float = 30.0, max_length: int = 500_000
+) -> tuple[ToolResult, float, float]:
+    registry = ToolRegistry()
+    registry.register(WebFetchTool(ToolContext(tmp_path), True, timeout_s=timeout_s))
+    # The outer wait_for only keeps a broken implementation from hanging the test run.
+    call = registry.call("web_fetch", {"url": url, "max_length": max_length})
+    return await with_ticker(asyncio.wait_for(call, timeout_s + 15))
+
+
+def converter_children() -> list[int]:
+    """Our child processes that are conversion children still running."""
+    mine = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if ppid == mine and CONVERTER_SCRIPT.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+# -- the event loop stays free ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/runs-80k", "/runs-1m2", "/runs-in-pre", "/runs-everywhere"])
+async def test_whitespace_runs_convert_quickly_and_the_loop_stays_free(
+    tmp_path: Path, base_url: str, path: str
+) -> None:
+    result, elapsed, gap = await fetch(tmp_path, base_url + path, timeout_s=20)
+    assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    assert not result.is_error, result.content[:300]
+    assert elapsed < 20
+    assert "a" in result.content or "x" in result.content
+
+
+@pytest.mark.parametrize("path", ["/deep", "/deep-unclosed"])
+async def test_deep_nesting_gives_its_text(tmp_path: Path, base_url: str, path: str) -> None:
+    result, _, gap = await fetch(tmp_path, base_url + path, timeout_s=25)
+    assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    assert not result.is_error, result.content[:300]
+    assert "innermost" in result.content
+
+
+async def test_huge_attribute_list(tmp_path: Path, base_url: str) -> None:
+    result, _, gap = await fetch(tmp_path, base_url + "/attributes", timeout_s=20)
+    assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    assert result.content.strip() == "attributes"
+
+
+async def test_slow_conversion_is_killed_at_the_deadline(tmp_path: Path, base_url: str) -> None:
+    result, elapsed, gap = await fetch(tmp_path, base_url + "/many-elements", timeout_s=2)
+    assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    assert result.is_error
+    assert "Timed out after 2 s" in result.content
+    assert "did not finish" in result.content
+    assert elapsed < 4  # the deadline, plus killing the child
+    assert converter_children() == []  # killed and reaped, not left running
+
+
+async def test_html_over_the_cap_is_cut_and_says_so(tmp_path: Path, base_url: str) -> None:
+    result, _, gap = await fetch(tmp_path, base_url + "/too-big", max_length=100)
+    assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    assert not result.is_error, result.content[:300]
+    assert result.content.startswith("word word")
+    assert f"larger than {MAX_HTML_BYTES:,} bytes" in result.content
+    assert "TAIL" not in result.content
+
+
+async def test_converter_child_sees_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-IN-PARENT")
+    process = await start_converter()  # waits on stdin
+    try:
+        environ = Path(f"/proc/{process.pid}/environ").read_bytes()
+    finally:
+        process.kill()
+        await process.wait()
+    assert b"SECRET-IN-PARENT" not in environ
+
+
+# -- the clean-up is linear and means what markdownify means -----------------------------------
+
+whitespace_texts = st.text(alphabet=" \t\r\nab*", max_size=60)
+
+
+@given(whitespace_texts)
+@settings(max_examples=300, deadline=None)
+def test_collapse_whitespace_matches_markdownify(text: str) -> None:
+    expected = re.sub(r"[\t ]+", " ", re.sub(r"[\t \r\n]*[\r\n][\t \r\n]*", "\n", text))
+    assert collapse_whitespace(text) == expected
+
+
+@given(st.text(alphabet=" \n\tx", max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_strip_pre_newlines_matches_markdownify(text: str) -> None:
+    expected = re.sub(r"[ \n]*$", "", re.sub(r"^[ \n]*\n", "", text))
+    assert strip_pre_newlines(text) == expected
+
+
+@given(st.text(alphabet=" \t\nx", max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_clean_markdown_matches_the_old_regex_clean_up(text: str) -> None:
+    expected = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
+    # The old clean-up left trailing blanks on the last line to strip(); so does this one.
+    assert clean_markdown(text) == expected
+
+
+@pytest.mark.parametrize(
+    "function", [collapse_whitespace, strip_pre_newlines, clean_markdown], ids=lambda f: f.__name__
+)
+def test_clean_up_is_linear_on_whitespace_runs(function: object) -> None:
+    assert callable(function)
+    text = "a" + " \t" * 1_000_000 + "b" + " \n" * 1_000_000 + "c" + "\n" * 1_000_000 + " \t"
+    started = time.monotonic()
+    function(text)
+    assert time.monotonic() - started < 2  # quadratic would take hours
