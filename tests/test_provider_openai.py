@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import openai
 import pytest
 from fake_anthropic import api_problems
 from notebook_fake_server import serve
+from openai._models import FinalRequestOptions
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.errors import ProviderError
@@ -81,7 +83,9 @@ def tool_reply(calls: list[tuple[str | None, str, str]], finish: str = "tool_cal
 
 
 class FakeChatServer:
-    def __init__(self, *replies: list[Chunk] | tuple[int, dict[str, Any]]) -> None:
+    def __init__(
+        self, *replies: list[Chunk] | tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], Any]
+    ) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
 
@@ -91,8 +95,8 @@ class FakeChatServer:
         self.requests.append(body)
         reply = self.replies.pop(0)
         if isinstance(reply, tuple):
-            status, error = reply
-            return httpx2.Response(status, json={"error": error})
+            status, error, *headers = reply
+            return httpx2.Response(status, json={"error": error}, headers=(headers or [{}])[0])
         assert body["stream"] is True
         payload = "".join(f"data: {json.dumps(c)}\n\n" for c in reply) + "data: [DONE]\n\n"
         return httpx2.Response(
@@ -284,3 +288,111 @@ def test_one_provider_serves_several_asyncio_runs_without_resending(
         assert str(provider.client.base_url).startswith(base_url)
         asyncio.run(provider.aclose())
     assert [r["messages"][-1]["content"] for r in server.requests] == ["one", "two", "three"]
+
+
+# -- servers that bend the wire format (issue 12, provider edges) ----------------------------------
+
+
+def calls_without_index(calls: list[tuple[str, str, str]]) -> list[Chunk]:
+    """Parallel tool calls the way Ollama (and some llama.cpp builds) stream them: each call
+    whole in its own chunk, told apart only by its id — no ``index``."""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for call_id, name, arguments in calls:
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        chunks.append(chunk({"tool_calls": [call]}))
+    chunks.append(chunk({}, "tool_calls"))
+    return chunks
+
+
+def calls_all_at_index_zero(calls: list[tuple[str, str, str]]) -> list[Chunk]:
+    """Parallel calls that all claim ``index: 0``, the arguments in fragments after each head."""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for call_id, name, arguments in calls:
+        head = {
+            "index": 0,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [head]}))
+        for i in range(0, len(arguments), 4):
+            fragment = {"index": 0, "function": {"arguments": arguments[i : i + 4]}}
+            chunks.append(chunk({"tool_calls": [fragment]}))
+    chunks.append(chunk({}, "tool_calls"))
+    return chunks
+
+
+@pytest.mark.parametrize("shape", [calls_without_index, calls_all_at_index_zero])
+async def test_parallel_calls_stay_apart_when_the_server_omits_index(
+    tmp_path: Path, shape: Any
+) -> None:
+    server = FakeChatServer(
+        shape(
+            [
+                ("call_a", "add", '{"a": 1, "b": 2}'),
+                ("call_b", "add", '{"a": 30, "b": 4}'),
+                ("call_c", "add", '{"a": 500, "b": 6}'),
+            ]
+        ),
+        text_reply("3, 34 and 506."),
+    )
+    agent = make_agent(server, tmp_path)
+    events = [e async for e in agent.stream_chat("add three pairs")]
+    finished = {e.call_id: e.output for e in events if isinstance(e, ToolCallFinished)}
+    assert finished == {"call_a": "3", "call_b": "34", "call_c": "506"}
+    sent = server.requests[1]["messages"][2]["tool_calls"]
+    assert [c["id"] for c in sent] == ["call_a", "call_b", "call_c"]
+
+
+async def test_a_stream_cut_before_its_finish_reason_is_an_error(tmp_path: Path) -> None:
+    cut = text_reply("The answer is definitely")[:-2]  # no finish_reason chunk, no usage
+    server = FakeChatServer(cut, text_reply("Hello again."))
+    agent = make_agent(server, tmp_path)
+    with pytest.raises(ProviderError, match="ended the stream before the reply was complete"):
+        await agent.chat("hi")
+    assert await agent.chat("hi") == "Hello again."
+    conversation = {"model": "m", "max_tokens": 1, "messages": agent.messages}
+    assert api_problems(conversation) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "registry.ollama.ai/library/gemma3:latest does not support tools",
+        "tools param requires --jinja flag",
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+    ],
+)
+async def test_a_server_without_tool_support_says_so(tmp_path: Path, message: str) -> None:
+    server = FakeChatServer((400, {"message": message, "type": "invalid_request_error"}))
+    agent = make_agent(server, tmp_path)
+    with pytest.raises(ProviderError) as caught:
+        await agent.chat("hi")
+    text = str(caught.value)
+    assert message in text
+    assert "does not support tool calls" in text and "%agent_tools" in text
+
+
+def test_a_long_retry_after_waits_only_the_cap(tmp_path: Path) -> None:
+    """The openai SDK honours a ``retry-after`` of up to two minutes (beyond that it does not
+    retry at all); the provider caps the wait."""
+    limited = {"message": "Rate limit reached", "type": "rate_limit_error"}
+    server = FakeChatServer((429, limited, {"retry-after": "100"}), text_reply("Back."))
+    with serve(_Served(server)) as base_url:  # type: ignore[arg-type]
+        provider = OpenAIProvider(
+            "local-model", base_url=f"{base_url}/v1", max_retries=1, max_retry_wait=0.2
+        )
+        agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
+        started = time.monotonic()
+        assert asyncio.run(agent.chat("hi")) == "Back."
+        elapsed = time.monotonic() - started
+    assert len(server.requests) == 2
+    assert 0.2 <= elapsed < 5
+    default = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1").client
+    options = FinalRequestOptions(method="post", url="/chat/completions")
+    long_wait = httpx2.Headers({"retry-after": "100"})
+    assert default._calculate_retry_timeout(2, options, long_wait) == 60.0  # type: ignore[attr-defined]

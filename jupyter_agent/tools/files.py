@@ -32,6 +32,7 @@ from .file_common import (
     _os_reason,
     _refuse_trailing_slash,
 )
+from .journal import ChangeJournal, recording
 from .reading import ReadFileTool
 
 __all__ = [
@@ -80,23 +81,35 @@ class WriteFileTool(BuiltinTool):
         _refuse_trailing_slash(path, file_path)
         data = content.encode("utf-8", "surrogatepass")
         held = self.context.confinement.held
-        await asyncio.to_thread(_write_file, held, path, file_path, data)
-        return f"Wrote {len(data)} bytes to {self.context.relative(path)}"
+        journal = self.context.journal
+        note = await asyncio.to_thread(_write_file, held, path, file_path, data, journal)
+        return f"Wrote {len(data)} bytes to {self.context.relative(path)}{note}"
 
 
-def _write_file(held: WorkspaceRoot, path: Path, shown: str, data: bytes) -> None:
-    try:
-        held.makedirs(path.parent)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolFailure(f"Cannot write {shown}: a part of its folder path is a file") from None
-    except OSError as exc:
-        raise _failure("create the folder for", shown, exc) from None
-    try:
-        with held.parent_of(path) as (folder, name):
-            _refuse_folder_or_link(folder, name, shown)
-            atomic_write_at(folder, name, data)
-    except OSError as exc:
-        raise _failure("write", shown, exc) from None
+def _write_file(
+    held: WorkspaceRoot, path: Path, shown: str, data: bytes, journal: ChangeJournal | None
+) -> str:
+    """Write ``data`` to ``path``; the journal's note ("" unless undo will not cover it)."""
+    with recording(journal) as record:
+        try:
+            created = record.missing_folders(held, path.parent)
+            held.makedirs(path.parent)
+            record.created_folders(created)
+        except (FileExistsError, NotADirectoryError):
+            raise ToolFailure(
+                f"Cannot write {shown}: a part of its folder path is a file"
+            ) from None
+        except OSError as exc:
+            raise _failure("create the folder for", shown, exc) from None
+        try:
+            with held.parent_of(path) as (folder, name):
+                _refuse_folder_or_link(folder, name, shown)
+                before = record.keep_file(folder, name)
+                atomic_write_at(folder, name, data)
+                record.wrote(held.relative(path), before, data)
+        except OSError as exc:
+            raise _failure("write", shown, exc) from None
+    return record.note
 
 
 def _refuse_folder_or_link(folder: int, name: str, shown: str) -> None:
@@ -155,20 +168,35 @@ class EditFileTool(BuiltinTool):
         path = self.context.resolve_for_writing(file_path)
         _refuse_trailing_slash(path, file_path)
         held = self.context.confinement.held
-        count = await asyncio.to_thread(
-            _edit_file, held, path, file_path, old_string, new_string, replace_all
+        count, note = await asyncio.to_thread(
+            _edit_file,
+            held,
+            path,
+            file_path,
+            old_string,
+            new_string,
+            replace_all,
+            self.context.journal,
         )
         where = self.context.relative(path)
-        return f"Edited {where}: {count} replacement{'' if count == 1 else 's'}"
+        return f"Edited {where}: {count} replacement{'' if count == 1 else 's'}{note}"
 
 
 def _edit_file(
-    held: WorkspaceRoot, path: Path, shown: str, old: str, new: str, replace_all: bool
-) -> int:
+    held: WorkspaceRoot,
+    path: Path,
+    shown: str,
+    old: str,
+    new: str,
+    replace_all: bool,
+    journal: ChangeJournal | None,
+) -> tuple[int, str]:
+    """Replacements made, and the journal's note ("" unless undo will not cover the edit)."""
     fd = _open_for_reading(held, path, shown)
     try:
         with open(fd, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+            info = os.fstat(handle.fileno())
+            size = info.st_size
             if size > MAX_EDIT_BYTES:
                 raise ToolFailure(
                     f"{shown} is {size} bytes, more than edit_file handles "
@@ -204,14 +232,18 @@ def _edit_file(
             f"This edit would make {shown} {grown:,} bytes, more than edit_file writes "
             f"({MAX_EDIT_BYTES:,} bytes); nothing was written. Use write_file for large content."
         )
-    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    replaced_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    updated = replaced_text.encode("utf-8", "surrogatepass")
     try:
-        with held.parent_of(path) as (folder, name):
+        with recording(journal) as record, held.parent_of(path) as (folder, name):
             _refuse_folder_or_link(folder, name, shown)
-            atomic_write_at(folder, name, updated.encode("utf-8", "surrogatepass"))
+            # The journal keeps the bytes read above through the tool's own descriptor.
+            before = record.keep_bytes(data, info.st_mode)
+            atomic_write_at(folder, name, updated)
+            record.wrote(held.relative(path), before, updated)
     except OSError as exc:
         raise _failure("write", shown, exc) from None
-    return replaced
+    return replaced, record.note
 
 
 # -- list_dir ----------------------------------------------------------------------------------
@@ -319,10 +351,13 @@ class MkdirTool(BuiltinTool):
         except OSError as exc:
             raise _failure("create folder", shown, exc) from None
         try:
-            if parents:
-                held.makedirs(path.parent)
-            with held.parent_of(path) as (folder, name):
-                os.mkdir(name, 0o777, dir_fd=folder)
+            with recording(self.context.journal) as record:
+                created = record.missing_folders(held, path)
+                if parents:
+                    held.makedirs(path.parent)
+                with held.parent_of(path) as (folder, name):
+                    os.mkdir(name, 0o777, dir_fd=folder)
+                record.created_folders(created)
         except FileExistsError:
             raise ToolFailure(f"Cannot create folder {shown}: a file of that name exists") from None
         except FileNotFoundError:
@@ -336,7 +371,7 @@ class MkdirTool(BuiltinTool):
             ) from None
         except OSError as exc:
             raise _failure("create folder", shown, exc) from None
-        return f"Created folder {where}"
+        return f"Created folder {where}{record.note}"
 
 
 def _entry(held: WorkspaceRoot, path: Path) -> os.stat_result | None:
@@ -385,12 +420,14 @@ class MoveTool(BuiltinTool):
         resolve = self.context.resolve_for_writing
         source = resolve(source_text, follow_final_symlink=False)
         destination = resolve(destination_text, follow_final_symlink=False)
-        moved_to = await asyncio.to_thread(
+        moved_to, note = await asyncio.to_thread(
             self._move, source, destination, source_text, destination_text
         )
-        return f"Moved {self.context.relative(source)} to {self.context.relative(moved_to)}"
+        return f"Moved {self.context.relative(source)} to {self.context.relative(moved_to)}{note}"
 
-    def _move(self, source: Path, destination: Path, source_text: str, dest_text: str) -> Path:
+    def _move(
+        self, source: Path, destination: Path, source_text: str, dest_text: str
+    ) -> tuple[Path, str]:
         root = self.context.workspace
         held = self.context.confinement.held
         if source == root:
@@ -417,12 +454,18 @@ class MoveTool(BuiltinTool):
         if stat.S_ISDIR(source_info.st_mode) and destination.is_relative_to(source):
             raise ToolFailure(f"Cannot move the folder {source_text} into itself")
         try:
-            held.makedirs(destination.parent)
-            with (
-                held.parent_of(source) as (from_folder, from_name),
-                held.parent_of(destination) as (to_folder, to_name),
-            ):
-                os.rename(from_name, to_name, src_dir_fd=from_folder, dst_dir_fd=to_folder)
+            with recording(self.context.journal) as record:
+                created = record.missing_folders(held, destination.parent)
+                held.makedirs(destination.parent)
+                record.created_folders(created)
+                with (
+                    held.parent_of(source) as (from_folder, from_name),
+                    held.parent_of(destination) as (to_folder, to_name),
+                ):
+                    os.rename(from_name, to_name, src_dir_fd=from_folder, dst_dir_fd=to_folder)
+                    record.moved(
+                        held.relative(source), held.relative(destination), to_folder, to_name
+                    )
         except OSError as exc:
             if exc.errno == errno.EXDEV:
                 raise ToolFailure(
@@ -434,7 +477,7 @@ class MoveTool(BuiltinTool):
             raise ToolFailure(
                 f"Cannot move {source_text} to {dest_text}: {_os_reason(exc)}"
             ) from None
-        return destination
+        return destination, record.note
 
 
 # -- remove ------------------------------------------------------------------------------------
@@ -472,14 +515,17 @@ class RemoveTool(BuiltinTool):
     def _remove(self, path: Path, shown: str, recursive: bool) -> str:
         where = self.context.relative(path)
         held = self.context.confinement.held
+        rel = held.relative(path)
         try:
-            with held.parent_of(path) as (folder, name):
+            # With a journal, what is removed moves into it (one rename) so undo can put it back.
+            with recording(self.context.journal) as record, held.parent_of(path) as (folder, name):
                 info = _lstat_at(folder, name)
                 if info is None:
                     raise ToolFailure(f"Not found: {shown}")
                 if not stat.S_ISDIR(info.st_mode):  # files and symlinks (to folders too)
-                    os.unlink(name, dir_fd=folder)
-                    return f"Removed {where}"
+                    if not record.trash(folder, name, rel):
+                        os.unlink(name, dir_fd=folder)
+                    return f"Removed {where}{record.note}"
                 if not recursive:
                     try:
                         os.rmdir(name, dir_fd=folder)
@@ -490,11 +536,13 @@ class RemoveTool(BuiltinTool):
                                 "to delete it with everything in it"
                             ) from None
                         raise
-                    return f"Removed empty folder {where}"
-                # rmtree with dir_fd walks by descriptors and never follows a symlink inside.
-                shutil.rmtree(name, dir_fd=folder)
+                    record.removed_empty_folder(rel)
+                    return f"Removed empty folder {where}{record.note}"
+                if not record.trash(folder, name, rel):
+                    # rmtree with dir_fd walks by descriptors and never follows a symlink inside.
+                    shutil.rmtree(name, dir_fd=folder)
         except (FileNotFoundError, NotADirectoryError):
             raise ToolFailure(f"Not found: {shown}") from None
         except OSError as exc:
             raise _failure("remove", shown, exc) from None
-        return f"Removed folder {where} and everything in it"
+        return f"Removed folder {where} and everything in it{record.note}"
