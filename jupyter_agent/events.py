@@ -75,6 +75,8 @@ class ToolCallFinished:
     output: str
     is_error: bool
     duration_s: float
+    #: The ``jupyter_agent.Image`` parts of the result (shown as thumbnails in the notebook).
+    images: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -460,7 +460,9 @@ async def _closing(
 
 
 def _finished(call: _Call, result: ToolResult) -> ToolCallFinished:
-    return ToolCallFinished(call.id, call.name, result.content, result.is_error, result.duration_s)
+    return ToolCallFinished(
+        call.id, call.name, result.content, result.is_error, result.duration_s, result.images
+    )
 
 
 def _clean_content(

@@ -22,7 +22,8 @@ main thread (``call_on_main``) and the end of the run wake it at once.
 The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
 an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
 kernel's stop button) cancels the background task, waits for its cleanup, and reports the run as
-interrupted.
+interrupted. ``request_stop`` (the cell's own Stop button) does exactly the same from a widget
+callback: the pump sees it at its next wake-up and stops the run as if interrupted.
 """
 
 from __future__ import annotations
@@ -187,6 +188,7 @@ class MainThreadBridge:
         self._coalesce_text = True
         self._accepting_calls = False
         self._pumping = False
+        self._stop_requested = False
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
 
@@ -204,6 +206,12 @@ class MainThreadBridge:
         """
         self._queue.put(event)
         if type(event) is not TextDelta:
+            self._wake.set()
+
+    def request_stop(self) -> None:
+        """End the current run as an interrupt would (the Stop button); no-op when idle."""
+        if self._pumping:
+            self._stop_requested = True
             self._wake.set()
 
     async def call_on_main(self, fn: Callable[[], T]) -> T:
@@ -249,6 +257,7 @@ class MainThreadBridge:
         self._coalesce_text = coalesce_text
         self._pumping = True
         self._accepting_calls = True
+        self._stop_requested = False
         interrupted = False
         try:
             try:
@@ -266,6 +275,7 @@ class MainThreadBridge:
         finally:
             self._accepting_calls = False
             self._pumping = False
+            self._stop_requested = False
             self._refuse_pending_calls()
         if interrupted:
             return RunOutcome(interrupted=True)
@@ -314,6 +324,8 @@ class MainThreadBridge:
                 return
             if deadline is not None and now > deadline:
                 return
+            if deadline is None and self._stop_requested and not finished:
+                raise KeyboardInterrupt  # the Stop button: the same path as an interrupt
             if not finished:
                 timeout = POLL_INTERVAL_S
                 if deadline is not None:
