@@ -166,3 +166,24 @@ def test_notebook_history_sees_earlier_cells_outputs_errors_and_plots(
     assert "What did my cells do?" not in body  # the running %%agent cell is not among them
     assert body.index("hello from cell 2") < body.index("KeyError")  # oldest first
     assert body.count("[image/png image") == 1  # the plot, sent as an image part
+
+
+def test_proposals_of_a_turn_become_one_new_cell_in_the_kernel_reply(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    fake_api.add(
+        Reply(
+            [
+                tool_use("toolu_1", "propose_cell", {"code": "import math"}),
+                tool_use("toolu_2", "propose_cell", {"code": "math.sqrt(2)"}),
+            ]
+        ),
+        text("Two steps, one cell."),
+    )
+    reply, outputs = kernel.execute("%%agent\nShow me sqrt(2)")
+    assert reply["status"] == "ok", outputs
+    payloads = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    assert payloads == [
+        {"source": "set_next_input", "text": "import math\n\nmath.sqrt(2)", "replace": False}
+    ]

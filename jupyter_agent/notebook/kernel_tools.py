@@ -192,9 +192,21 @@ def kernel_tools(
     bridge: MainThreadBridge,
     shell: Any = None,
 ) -> list[BuiltinTool]:
-    """The three kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``)."""
-    return [
+    """The kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``); with the
+    extension loaded in ``shell``, also ``notebook_history`` and ``propose_cell``."""
+    from .history_tool import NotebookHistoryTool
+    from .propose_cell import ProposeCellTool, proposals_for
+    from .recorder import recorder_for
+
+    tools: list[BuiltinTool] = [
         ListVariablesTool(context, namespace, shell),
         InspectVariableTool(context, namespace, shell),
         RunPythonTool(context, namespace, bridge),
     ]
+    recorder = recorder_for(shell)
+    if recorder is not None:
+        tools.append(NotebookHistoryTool(context, recorder))
+    proposals = proposals_for(shell)
+    if proposals is not None:
+        tools.append(ProposeCellTool(context, proposals))
+    return tools
