@@ -56,3 +56,11 @@ class ToolInputError(JupyterAgentError):
 
 class ProviderError(JupyterAgentError):
     """A request to the model failed and was not retried further."""
+
+
+class MCPServerError(JupyterAgentError):
+    """An MCP server could not be added, started or reached; the message names it, in one line."""
+
+
+class MCPConfigError(JupyterAgentError, ValueError):
+    """An MCP server entry (or a tool name of its server) that cannot be used."""

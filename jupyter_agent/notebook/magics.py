@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 import shlex
+import sys
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -27,12 +28,16 @@ from ..events import AgentFinished, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
+from .console import OrderedConsole, PrintedText
 from .kernel_comm import KernelCommPoller
 from .kernel_tools import kernel_tools
 from .pricing import SOURCE, SOURCE_DATE, UNPRICED, estimate_cost, user_prices
 from .prompt_vars import expand_variables
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
 from .runner import BackgroundLoop, MainThreadBridge, forward_events
+
+if TYPE_CHECKING:
+    from .mcp_commands import MCPCommands
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant working inside the user's Jupyter notebook. You can use tools "
@@ -51,7 +56,7 @@ OFFLINE_NOTE = (
 
 _ROLES = ("user", "assistant")
 _PROVIDERS = ("auto", "anthropic", "offline", "openai")
-_HOUSEKEEPING = ("reset", "history", "usage", "save", "load", "config")
+_HOUSEKEEPING = ("reset", "history", "usage", "save", "load", "config", "mcp")
 
 
 def _one_line(text: str) -> str:
@@ -100,6 +105,12 @@ class AgentMagics(Magics):
         "{'my-model': {'input': 1, 'output': 5}} (optional 'cache_write', 'cache_read'); they "
         "override the built-in list prices in %agent usage.",
     ).tag(config=True)
+    mcp_servers = Dict(
+        {},
+        help="MCP servers in the shared mcpServers shape: {'name': {'command': ..., 'args': [...], "
+        "'env': {...}}} or {'name': {'url': ...}}, plus an optional 'policy' (default 'ask'); "
+        "connected on first use. See %agent mcp.",
+    ).tag(config=True)
     variable_budget = Int(
         8000, min=0, help="Characters of {{variable}} summaries one prompt may carry."
     ).tag(config=True)
@@ -128,6 +139,7 @@ class AgentMagics(Magics):
         self._renderer: Renderer | None = None
         self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
         self._offline_noted = False
+        self._mcp: MCPCommands | None = None
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -265,6 +277,10 @@ class AgentMagics(Magics):
             agent.disable_tool("run_python")
         previous = self._agent
         if previous is not None:  # settings changed: keep the conversation and the choices
+            if self._mcp is not None:
+                from ..mcp import manager_for
+
+                manager_for(previous).move_to(agent)
             agent.messages = previous.messages
             agent.usage = previous.usage
             for name in agent.registry.get_tool_names():
@@ -278,6 +294,23 @@ class AgentMagics(Magics):
             panel.rebind(agent)
         return agent
 
+    @property
+    def mcp(self) -> MCPCommands:
+        """The ``%agent mcp`` commands; servers run on the session's background loop."""
+        if self._mcp is None:
+            from .mcp_commands import MCPCommands
+
+            background = self.bridge.background
+            self._mcp = MCPCommands(lambda coro: background.run(coro))
+        return self._mcp
+
+    def _connect_mcp_servers(self, agent: Any) -> None:
+        """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
+        if not self.mcp_servers:
+            return
+        for problem in self.mcp.connect_configured(agent, self.mcp_servers):
+            print(problem, file=sys.stderr)
+
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
         if self._renderer is not None:
             self._renderer.mark_waiting(call_id, waiting)
@@ -288,6 +321,10 @@ class AgentMagics(Magics):
         if background is None:
             return
         providers = {id(p): p for p in [*self._providers.values(), self._custom_provider] if p}
+        if self._mcp is not None and self._agent is not None:
+            with contextlib.suppress(Exception):
+                self._mcp.close(self._agent)  # the servers' processes end here
+            self._mcp = None
 
         async def close_all() -> None:
             for provider in providers.values():
@@ -324,7 +361,7 @@ class AgentMagics(Magics):
 
         Line form (housekeeping): ``%agent reset`` (new conversation), ``%agent history``,
         ``%agent usage`` (tokens and cost), ``%agent save PATH``, ``%agent load PATH``,
-        ``%agent config``.
+        ``%agent config``, ``%agent mcp add|list|remove`` (MCP servers).
         """
         if cell is None:
             self._housekeeping(line)
@@ -342,6 +379,7 @@ class AgentMagics(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         agent = self._ensure_agent()
+        self._connect_mcp_servers(agent)
         if args.new:
             agent.clear_context()
         if args.system is not None:
@@ -378,6 +416,9 @@ class AgentMagics(Magics):
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
 
         def on_event(event: object) -> None:
+            if isinstance(event, PrintedText):
+                event.show()
+                return
             if isinstance(event, TurnStarted) and event.model:
                 final["model"] = event.model
             elif isinstance(event, TurnFinished):
@@ -394,11 +435,12 @@ class AgentMagics(Magics):
 
         bridge = self.bridge
         try:
-            outcome = bridge.run(
-                forward_events(agent.stream_chat(expanded.text), bridge),
-                on_event,
-                on_idle=on_idle,
-            )
+            with OrderedConsole(bridge.post):
+                outcome = bridge.run(
+                    forward_events(agent.stream_chat(expanded.text), bridge),
+                    on_event,
+                    on_idle=on_idle,
+                )
         except ProviderError as exc:
             renderer.close(interrupted=False)
             raise UsageError(f"The model request failed: {_one_line(str(exc))}") from None
@@ -433,6 +475,7 @@ class AgentMagics(Magics):
             "save": self._cmd_save,
             "load": self._cmd_load,
             "config": self._cmd_config,
+            "mcp": self._cmd_mcp,
         }
         handler = handlers.get(command)
         if handler is None:
@@ -549,6 +592,11 @@ class AgentMagics(Magics):
             agent.set_system_prompt(system_prompt)
         print(f"Loaded {len(messages)} messages from {path}; the next %%agent cell continues it.")
 
+    def _cmd_mcp(self, rest: list[str]) -> None:
+        agent = self._ensure_agent()
+        self._connect_mcp_servers(agent)
+        print(self.mcp.command(agent, rest))
+
     def _cmd_config(self, rest: list[str]) -> None:
         self._no_arguments("config", rest)
         rows: list[tuple[str, str]] = []
@@ -585,6 +633,7 @@ class AgentMagics(Magics):
         except ValueError as exc:
             raise UsageError(f"%agent_tools: {exc}") from None
         agent = self._ensure_agent()
+        self._connect_mcp_servers(agent)
         if not words:
             if self.use_widgets():
                 from .widgets.tool_panel import ToolPanel
