@@ -166,6 +166,9 @@ def test_notebook_history_sees_earlier_cells_outputs_errors_and_plots(
     assert "What did my cells do?" not in body  # the running %%agent cell is not among them
     assert body.index("hello from cell 2") < body.index("KeyError")  # oldest first
     assert body.count("[image/png image") == 1  # the plot, sent as an image part
+    images = [b for b in result["content"] if isinstance(b, dict) and b.get("type") == "image"]
+    assert len(images) == 1
+    assert images[0]["source"]["media_type"] == "image/png"
 
 
 def test_proposals_of_a_turn_become_one_new_cell_in_the_kernel_reply(
