@@ -139,3 +139,30 @@ def test_notebook_history_refuses_bad_arguments_with_a_clear_error(
     run_ok(shell, "%%agent\nlook")
     [result] = tool_results(fake.requests[1])
     assert result.get("is_error") is True
+
+
+def test_run_python_returns_the_figures_its_code_produced(
+    shell: InteractiveShell,  # noqa: F811
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    run_ok(shell, "%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    code = (
+        "import matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([1, 3, 2])\nprint('drawn')"
+    )
+    fake = use_fake(
+        shell, Reply([tool_use("toolu_1", "run_python", {"code": code})]), text("A line.")
+    )
+    try:
+        run_ok(shell, "%%agent\nPlot it")
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+    [result] = tool_results(fake.requests[1])
+    assert "drawn" in result_text(result)
+    images = [b for b in result["content"] if b.get("type") == "image"]
+    assert len(images) == 1
+    data = base64.b64decode(images[0]["source"]["data"])
+    assert data.startswith(b"\x89PNG")

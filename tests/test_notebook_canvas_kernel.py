@@ -190,3 +190,24 @@ def test_proposals_of_a_turn_become_one_new_cell_in_the_kernel_reply(
     assert payloads == [
         {"source": "set_next_input", "text": "import math\n\nmath.sqrt(2)", "replace": False}
     ]
+
+
+def test_run_python_figures_shown_inline_reach_the_model_and_the_cell(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+    fake_api.add(Reply([tool_use("toolu_1", "run_python", {"code": code})]), text("Plotted."))
+    reply, outputs = kernel.execute(
+        "%agent_tools enable run_python\n%agent_tools policy run_python allow"
+    )
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%%agent\nPlot it")
+    assert reply["status"] == "ok", outputs
+    [result] = tool_results(fake_api.requests[1])
+    images = [b for b in result["content"] if b.get("type") == "image"]
+    assert len(images) == 1 and images[0]["source"]["media_type"] == "image/png"
+    # the user sees the plot in the cell too, and its thumbnail in the saved record
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    records = [o for o in outputs if "text/html" in o.get("data", {})]
+    assert any("data:image/png;base64," in o["data"]["text/html"] for o in records)
