@@ -166,3 +166,15 @@ def test_run_python_returns_the_figures_its_code_produced(
     assert len(images) == 1
     data = base64.b64decode(images[0]["source"]["data"])
     assert data.startswith(b"\x89PNG")
+
+
+def test_the_static_record_escapes_what_the_tools_returned() -> None:
+    from jupyter_agent.notebook import tool_format
+
+    hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    block = tool_format.html_block(
+        "web_fetch", {"url": hostile}, "error", 0.25, hostile, thumbnails=()
+    )
+    assert "<script>" not in block and "<img src=x" not in block
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in block
+    assert "web_fetch(" in block and "250 ms" in block and "#b00020" in block

@@ -111,6 +111,8 @@ def plain_text(
 
 #: Characters of a result in the static (saved) record of a finished call.
 RECORD_RESULT_CHARS = 600
+#: Characters of the full arguments (behind "arguments") in the static record.
+RECORD_ARGUMENT_CHARS = 4000
 
 _STATUS_COLORS = {"error": "#b00020", "denied": "#b00020", "interrupted": "#8a6d00"}
 
@@ -134,6 +136,13 @@ def html_block(
     if color:
         head = f'<span style="color: {color};">{head}</span>'
     parts = [f'<div style="{style}">{head}']
+    if arguments:
+        full = html.escape(clip(pretty_json(arguments), RECORD_ARGUMENT_CHARS))
+        parts.append(
+            '<details style="margin-left: 16px;"><summary>arguments</summary>'
+            f'<pre style="white-space: pre-wrap; margin: 0; font-size: 11px;">{full}</pre>'
+            "</details>"
+        )
     if result:
         excerpt = html.escape(clip(result, result_chars))
         parts.append(
