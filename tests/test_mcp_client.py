@@ -1,6 +1,6 @@
 """MCP servers through the agent: real servers (the SDK's own ``MCPServer``) in subprocesses.
 
-Each test starts ``tests/mcp_servers/test_server.py`` (stdio, or streamable HTTP on loopback) and
+Each test starts ``tests/mcp_servers/sdk_server.py`` (stdio, or streamable HTTP on loopback) and
 goes through ``agent.add_mcp_server`` and the registry, the way the model's calls go.
 """
 
@@ -27,7 +27,7 @@ from jupyter_agent.providers.offline import OfflineProvider
 
 pytest.importorskip("mcp")
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "test_server.py")
+SERVER = str(Path(__file__).parent / "mcp_servers" / "sdk_server.py")
 
 
 def server_command(*extra: str, marker: str | None = None) -> list[str]:
@@ -152,6 +152,17 @@ async def test_a_server_that_fails_to_start_gives_one_line_naming_command_and_st
     assert not any(name.startswith("broken__") for name in agent.registry.get_tool_names())
 
 
+async def test_a_program_that_is_not_an_mcp_server_fails_within_the_timeout(agent: Agent) -> None:
+    garbage = "print('hello, I am not an MCP server', flush=True); import time; time.sleep(60)"
+    started = time.monotonic()
+    with pytest.raises(MCPServerError) as info:
+        await agent.add_mcp_server("garbage", command=[sys.executable, "-c", garbage], timeout=2)
+    assert time.monotonic() - started < 15
+    message = str(info.value)
+    assert "\n" not in message and "'garbage' failed to start" in message
+    assert "TimeoutError" in message
+
+
 async def test_a_missing_command_is_a_clear_error(agent: Agent) -> None:
     with pytest.raises(MCPServerError, match=r"failed to start.*no-such-mcp-server"):
         await agent.add_mcp_server("gone", command=["no-such-mcp-server-xyz"])
@@ -258,14 +269,34 @@ async def test_duplicate_server_names_are_refused(stdio_agent: Agent) -> None:
         await stdio_agent.add_mcp_server("test", command=server_command())
 
 
-async def test_mcp_tools_run_through_the_agent_loop_with_their_policy(stdio_agent: Agent) -> None:
-    """The model's call goes through the gate: policy ask with no handler is a refusal."""
-    from jupyter_agent.agent.agent import _Call
+async def test_mcp_tools_run_through_the_agent_loop_under_their_policy(tmp_path: Path) -> None:
+    """The model's calls go through the gate like any tool's: allow runs, deny refuses."""
+    from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 
-    refusal = stdio_agent._refusal(_Call("c1", "test__echo", {"text": "x"}))
-    assert refusal == "ask"
-    stdio_agent.set_policy("test__echo", "deny")
-    assert "deny" in str(stdio_agent._refusal(_Call("c1", "test__echo", {"text": "x"})))
+    from jupyter_agent.mcp import manager_for
+    from jupyter_agent.providers.anthropic import AnthropicProvider
+
+    fake = FakeAnthropic(
+        Reply(
+            [
+                tool_use("toolu_1", "srv__echo", {"text": "through the loop"}),
+                tool_use("toolu_2", "srv__add", {"a": 1, "b": 2}),
+            ]
+        ),
+        text("done"),
+    )
+    agent = Agent(AnthropicProvider(client=fake.client()), workspace=tmp_path)
+    try:
+        await agent.add_mcp_server("srv", command=server_command(), policy="allow")
+        agent.set_policy("srv__add", "deny")
+        assert await agent.chat("use the tools") == "done"
+        offered = [tool["name"] for tool in fake.requests[0]["tools"]]
+        assert "srv__echo" in offered and "srv__add" in offered
+        results = {r["tool_use_id"]: r for r in tool_results(fake.requests[1])}
+        assert result_text(results["toolu_1"]) == "through the loop"
+        assert results["toolu_2"].get("is_error") and "deny" in result_text(results["toolu_2"])
+    finally:
+        await manager_for(agent).aclose()
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------

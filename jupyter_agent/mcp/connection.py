@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Seconds a server may take to start and answer ``initialize`` and ``tools/list``.
+#: Seconds a server may take to start and answer ``initialize`` and ``tools/list`` (or the
+#: entry's call timeout, when shorter).
 STARTUP_TIMEOUT_S = 60.0
 #: Seconds ``close`` waits for the owner task (the SDK kills a stuck server within ~4 s).
 CLOSE_TIMEOUT_S = 15.0
@@ -145,7 +146,7 @@ class ServerConnection:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
-                async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                async with asyncio.timeout(min(STARTUP_TIMEOUT_S, self.config.timeout)):
                     result = await session.initialize()
                     tools = await self._list_tools(session)
                 self.instructions = result.instructions or ""

@@ -440,6 +440,8 @@ class AgentMagics(Magics):
                     forward_events(agent.stream_chat(expanded.text), bridge),
                     on_event,
                     on_idle=on_idle,
+                    # a terminal prints text as it comes; the widgets' throttle is for displays
+                    text_growth=None if rich else 0.0,
                 )
         except ProviderError as exc:
             renderer.close(interrupted=False)

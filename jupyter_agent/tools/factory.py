@@ -24,7 +24,7 @@ from .netguard import PrivateNetworkSetting
 from .notebook_file import ReadNotebookTool
 from .registry import ToolRegistry
 from .search import SearchFilesTool, SearchTextTool
-from .session import SaveSessionContextTool
+from .session_file import SaveSessionContextTool
 from .shell import RunBashTool
 from .web import WebFetchTool
 

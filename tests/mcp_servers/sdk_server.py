@@ -1,6 +1,6 @@
 """A real MCP server (the SDK's own ``MCPServer``) that the MCP tests start as a subprocess.
 
-``python test_server.py [stdio|http PORT] [--marker TEXT]`` — the marker only sits in argv, so a
+``python sdk_server.py [stdio|http PORT] [--marker TEXT]`` — the marker only sits in argv, so a
 /proc scan can find a leftover process. Its tools cover every result kind the client maps: text,
 image, structured content, ``isError``, a resource link, a hang, an exit mid-call, environment.
 """
