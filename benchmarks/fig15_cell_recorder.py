@@ -1,9 +1,9 @@
 """Figure 15: the cell recorder's cost per cell (what ``notebook_history`` reads).
 
 Each sample is the mean, over 20 cells, of the recorder's own work for one cell that prints
-100 KB of text and displays a PNG (about 60 KB as base64): the ``pre_run_cell`` and
-``post_run_cell`` handlers, the wrapped stream write, and the display-publisher hook receiving
-the ``display_data`` message as ipykernel hands it over. The text and the image are kept by
+100 KB of text and displays a PNG (about 80 KB as base64): the ``pre_run_cell`` and
+``post_run_cell`` handlers, what the stream-write wrapper adds (``_add_stream``), and the
+display-publisher hook receiving the ``display_data`` message as ipykernel hands it over. The text and the image are kept by
 reference (no copy, no re-encoding), so the cost should not grow with the output's size.
 """
 

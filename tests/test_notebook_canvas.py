@@ -178,3 +178,41 @@ def test_the_static_record_escapes_what_the_tools_returned() -> None:
     assert "<script>" not in block and "<img src=x" not in block
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in block
     assert "web_fetch(" in block and "250 ms" in block and "#b00020" in block
+
+
+def test_request_stop_ends_a_pumped_run_like_an_interrupt() -> None:
+    import asyncio
+    import threading
+    import time
+
+    from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge
+
+    loop = BackgroundLoop()
+    bridge = MainThreadBridge(loop)
+    cleaned = threading.Event()
+
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cleaned.set()
+        return "never"
+
+    try:
+        bridge.request_stop()  # idle: does nothing to the next run
+        timer = threading.Timer(0.2, bridge.request_stop)
+        started = time.monotonic()
+        timer.start()
+        outcome = bridge.run(slow(), lambda event: None)
+        elapsed = time.monotonic() - started
+        assert outcome.interrupted and outcome.value is None
+        assert cleaned.is_set()  # the task was cancelled and cleaned up
+        assert elapsed < 1.5
+
+        # the next run is not stopped by the old request
+        async def quick() -> str:
+            return "ok"
+
+        assert bridge.run(quick(), lambda event: None).value == "ok"
+    finally:
+        loop.close()
