@@ -1,7 +1,8 @@
 """The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
 
-Loading registers one ``AgentMagics`` instance (the session's agent and settings); unloading
-closes its connections and its background loop. Loading twice keeps the first instance.
+Loading registers one ``AgentMagics`` instance (the session's agent and settings) and starts the
+cell recorder (``notebook_history``) and the cell proposals (``propose_cell``); unloading closes
+its connections and its background loop and stops them. Loading twice keeps the first instance.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ def load_ipython_extension(ip: Any) -> None:
 
     if getattr(ip, _INSTANCE_ATTRIBUTE, None) is not None:
         return
+    from .propose_cell import CellProposals
+    from .recorder import CellRecorder
+
+    CellRecorder(ip).install()
+    CellProposals(ip).install()
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
     setattr(ip, _INSTANCE_ATTRIBUTE, magics)
@@ -29,6 +35,12 @@ def unload_ipython_extension(ip: Any) -> None:
         return
     setattr(ip, _INSTANCE_ATTRIBUTE, None)
     magics.close()
+    from .propose_cell import proposals_for
+    from .recorder import recorder_for
+
+    for installed in (recorder_for(ip), proposals_for(ip)):
+        if installed is not None:
+            installed.uninstall()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):
         table = ip.magics_manager.magics[kind]
         for name in names:

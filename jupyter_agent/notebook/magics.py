@@ -405,8 +405,12 @@ class AgentMagics(Magics):
             self._offline_noted = True
             print(OFFLINE_NOTE)
         rich = self.use_widgets()
-        renderer: Renderer = RichRenderer(self.render_interval) if rich else TextRenderer()
         poller = KernelCommPoller.for_shell(self.shell) if rich else None
+        renderer: Renderer = (
+            RichRenderer(self.render_interval, on_stop=self.bridge.request_stop if poller else None)
+            if rich
+            else TextRenderer()
+        )
         self._renderer = renderer
         self._approvals.poller = poller
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
