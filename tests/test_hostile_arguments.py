@@ -235,3 +235,37 @@ def test_every_call_returns_a_tool_result(registry: ToolRegistry, name: str, arg
     result = call(registry, name, args)
     assert isinstance(result, ToolResult)
     assert isinstance(result.content, str)
+
+
+async def test_a_tool_name_whose_str_raises_is_an_error_result() -> None:
+    """Found by the hostile review: the name itself was put into a message with str()."""
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.factory import create_default_registry
+
+    class Hostile:
+        def __str__(self) -> str:
+            raise RuntimeError("boom str")
+
+        __repr__ = __str__
+
+    registry = create_default_registry(ToolContext("."))
+    result = await registry.call(Hostile(), {})  # type: ignore[arg-type]
+    assert result.is_error and "must be a string" in result.content
+
+
+async def test_a_huge_search_pattern_is_refused_without_freezing_the_loop(
+    tmp_path: Path,
+) -> None:
+    """Found by the hostile review: re.compile of a 60,000-character case-insensitive pattern
+    held the event loop for 44 s."""
+    import time
+
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.factory import create_default_registry
+
+    registry = create_default_registry(ToolContext(tmp_path))
+    pattern = "[\u0100-\uffff]" * 4000
+    started = time.monotonic()
+    result = await registry.call("search_text", {"pattern": pattern, "case_insensitive": True})
+    assert time.monotonic() - started < 2
+    assert result.is_error and "at most" in result.content

@@ -246,3 +246,51 @@ async def test_git_sees_no_secret_in_its_environment(
         assert "sk-ant-test-secret" not in env
         assert "SSH_AUTH_SOCK" not in env
     assert "ANTHROPIC_API_KEY" not in os.environ.get("GIT_CONFIG_PARAMETERS", "")
+
+
+@pytest.mark.parametrize("folder", ["plain", "café"])
+@pytest.mark.parametrize("include", ["../.gitconfig", "ABSOLUTE"])
+async def test_a_repository_config_that_includes_a_workspace_file_is_refused(
+    tmp_path: Path, canary: Path, folder: str, include: str
+) -> None:
+    """The user's ``.git/config`` includes a file the model can write (relative ``../x``, or
+    absolute in a folder with a non-ASCII name, which git prints quoted): git_commit must
+    refuse, not run the filter the model wrote there."""
+    repo = init_repo(tmp_path / folder)
+    target = str(repo / ".gitconfig") if include == "ABSOLUTE" else include
+    git(repo, "config", "include.path", target)
+    model = Model(repo)
+    await model.write_file(
+        ".gitconfig", f'[filter "x"]\n\tclean = "sh -c \'touch {canary}; cat\'"\n'
+    )
+    await model.write_file(".gitattributes", "* filter=x\n")
+    await model.write_file("data.txt", "some data\n")
+    result = await model.git_commit()
+    assert not canary.exists(), f"git ran the filter the model wrote ({result})"
+    assert "includes" in result and "inside the workspace" in result, result
+
+
+async def test_git_runs_sandboxed_so_a_repo_config_changed_by_run_bash_cannot_reach_outside(
+    tmp_path: Path, canary: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With run_bash enabled the model can edit ``.git/config`` itself (it is in the
+    workspace); git_commit then runs git in the same sandbox as run_bash, so a filter planted
+    there cannot write outside the workspace or see the kernel's environment."""
+    from jupyter_agent.tools.sandbox import bwrap_works
+    from jupyter_agent.tools.shell import RunBashTool
+
+    if not bwrap_works():
+        pytest.skip("needs bubblewrap (.ci/run installs it)")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-for-the-filter")
+    repo = init_repo(tmp_path / "repo")
+    seen = tmp_path / "outside" / "filter-saw"
+    bash = RunBashTool(ToolContext(repo))
+    command = (
+        "git config filter.y.clean \"sh -c 'touch "
+        f"{canary}; cat /proc/*/environ > {seen} 2>/dev/null; cat'\"; "
+        "echo '* filter=y' > .gitattributes; echo data > data.txt; echo ok"
+    )
+    assert "ok" in await bash.execute({"command": command})
+    result = await Model(repo).git_commit()
+    assert not canary.exists(), f"the planted filter wrote outside ({result})"
+    assert not seen.exists()

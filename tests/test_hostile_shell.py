@@ -151,3 +151,29 @@ async def test_the_ssh_agent_is_not_passed(
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.123")
     result = await tool.execute({"command": "echo sock=[$SSH_AUTH_SOCK]"})
     assert "sock=[]" in result
+
+
+@needs_bwrap
+async def test_kernel_connection_files_are_hidden(
+    tool: RunBashTool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel's connection file holds its key and ports: a command that read it could run code
+    in the kernel, outside the sandbox (found by the hostile review)."""
+    home = tmp_path / "home"
+    runtime = home / ".local" / "share" / "jupyter" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / "kernel-abc.json").write_text('{"key": "HMAC-KEY-SECRET", "shell_port": 1}')
+    (home / ".jupyter").mkdir()
+    (home / ".jupyter" / "jupyter_server_config.json").write_text('{"token": "SERVER-TOKEN"}')
+    elsewhere = tmp_path / "runtime-dir"
+    elsewhere.mkdir()
+    (elsewhere / "kernel-def.json").write_text('{"key": "OTHER-HMAC-KEY"}')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(elsewhere))
+    monkeypatch.setenv(SANDBOX_ENV_VAR, "bwrap")
+    result = await tool.execute(
+        {"command": f"cat ~/.local/share/jupyter/runtime/* ~/.jupyter/* {elsewhere}/*; echo end"}
+    )
+    assert "end" in result
+    for secret in ("HMAC-KEY-SECRET", "SERVER-TOKEN", "OTHER-HMAC-KEY"):
+        assert secret not in result

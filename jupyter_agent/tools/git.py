@@ -41,11 +41,14 @@ from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
 from .processes import CommandOutcome, run_command, safe_environment
+from .sandbox import git_sandbox
 
 #: Seconds one git command may take.
 GIT_TIMEOUT_S = 120.0
 #: How much git output an error message carries.
 MAX_GIT_OUTPUT_CHARS = 4_000
+#: How much of ``git config --list`` is read to check where the configuration comes from.
+MAX_CONFIG_LISTING_CHARS = 1_000_000
 #: Set on every git command line: they win over any configuration file.
 _GIT_OPTIONS = (
     "-c", "core.pager=cat",
@@ -215,28 +218,53 @@ class _IsolatedGit:
             f"\t{key.split('.')[1]} = {_quoted(value)}" for key, value in identity
         ]
         (self.home / "gitconfig").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        origins = await self.run(
-            "config", "--list", "--show-origin", "--includes", "--local", check=False
+        # -z: origins unquoted (git quotes a non-ASCII path otherwise); resolved before any
+        # check, so "<git dir>/../x" is seen for what it is.
+        listing = await self.run(
+            "config",
+            "--list",
+            "--show-origin",
+            "--name-only",
+            "--includes",
+            "--local",
+            "-z",
+            check=False,
+            max_chars=MAX_CONFIG_LISTING_CHARS,
         )
-        git_dir = str(self.repository.git_dir)
-        for line in origins.output.splitlines():
-            origin = line.split("\t", 1)[0].removeprefix("file:")
-            if not origin or origin.startswith(git_dir + os.sep):
+        if len(listing.output) >= MAX_CONFIG_LISTING_CHARS - 200:
+            raise ToolFailure(
+                "The repository's configuration is too large to check; git_commit will not run"
+            )
+        git_dir = os.path.realpath(self.repository.git_dir)
+        fields = listing.output.split("\0")
+        for origin in fields[0::2]:
+            if not origin.startswith("file:"):
                 continue
-            real = os.path.realpath(origin)
+            real = os.path.realpath(os.path.join(self.workspace, origin.removeprefix("file:")))
+            if real.startswith(git_dir + os.sep):
+                continue  # the repository's own config (the file tools never write in .git)
             if real == str(self.workspace) or real.startswith(str(self.workspace) + os.sep):
                 raise ToolFailure(
-                    f"The repository's configuration includes {origin}, a file inside the "
+                    f"The repository's configuration includes {real}, a file inside the "
                     "workspace, which the agent can write; git_commit will not run git with it"
                 )
 
-    async def run(self, *args: str, check: bool = True) -> CommandOutcome:
-        outcome = await run_command(
+    async def run(
+        self, *args: str, check: bool = True, max_chars: int = MAX_GIT_OUTPUT_CHARS
+    ) -> CommandOutcome:
+        argv = git_sandbox(
             ["git", *_GIT_OPTIONS, *args],
+            workspace=self.workspace,
+            work_tree=self.repository.work_tree,
+            git_dir=self.repository.git_dir,
+            home=self.home,
+        )
+        outcome = await run_command(
+            argv,
             cwd=self.workspace,
             env=self.env,
             timeout_s=GIT_TIMEOUT_S,
-            max_chars=MAX_GIT_OUTPUT_CHARS,
+            max_chars=max_chars,
         )
         if outcome.timed_out:
             raise ToolFailure(

@@ -145,6 +145,12 @@ class ToolRegistry:
     async def call(self, name: str, args: Mapping[str, object]) -> ToolResult:
         """Run a tool; the result says whether it failed and how long it took."""
         started = _clock()
+        if type(name) is not str:  # not even a str subclass: its __str__ could raise
+            return ToolResult(
+                f"Error: tool not found: a tool name must be a string, not {type(name).__name__}",
+                True,
+                _clock() - started,
+            )
         try:
             refusal = self._refusal(name, args)
         except (Exception, RecursionError) as exc:  # e.g. a Mapping whose iteration raises

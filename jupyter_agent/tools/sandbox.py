@@ -36,8 +36,12 @@ from pathlib import Path
 
 SANDBOX_ENV_VAR = "JUPYTER_AGENT_SANDBOX"
 
-#: Credential stores under ``$HOME`` that the sandbox hides (when they exist).
+#: Credential stores under ``$HOME`` that the sandbox hides (when they exist) — and Jupyter's
+#: own folders: a kernel's connection file (its key and ports) would let a command run code in
+#: the kernel, outside the sandbox.
 HIDDEN_HOME_PATHS = (
+    ".local/share/jupyter",
+    ".jupyter",
     ".ssh",
     ".aws",
     ".azure",
@@ -161,11 +165,14 @@ def _chosen() -> str:
 
 
 def _hidden_home_options(home: str | None, workspace: Path) -> list[str]:
-    if not home:
-        return []
+    """bwrap options hiding the credential stores and Jupyter's runtime folders."""
+    paths = [os.path.join(home, relative) for relative in HIDDEN_HOME_PATHS] if home else []
+    # where kernels' connection files may also live
+    paths += [os.environ.get(name, "") for name in ("JUPYTER_RUNTIME_DIR", "XDG_RUNTIME_DIR")]
     options: list[str] = []
-    for relative in HIDDEN_HOME_PATHS:
-        path = os.path.join(home, relative)
+    for path in paths:
+        if not path or not os.path.isabs(path):
+            continue
         if workspace == Path(path) or Path(path) in workspace.parents:
             continue  # never hide the workspace itself
         if os.path.isdir(path) and not os.path.islink(path):
@@ -226,4 +233,40 @@ def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = 
         options += ["--ro-bind-try", path, path]
     root = str(workspace)
     options += ["--ro-bind", root, root, "--chdir", root]
+    return [bwrap, *options, "--", *argv]
+
+
+def git_sandbox(
+    argv: Sequence[str], *, workspace: Path, work_tree: Path, git_dir: Path, home: Path
+) -> list[str]:
+    """git run in the same kind of sandbox as ``run_bash``: only the repository's git folder
+    writable, the rest read-only, its own PID namespace and ``/proc``, no network.
+
+    git_commit ignores configuration the model could plant, but with ``run_bash`` enabled the
+    model can edit ``.git/config`` itself (it lies in the workspace); whatever git then runs —
+    a clean filter, say — runs here, unable to write outside the repository or to read the
+    kernel's environment. Without bubblewrap the command is returned as it is.
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or _chosen() != "bwrap":
+        return list(argv)
+    options = [
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        *_hidden_home_options(os.environ.get("HOME"), workspace),
+        # after the /tmp tmpfs, so that a repository under /tmp is seen: the work tree read-only,
+        # the git folder writable (index, objects), the temporary HOME with the identity
+        "--ro-bind", str(work_tree), str(work_tree),
+        "--bind", str(git_dir), str(git_dir),
+        "--ro-bind", str(home), str(home),
+        "--chdir", str(workspace),
+    ]  # fmt: skip
     return [bwrap, *options, "--", *argv]

@@ -65,6 +65,8 @@ MAX_RESULTS_LIMIT = 2000
 MAX_FILE_RESULTS = 1000
 #: A search that takes longer is stopped and what it found so far is returned.
 SEARCH_TIMEOUT_S = 60.0
+#: The longest regular expression search_text compiles (it is compiled on the event loop).
+MAX_PATTERN_CHARS = 2_000
 _GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#])")
 
 
@@ -184,6 +186,13 @@ class SearchTextTool(_SearchTool):
         )
         if "\x00" in pattern:
             raise ToolInputError("pattern contains a NUL byte")
+        if len(pattern) > MAX_PATTERN_CHARS:
+            # compiling runs on the event loop and holds the GIL: a huge pattern (a 60,000-
+            # character case-insensitive one took over 40 s) would freeze the kernel
+            raise ToolInputError(
+                f"the pattern is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,} "
+                "are accepted — search for a shorter, distinctive part"
+            )
         try:
             regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
         except re.error as exc:
