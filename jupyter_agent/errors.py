@@ -10,7 +10,9 @@ tool hit while running, becomes an error result the model can read (see ``ToolRe
     ├── WorkspaceError            a path refused by the workspace resolver
     │   └── PathOutsideWorkspaceError
     ├── ToolInputError            arguments a tool refuses before it runs
-    └── ProviderError             a model request that failed for good
+    ├── ProviderError             a model request that failed for good
+    └── SessionError              a notebook session refusing a request (bad chat name, no
+                                  workspace, nothing to undo); the magics show it as a UsageError
 """
 
 from __future__ import annotations
@@ -56,3 +58,7 @@ class ToolInputError(JupyterAgentError):
 
 class ProviderError(JupyterAgentError):
     """A request to the model failed and was not retried further."""
+
+
+class SessionError(JupyterAgentError):
+    """A notebook session cannot do what was asked; the message says why, in one line."""

@@ -1,11 +1,14 @@
 """The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
 
-Loading registers one ``AgentMagics`` instance (the session's agent and settings); unloading
-closes its connections and its background loop. Loading twice keeps the first instance.
+Loading registers one ``AgentMagics`` instance (the front end of the notebook's session) and
+tells it about every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``);
+unloading closes the session's connections and its background loop. Loading twice keeps the
+first instance.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 _INSTANCE_ATTRIBUTE = "_jupyter_agent_magics"
@@ -19,6 +22,7 @@ def load_ipython_extension(ip: Any) -> None:
         return
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
+    ip.events.register("post_run_cell", magics.last_error.post_run_cell)
     setattr(ip, _INSTANCE_ATTRIBUTE, magics)
 
 
@@ -28,6 +32,8 @@ def unload_ipython_extension(ip: Any) -> None:
     if magics is None:
         return
     setattr(ip, _INSTANCE_ATTRIBUTE, None)
+    with contextlib.suppress(ValueError):  # not registered
+        ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):
         table = ip.magics_manager.magics[kind]
