@@ -177,7 +177,7 @@ def test_agent_tools_changes_the_next_requests_tool_list(
         ("%agent reset now", "No chat named 'now'; chats: default"),
         ("%agent reset a b", "%agent reset: unrecognized arguments: b"),
         ("%agent chats now", "%agent chats: unrecognized arguments: now"),
-        ("%agent save", "%agent save: the following arguments are required: path"),
+        ("%agent save", "%agent save: the following arguments are required: PATH"),
         ("%agent history nope", "No chat named 'nope'"),
         ("%%agent --chat 'a b'\nhi", "argument --chat/-c: A chat name is 1 to 64 letters"),
         ("%agent load missing.json", "No saved conversation at 'missing.json'"),
@@ -228,9 +228,18 @@ def test_help_shows_the_options(
         "--max-turns",
         "--system",
         "--out",
+        "--chat",
         "{{name}}",
     ):
         assert option in out
+    # and the line form lists every %agent command with its arguments
+    for usage in (
+        "%agent reset [NAME]",
+        "%agent chats",
+        "%agent error [--chat CHAT]",
+        "%agent undo",
+    ):
+        assert usage in out
 
 
 def test_config_traits_are_settable_with_percent_config(

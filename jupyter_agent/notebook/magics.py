@@ -288,8 +288,7 @@ class AgentMagics(Magics):
 
         Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
         ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent undo``,
-        ``%agent save PATH``, ``%agent load PATH``, ``%agent config`` — ``%agent COMMAND -h``
-        explains each.
+        ``%agent save PATH``, ``%agent load PATH``, ``%agent config`` (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -339,10 +338,17 @@ class AgentMagics(Magics):
             return parse_argstring(handler, rest)
         except UsageError as exc:
             command = handler.parser.prog  # type: ignore[attr-defined]
-            raise UsageError(f"{command}: {exc}") from None
+            raise UsageError(f"%{command}: {exc}") from None
 
-    @magic_arguments("%agent reset")
-    @argument("name", nargs="?", default=None, type=_chat_name, help="The chat; all when omitted.")
+    @magic_arguments("agent reset")
+    @argument(
+        "name",
+        nargs="?",
+        default=None,
+        type=_chat_name,
+        metavar="NAME",
+        help="The chat; all when omitted.",
+    )
     def _reset(self, rest: str) -> None:
         """Empty a conversation: the chat's next %%agent cell starts afresh."""
         args = self._parse(self._reset, rest)
@@ -352,7 +358,7 @@ class AgentMagics(Magics):
         else:
             print("The conversation was cleared; the next %%agent cell starts a new one.")
 
-    @magic_arguments("%agent chats")
+    @magic_arguments("agent chats")
     def _chats(self, rest: str) -> None:
         """List the conversations: name, messages, tokens used."""
         self._parse(self._chats, rest)
@@ -370,8 +376,10 @@ class AgentMagics(Magics):
         lines.append("input, output: tokens this chat sent to and received from the model")
         print("\n".join(lines))
 
-    @magic_arguments("%agent history")
-    @argument("name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, help="The chat.")
+    @magic_arguments("agent history")
+    @argument(
+        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+    )
     def _history(self, rest: str) -> None:
         """Show a conversation as a transcript."""
         args = self._parse(self._history, rest)
@@ -381,13 +389,13 @@ class AgentMagics(Magics):
             return
         display(MarkdownText(agent.session_context))
 
-    @magic_arguments("%agent usage")
+    @magic_arguments("agent usage")
     def _usage(self, rest: str) -> None:
         """Tokens and estimated cost per model, for this session."""
         self._parse(self._usage, rest)
         print(self.session.usage_report())
 
-    @magic_arguments("%agent error")
+    @magic_arguments("agent error")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
     def _error(self, rest: str) -> None:
         """Send the last exception (its cell and traceback) to the agent to explain and fix."""
@@ -397,14 +405,14 @@ class AgentMagics(Magics):
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
         self._run_turn(error_prompt(failed), chat=args.chat)
 
-    @magic_arguments("%agent undo")
+    @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
         self._parse(self._undo, rest)
         print(self.session.undo())
 
-    @magic_arguments("%agent save")
-    @argument("path", help="The JSON file to write.")
+    @magic_arguments("agent save")
+    @argument("path", metavar="PATH", help="The JSON file to write.")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to save.")
     def _save(self, rest: str) -> None:
         """Save a conversation to a file (%agent load brings it back)."""
@@ -412,8 +420,8 @@ class AgentMagics(Magics):
         count = self.session.save(args.path, args.chat)
         print(f"Saved {count} messages to {args.path}")
 
-    @magic_arguments("%agent load")
-    @argument("path", help="A file written by %agent save.")
+    @magic_arguments("agent load")
+    @argument("path", metavar="PATH", help="A file written by %agent save.")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
@@ -421,7 +429,7 @@ class AgentMagics(Magics):
         count = self.session.load(args.path, args.chat)
         print(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
-    @magic_arguments("%agent config")
+    @magic_arguments("agent config")
     def _config(self, rest: str) -> None:
         """The settings (%config AgentMagics.NAME = ...) and the live agent."""
         self._parse(self._config, rest)
@@ -521,10 +529,12 @@ class AgentMagics(Magics):
 
 
 def _subcommand_help() -> str:
-    usages = [handler.parser.format_usage().strip() for handler in AgentMagics.SUBCOMMANDS.values()]  # type: ignore[attr-defined]
-    return "\n\n%agent commands:\n" + "\n".join(
-        f"  {usage.removeprefix('usage: ')}" for usage in usages
-    )
+    """One usage line per ``%agent`` command, for ``%agent?``."""
+    lines = ["", "", "%agent commands:", ""]
+    for handler in AgentMagics.SUBCOMMANDS.values():
+        usage = handler.parser.format_usage()  # type: ignore[attr-defined]
+        lines.append("  " + " ".join(usage.split()).removeprefix(":: ").removeprefix("usage: "))
+    return "\n".join(lines)
 
 
 AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help()

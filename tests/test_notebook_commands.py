@@ -1,0 +1,226 @@
+"""The newer ``%agent`` commands through a real ``InteractiveShell``: chats, error, undo, ``--out``.
+
+The model is faked at the HTTP boundary (``tests/fake_anthropic.py``) or is the offline model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from fake_anthropic import Reply, text, tool_use, user_texts
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from test_notebook_shell import magics_of, run_ok, shell, use_fake
+
+from jupyter_agent.providers.offline import OFFLINE_NOTICE
+
+__all__ = ["shell"]  # the fixture, imported for its name
+
+
+def one_line_usage_error(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str], cell: str
+) -> str:
+    result = ip.run_cell(cell)
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("UsageError: "), err
+    return lines[0]
+
+
+# -- several conversations ---------------------------------------------------------------------
+
+
+def test_chat_option_keeps_a_conversation_per_name(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(
+        shell,
+        text("Paris.", usage={"input_tokens": 100, "output_tokens": 10}),
+        text("4.", usage={"input_tokens": 7, "output_tokens": 1}),
+        text("2.1 million.", usage={"input_tokens": 120, "output_tokens": 12}),
+        text("5."),
+    )
+    run_ok(shell, "%%agent\nWhat is the capital of France?")
+    run_ok(shell, "%%agent --chat maths\nWhat is 2 + 2?")
+    run_ok(shell, "%%agent\nHow many people live there?")
+    assert user_texts(fake.requests[1]) == ["What is 2 + 2?"]
+    assert user_texts(fake.requests[2])[0] == "What is the capital of France?"
+
+    capsys.readouterr()
+    run_ok(shell, "%agent chats")
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["chat", "messages", "input", "output"]
+    assert table[1].split() == ["default", "4", "220", "22"]
+    assert table[2].split() == ["maths", "2", "7", "1"]
+
+    run_ok(shell, "%agent reset maths")
+    run_ok(shell, "%%agent -c maths\nAnd 2 + 3?")
+    assert user_texts(fake.requests[3]) == ["And 2 + 3?"]
+    assert len(magics_of(shell).session.chat("default").messages) == 4
+
+
+def test_reset_without_a_name_empties_every_chat(shell: InteractiveShell) -> None:
+    fake = use_fake(shell, text("a"), text("b"), text("c"))
+    run_ok(shell, "%%agent\nfirst")
+    run_ok(shell, "%%agent --chat other\nsecond")
+    run_ok(shell, "%agent reset")
+    run_ok(shell, "%%agent --chat other\nthird")
+    assert user_texts(fake.requests[2]) == ["third"]
+
+
+def test_agent_tools_act_on_every_chat(shell: InteractiveShell) -> None:
+    fake = use_fake(
+        shell,
+        text("a"),
+        Reply([tool_use("t1", "write_file", {"file_path": "x.txt", "content": "x"})]),
+        text("b"),
+    )
+    run_ok(shell, "%%agent --chat one\nhello")
+    run_ok(shell, "%agent_tools disable web_fetch")
+    run_ok(shell, "%agent_tools policy write_file deny")
+    run_ok(shell, "%%agent --chat one\nwrite x.txt")
+    assert "web_fetch" not in [tool["name"] for tool in fake.requests[1]["tools"]]
+    assert not Path("x.txt").exists()
+    assert magics_of(shell).session.chat("one").get_policy("write_file") == "deny"
+
+
+# -- %agent error ---------------------------------------------------------------------------------
+
+
+def test_agent_error_sends_the_failing_cell_and_its_traceback(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(shell, text("You divide by zero; use a non-zero divisor."))
+    shell.run_cell("ratio = 1\nvalues = [3, 0]\n\ndef scale(v):\n    return ratio / v\n")
+    failing = "total = sum(scale(v) for v in values)"
+    result = shell.run_cell(failing, store_history=True)
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    count = result.execution_count
+    shell.run_cell("print('a later cell that works')", store_history=True)
+    capsys.readouterr()
+    run_ok(shell, "%agent error")
+
+    [prompt] = user_texts(fake.requests[0])
+    assert prompt.startswith(f"Cell [{count}] of my notebook raised an exception.")
+    assert f"```python\n{failing}\n```" in prompt
+    assert "ZeroDivisionError: division by zero" in prompt
+    assert "return ratio / v" in prompt  # the frame inside the function, with its line
+    assert "interactiveshell.py" not in prompt  # IPython's own frames left out
+    assert "use a non-zero divisor" in capsys.readouterr().out
+
+
+def test_agent_error_with_no_error_yet_is_a_one_line_usage_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("last_value", "last_traceback", "last_type", "last_exc"):
+        monkeypatch.delattr(sys, name, raising=False)
+    fake = use_fake(shell)
+    line = one_line_usage_error(shell, capsys, "%agent error")
+    assert "No error yet" in line
+    assert fake.requests == []
+
+
+def test_agent_error_sends_a_syntax_error_and_ignores_its_own_failures(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(shell, text("A parenthesis is missing."))
+    shell.run_cell("print('unclosed'", store_history=True)
+    shell.run_cell("%agent frobnicate")  # a UsageError of our own: not "the last error"
+    run_ok(shell, "%agent error")
+    [prompt] = user_texts(fake.requests[0])
+    assert "print('unclosed'" in prompt
+    assert "SyntaxError" in prompt
+
+
+def test_agent_error_finds_an_error_raised_before_the_extension_was_loaded(
+    shell: InteractiveShell,
+) -> None:
+    shell.run_line_magic("unload_ext", "jupyter_agent")
+    result = shell.run_cell("undefined_name + 1", store_history=True)
+    assert isinstance(result.error_in_exec, NameError)
+    shell.run_line_magic("load_ext", "jupyter_agent")
+    magics_of(shell).workspace = str(Path.cwd())
+    fake = use_fake(shell, text("Define it first."))
+    run_ok(shell, "%agent error --chat debug")
+    [prompt] = user_texts(fake.requests[0])
+    assert prompt.startswith("A cell of my notebook raised an exception.")
+    assert "undefined_name + 1" in prompt and "NameError" in prompt
+    assert [chat.name for chat in magics_of(shell).session.chats()] == ["default", "debug"]
+
+
+# -- --out keeps only the answer; the offline usage legend ------------------------------------
+
+
+def test_out_keeps_only_the_answer_of_the_offline_model(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sales.csv").write_text("region,revenue\nnorth,10\nsouth,30\n")
+    run_ok(shell, "%%agent --out ans\nWhich region has the highest revenue?")
+    shown = capsys.readouterr().out
+    assert OFFLINE_NOTICE in shown and "This answer came from the offline demo model" in shown
+    answer = shell.user_ns["ans"]
+    assert "south" in answer
+    assert OFFLINE_NOTICE not in answer
+    assert "offline demo model" not in answer
+    assert not answer.rstrip().endswith("---")
+
+
+def test_the_offline_usage_table_says_what_its_columns_hold(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_ok(shell, "%%agent\nhello")
+    capsys.readouterr()
+    run_ok(shell, "%agent usage")
+    header, row, *legend = capsys.readouterr().out.splitlines()
+    assert header.split() == ["model", "input", "output", "cache", "r/w", "cost"]
+    assert row.split()[0] == "offline-demo"
+    explained = "\n".join(legend)
+    assert "input, output:" in explained and "cache r/w:" in explained and "cost:" in explained
+    assert "it counts no tokens" in explained  # the zeros are not measurements
+    assert "list prices" not in explained  # no price list was used
+
+
+# -- %agent undo ----------------------------------------------------------------------------------
+
+HAS_JOURNAL = importlib.util.find_spec("jupyter_agent.tools.journal") is not None
+
+
+@pytest.mark.skipif(not HAS_JOURNAL, reason="jupyter_agent.tools.journal has not landed")
+def test_undo_restores_what_the_last_agent_cell_wrote(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("original\n")
+    use_fake(
+        shell,
+        Reply([tool_use("t1", "write_file", {"file_path": "notes.txt", "content": "first\n"})]),
+        text("Wrote it."),
+        Reply(
+            [
+                tool_use("t2", "write_file", {"file_path": "notes.txt", "content": "second\n"}),
+                tool_use("t3", "write_file", {"file_path": "new.txt", "content": "new\n"}),
+            ]
+        ),
+        text("Wrote both."),
+    )
+    run_ok(shell, "%agent_tools policy write_file allow")
+    run_ok(shell, "%%agent\nwrite first")
+    run_ok(shell, "%%agent --chat other\nwrite second and new")
+    assert (tmp_path / "notes.txt").read_text() == "second\n"
+    capsys.readouterr()
+    run_ok(shell, "%agent undo")
+    message = capsys.readouterr().out
+    assert "notes.txt" in message
+    assert (tmp_path / "notes.txt").read_text() == "first\n"  # only the last cell is undone
+    assert not (tmp_path / "new.txt").exists()
+
+
+@pytest.mark.skipif(HAS_JOURNAL, reason="the journal is there")
+def test_undo_without_a_journal_says_so(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_line_usage_error(shell, capsys, "%agent undo")
+    assert "Undo is not available" in line
