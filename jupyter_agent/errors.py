@@ -11,6 +11,8 @@ tool hit while running, becomes an error result the model can read (see ``ToolRe
     │   └── PathOutsideWorkspaceError
     ├── ToolInputError            arguments a tool refuses before it runs
     ├── ProviderError             a model request that failed for good
+    ├── MCPServerError            an MCP server that cannot be added, started or reached
+    ├── MCPConfigError            an MCP server entry that cannot be used (also a ValueError)
     └── SessionError              a notebook session refusing a request (bad chat name, no
                                   workspace, nothing to undo); the magics show it as a UsageError
 """
@@ -58,6 +60,14 @@ class ToolInputError(JupyterAgentError):
 
 class ProviderError(JupyterAgentError):
     """A request to the model failed and was not retried further."""
+
+
+class MCPServerError(JupyterAgentError):
+    """An MCP server could not be added, started or reached; the message names it, in one line."""
+
+
+class MCPConfigError(JupyterAgentError, ValueError):
+    """An MCP server entry (or a tool name of its server) that cannot be used."""
 
 
 class SessionError(JupyterAgentError):

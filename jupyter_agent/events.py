@@ -11,12 +11,17 @@ The agent knows nothing about notebooks; the notebook layer (or a terminal, or a
 (the calls of one turn run concurrently).
 
 ``AgentError`` is emitted just before a failed request raises out of the stream.
+``ThinkingDelta`` streams extended thinking (never part of the final text);
+``ContextCompacted`` says the agent shortened the conversation to fit the model's window.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .tools.base import Image
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's extended thinking, as it streams (not part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     call_id: str
     name: str
@@ -75,6 +87,16 @@ class ToolCallFinished:
     output: str
     is_error: bool
     duration_s: float
+    #: Images of the result, as sent to the model (downscaled; at most 5).
+    images: tuple[Image, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """The conversation was shortened to fit the context window (estimated tokens)."""
+
+    tokens_before: int
+    tokens_after: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +132,8 @@ class AgentError:
 AgentEvent = (
     TurnStarted
     | TextDelta
+    | ThinkingDelta
+    | ContextCompacted
     | ToolCallStarted
     | ToolCallFinished
     | TurnFinished

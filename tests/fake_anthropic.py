@@ -152,6 +152,7 @@ def api_problems(body: dict[str, Any]) -> list[str]:
         for k, block in enumerate(system):
             if block.get("type") != "text" or not block.get("text"):
                 problems.append(f"system.{k}: must be a non-empty text block")
+    problems.extend(thinking_problems(body))
     breakpoints = json.dumps(body).count('"cache_control"')
     if breakpoints > 4:
         problems.append(
@@ -327,6 +328,9 @@ class FakeAnthropic:
                             "delta": {"type": "input_json_delta", "partial_json": piece},
                         },
                     )
+            elif block["type"] in ("thinking", "redacted_thinking"):
+                for event in thinking_events(index, block, reply.chunk):
+                    yield event
             yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
             await asyncio.sleep(0)
         yield _sse(
@@ -421,3 +425,71 @@ def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply
         return dataclasses.replace(reply, usage=usage)
 
     return step
+
+
+# -- extended thinking (added for "extended thinking") --------------------------------------------
+
+
+def thinking(value: str, signature: str = "sig-ok") -> dict[str, Any]:
+    return {"type": "thinking", "thinking": value, "signature": signature}
+
+
+def thinking_events(index: int, block: dict[str, Any], chunk: int) -> list[bytes]:
+    """The SSE events of a thinking block (text then signature) or a redacted one (whole)."""
+    if block["type"] == "redacted_thinking":
+        start = {"type": "redacted_thinking", "data": block["data"]}
+        return [
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        ]
+    events = [
+        _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        )
+    ]
+    for piece in _pieces(block["thinking"], chunk):
+        delta = {"type": "thinking_delta", "thinking": piece}
+        events.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+    delta = {"type": "signature_delta", "signature": block["signature"]}
+    events.append(
+        _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+    )
+    return events
+
+
+def thinking_problems(body: dict[str, Any]) -> list[str]:
+    """The API's rules for thinking: a budget of at least 1024 below ``max_tokens``, thinking
+    blocks sent back whole (with their signature), none marked for caching."""
+    problems: list[str] = []
+    config = body.get("thinking")
+    if config is not None and config.get("type") == "enabled":
+        budget = config.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            problems.append(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+            )
+        elif not budget < body.get("max_tokens", 0):
+            problems.append("`max_tokens` must be greater than `thinking.budget_tokens`")
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            kind = block.get("type")
+            if kind == "thinking" and not (block.get("signature") and "thinking" in block):
+                problems.append(f"messages.{i}.content.{j}.thinking.signature: Field required")
+            if kind == "redacted_thinking" and not block.get("data"):
+                problems.append(f"messages.{i}.content.{j}.redacted_thinking.data: Field required")
+            if kind in ("thinking", "redacted_thinking") and "cache_control" in block:
+                problems.append(f"messages.{i}.content.{j}: thinking blocks cannot be cached")
+    return problems

@@ -401,7 +401,7 @@ async def test_overloaded_beyond_retries_is_a_provider_error(tmp_path: Path) -> 
     overloaded = ErrorReply(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
     fake = FakeAnthropic(overloaded, overloaded, text("later"))
     agent = make_agent(fake, tmp_path, max_retries=1)
-    with pytest.raises(ProviderError, match=r"529 \(overloaded_error\): Overloaded"):
+    with pytest.raises(ProviderError, match=r"529 — overloaded_error: Overloaded"):
         await agent.chat("hello")
     assert len(fake.requests) == 2  # one try and one SDK retry; no second retry layer
     assert agent.messages == []

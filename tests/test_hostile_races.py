@@ -13,6 +13,7 @@ old tools.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import hashlib
 import multiprocessing
@@ -88,6 +89,7 @@ def arena(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     # a name only the outside folder has: a listing that shows it has looked outside
     (outside / f"{SECRET}.txt").write_text("only outside\n")
     (workspace / "link").symlink_to(outside, target_is_directory=True)
+    _REAL_DIR_INODE[str(workspace)] = (workspace / "dir").stat().st_ino
     before = snapshot(outside)
     stop = multiprocessing.get_context("fork").Event()
     swapper = multiprocessing.get_context("fork").Process(
@@ -144,17 +146,44 @@ async def test_a_racing_swap_never_reaches_outside(arena: tuple[Path, Path], too
 
 
 def _restore_inside(workspace: Path) -> None:
-    for folder in (workspace / "dir", workspace / "link"):
-        if folder.is_symlink() or not folder.is_dir():
-            continue
-        (folder / "sub").mkdir(exist_ok=True)
-        for name, content in (
-            ("victim.txt", "innocent victim\n"),
-            ("secret.txt", "innocent\n"),
-            ("sub/deep.txt", "innocent deep\n"),
-        ):
-            if not (folder / name).exists():
-                (folder / name).write_text(content)
+    """Put back what a tool moved or removed inside ``dir``, without racing the swapper.
+
+    The swapper keeps exchanging ``dir`` and ``link``, so the test itself must not write by path:
+    it opens whichever name is the real folder right now (no-follow, checked by inode) and
+    creates the missing entries relative to that descriptor.
+    """
+    for name in ("dir", "link"):
+        try:
+            fd = os.open(workspace / name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # the symlink, right now
+        try:
+            if os.fstat(fd).st_ino != _REAL_DIR_INODE.get(str(workspace)):
+                continue
+            with contextlib.suppress(FileExistsError):
+                os.mkdir("sub", dir_fd=fd)
+            for entry, content in (
+                ("victim.txt", b"innocent victim\n"),
+                ("secret.txt", b"innocent\n"),
+                ("sub/deep.txt", b"innocent deep\n"),
+            ):
+                try:
+                    out = os.open(
+                        entry,
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                        0o644,
+                        dir_fd=fd,
+                    )
+                except OSError:
+                    continue
+                os.write(out, content)
+                os.close(out)
+        finally:
+            os.close(fd)
+
+
+#: The real ``dir`` folder's inode, per workspace (to tell it from the outside folder).
+_REAL_DIR_INODE: dict[str, int] = {}
 
 
 async def test_one_reply_of_racing_calls_through_the_agent(arena: tuple[Path, Path]) -> None:

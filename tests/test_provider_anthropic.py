@@ -134,10 +134,10 @@ async def test_cache_can_be_turned_off() -> None:
         (
             401,
             "authentication_error",
-            "401 (authentication_error): invalid x-api-key. Check ANTHROPIC_API_KEY.",
+            "401 — authentication_error: invalid x-api-key. Check ANTHROPIC_API_KEY.",
         ),
-        (404, "not_found_error", "404 (not_found_error): invalid x-api-key. Check the model name"),
-        (429, "rate_limit_error", "429 (rate_limit_error)"),
+        (404, "not_found_error", "404 — not_found_error: invalid x-api-key. Check the model name"),
+        (429, "rate_limit_error", "429 — rate_limit_error: invalid x-api-key"),
     ],
 )
 async def test_status_errors_read_clearly(status: int, kind: str, expected: str) -> None:

@@ -284,3 +284,90 @@ def test_one_provider_serves_several_asyncio_runs_without_resending(
         assert str(provider.client.base_url).startswith(base_url)
         asyncio.run(provider.aclose())
     assert [r["messages"][-1]["content"] for r in server.requests] == ["one", "two", "three"]
+
+
+# -- servers that bend the wire format (issue 12, provider edges) ----------------------------------
+
+
+def calls_without_index(calls: list[tuple[str, str, str]]) -> list[Chunk]:
+    """Parallel tool calls the way Ollama (and some llama.cpp builds) stream them: each call
+    whole in its own chunk, told apart only by its id — no ``index``."""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for call_id, name, arguments in calls:
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        chunks.append(chunk({"tool_calls": [call]}))
+    chunks.append(chunk({}, "tool_calls"))
+    return chunks
+
+
+def calls_all_at_index_zero(calls: list[tuple[str, str, str]]) -> list[Chunk]:
+    """Parallel calls that all claim ``index: 0``, the arguments in fragments after each head."""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for call_id, name, arguments in calls:
+        head = {
+            "index": 0,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [head]}))
+        for i in range(0, len(arguments), 4):
+            fragment = {"index": 0, "function": {"arguments": arguments[i : i + 4]}}
+            chunks.append(chunk({"tool_calls": [fragment]}))
+    chunks.append(chunk({}, "tool_calls"))
+    return chunks
+
+
+@pytest.mark.parametrize("shape", [calls_without_index, calls_all_at_index_zero])
+async def test_parallel_calls_stay_apart_when_the_server_omits_index(
+    tmp_path: Path, shape: Any
+) -> None:
+    server = FakeChatServer(
+        shape(
+            [
+                ("call_a", "add", '{"a": 1, "b": 2}'),
+                ("call_b", "add", '{"a": 30, "b": 4}'),
+                ("call_c", "add", '{"a": 500, "b": 6}'),
+            ]
+        ),
+        text_reply("3, 34 and 506."),
+    )
+    agent = make_agent(server, tmp_path)
+    events = [e async for e in agent.stream_chat("add three pairs")]
+    finished = {e.call_id: e.output for e in events if isinstance(e, ToolCallFinished)}
+    assert finished == {"call_a": "3", "call_b": "34", "call_c": "506"}
+    sent = server.requests[1]["messages"][2]["tool_calls"]
+    assert [c["id"] for c in sent] == ["call_a", "call_b", "call_c"]
+
+
+async def test_a_stream_cut_before_its_finish_reason_is_an_error(tmp_path: Path) -> None:
+    cut = text_reply("The answer is definitely")[:-2]  # no finish_reason chunk, no usage
+    server = FakeChatServer(cut, text_reply("Hello again."))
+    agent = make_agent(server, tmp_path)
+    with pytest.raises(ProviderError, match="ended the stream before the reply was complete"):
+        await agent.chat("hi")
+    assert await agent.chat("hi") == "Hello again."
+    conversation = {"model": "m", "max_tokens": 1, "messages": agent.messages}
+    assert api_problems(conversation) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "registry.ollama.ai/library/gemma3:latest does not support tools",
+        "tools param requires --jinja flag",
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+    ],
+)
+async def test_a_server_without_tool_support_says_so(tmp_path: Path, message: str) -> None:
+    server = FakeChatServer((400, {"message": message, "type": "invalid_request_error"}))
+    agent = make_agent(server, tmp_path)
+    with pytest.raises(ProviderError) as caught:
+        await agent.chat("hi")
+    text = str(caught.value)
+    assert message in text
+    assert "does not support tool calls" in text and "%agent_tools" in text

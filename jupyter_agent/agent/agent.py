@@ -1,22 +1,31 @@
 """``Agent``: the tool loop between a model and the tools of a registry.
 
-One ``stream_chat`` sends the conversation to the provider, streams the answer as events, runs
-the tool calls of each reply concurrently through ``registry.call`` and sends their results back,
-until the model stops asking for tools or ``max_turns`` is reached. Whatever ends a chat early — a
-cancelled task, ``KeyboardInterrupt``, a closed event stream, a failed request — the
-conversation is repaired before the exception leaves, so the next request is one the API accepts
-(see ``conversation.py``).
+One ``stream_chat`` is a loop of named steps. **Request**: check the conversation fits the context
+window (compact it if not, ``fitting.py``), send it, stream the reply. **Decide**: the
+reply's stop reason picks the next step from ``STOP_REASON_STEPS`` — run its tool calls, continue
+a paused turn, finish, or answer its tool calls with errors without running them (a reply cut off
+by ``max_tokens`` or a refusal may carry half-written arguments: those never act). **Run tools**:
+each call passes the policy gate (``gate.py``: run, refuse or ask the user), runs under
+``tool_timeout``, and its result is capped (``results.py``); all results go back in one message,
+in the model's order. Then the next request, until the model is done or ``max_turns`` is reached.
+
+Whatever ends a chat early — a cancelled task, ``KeyboardInterrupt``, a closed event stream, a
+failed request — the conversation is repaired before the exception leaves, so the next request
+is one the API accepts (see ``conversation.py``). Every ``tool_use`` id in ``messages`` is valid
+for the Messages API and unique, whichever provider produced it.
 
 The *final text* of a chat is every ``TextDelta`` of that chat joined: the text of all its model
 turns (separated by a blank line) plus any note the agent adds (the ``max_turns`` notice). It is
-what ``chat`` returns and what ``AgentFinished.text`` holds.
+what ``chat`` returns and what ``AgentFinished.text`` holds. Thinking is never part of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,8 +35,10 @@ from ..events import (
     AgentError,
     AgentEvent,
     AgentFinished,
+    ContextCompacted,
     StopKind,
     TextDelta,
+    ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
@@ -35,31 +46,68 @@ from ..events import (
     Usage,
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from ..tools.base import ExecutableTool, ToolResult, capabilities_of
+from ..tools.base import ExecutableTool, ToolResult
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
+from . import context_window as fitting
 from . import conversation
-from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
+from .approvals import ApprovalHandler, ApprovalRequest, Policy
+from .gate import Ask, PolicyGate, Refuse
+from .results import CHARS_PER_TOKEN, cut_middle, fit_result, result_block
 from .transcript import render_transcript
 
 #: The tool ``save_context`` runs.
 SAVE_SESSION_CONTEXT_TOOL = "save_session_context"
+#: Seconds a tool call may run by default.
+DEFAULT_TOOL_TIMEOUT = 300.0
+#: Characters of one tool result the model sees by default.
+DEFAULT_MAX_RESULT_CHARS = 100_000
 
-#: ``_refusal`` result: the policy says to ask the user.
-_ASK = "ask"
+
+class Step(enum.Enum):
+    """What the loop does after a reply."""
+
+    #: Run the reply's tool calls, then send their results.
+    RUN_TOOLS = "run tools"
+    #: The server paused a long turn: send the conversation again so the model goes on.
+    CONTINUE = "continue"
+    #: The model is done.
+    FINISH = "finish"
+    #: Cut off by the output limit: tool calls are answered with errors (not run) and the model
+    #: is told to retry with smaller input; a reply without calls finishes.
+    RETRY_SMALLER = "retry smaller"
+    #: A refusal or an unknown reason: tool calls are answered with errors and the chat ends.
+    STOP = "stop"
+
+
+#: From a reply's stop reason to the next step; a reason not listed means ``Step.STOP``.
+STOP_REASON_STEPS: dict[str, Step] = {
+    "tool_use": Step.RUN_TOOLS,
+    "end_turn": Step.FINISH,
+    "stop_sequence": Step.FINISH,
+    "pause_turn": Step.CONTINUE,
+    "max_tokens": Step.RETRY_SMALLER,
+    "model_context_window_exceeded": Step.RETRY_SMALLER,
+    "refusal": Step.STOP,
+}
 
 _STOP_KINDS: dict[str, StopKind] = {
     "end_turn": "end_turn",
     "stop_sequence": "end_turn",
     "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
     "refusal": "refusal",
 }
+
+#: Continuations of paused turns in a row before the chat ends anyway.
+MAX_PAUSE_CONTINUATIONS = 10
 
 
 @dataclass
 class _ChatState:
     """Book-keeping of one chat, read by the clean-up code when the chat ends early."""
 
+    max_turns: int
     deltas: list[str] = field(default_factory=list)
     #: Model text of the turn being streamed, not yet in ``messages``.
     turn_text: list[str] = field(default_factory=list)
@@ -67,6 +115,11 @@ class _ChatState:
     produced: bool = False
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
+    #: Every tool_use id of the conversation, so that new ones stay unique.
+    used_ids: set[str] = field(default_factory=set)
+    #: The last reply was paused (``pause_turn``): the next one continues its message.
+    continuing: bool = False
+    pauses: int = 0
 
     @property
     def text(self) -> str:
@@ -86,7 +139,12 @@ class _Call:
 
 
 class Agent:
-    """A conversation with a model that can use the tools of ``registry``."""
+    """A conversation with a model that can use the tools of ``registry``.
+
+    ``tool_timeout``: seconds one tool call may run (``None``: no limit); ``max_result_chars``:
+    the longest tool result the model sees (cut in the middle, marked); ``context_window``: the
+    model's window in tokens (``None``: the documented one, ``fitting.context_window_for``).
+    """
 
     def __init__(
         self,
@@ -97,16 +155,28 @@ class Agent:
         max_turns: int = 20,
         registry: ToolRegistry | None = None,
         approval_handler: ApprovalHandler | None = None,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        context_window: int | None = None,
     ) -> None:
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, not {max_turns}")
+        _check_max_turns(max_turns)
+        if tool_timeout is not None and tool_timeout <= 0:
+            raise ValueError(f"tool_timeout must be positive or None, not {tool_timeout}")
+        if max_result_chars is not None and max_result_chars < 1000:
+            raise ValueError(f"max_result_chars must be at least 1000, not {max_result_chars}")
+        if context_window is not None and context_window < 1000:
+            raise ValueError(f"context_window must be at least 1000 tokens, not {context_window}")
         self.provider: Provider = provider
         self.max_turns = max_turns
         self.approval_handler: ApprovalHandler | None = approval_handler
+        self.tool_timeout = tool_timeout
+        self.max_result_chars = max_result_chars
+        #: ``None``: the provider's model's documented window.
+        self.context_window = context_window
         self.messages: list[dict[str, Any]] = []
         self.usage = Usage()
         self._system_prompt = system_prompt
-        self._policies: dict[str, Policy] = {}
+        self._tokens = _estimator()
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
         self._chat_token = 0
@@ -117,6 +187,7 @@ class Agent:
 
             registry = create_default_registry(self.context)
         self.registry: ToolRegistry = registry
+        self.gate = PolicyGate(registry)
 
     def __repr__(self) -> str:
         return (
@@ -147,6 +218,7 @@ class Agent:
         """Forget the conversation (``usage`` keeps counting)."""
         self._chat_token += 1
         self.messages.clear()
+        self._tokens.forget()
 
     async def save_context(self, reason: str) -> str:
         """Write the session context to its file through the ``save_session_context`` tool."""
@@ -171,7 +243,7 @@ class Agent:
 
     def remove_tool(self, name: str) -> None:
         self.registry.unregister(name)
-        self._policies.pop(name, None)
+        self.gate.forget(name)
 
     def enable_tool(self, name: str) -> None:
         self.registry.enable(name)
@@ -181,42 +253,172 @@ class Agent:
 
     def get_policy(self, name: str) -> Policy:
         """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
-        if name in self._policies:
-            return self._policies[name]
-        tool = self.registry.get_tool(name)
-        return "ask" if capabilities_of(tool).destructive else "allow"
+        return self.gate.policy(name)
 
     def set_policy(self, name: str, policy: Policy) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-        self._policies[name] = policy
+        self.gate.set_policy(name, policy)
+
+    # -- the context window -------------------------------------------------------------------
+
+    @property
+    def effective_context_window(self) -> int:
+        """``context_window``, or the documented window of the provider's model."""
+        if self.context_window is not None:
+            return self.context_window
+        return fitting.context_window_for(self.provider.model)
+
+    def _limits(self) -> tuple[int, int]:
+        """(the most a request may carry, what compaction aims at), in estimated tokens."""
+        window = self.effective_context_window
+        reserve = min(int(getattr(self.provider, "max_tokens", 8192) or 0), window // 4)
+        limit = window - reserve
+        return limit, min(limit, int(window * fitting.TARGET_SHARE))
+
+    def _fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
+        return (
+            fitting.messages_tokens(
+                [{"role": "user", "content": [{"type": "text", "text": self._system_prompt}]}]
+            )
+            + sum(len(str(tool)) for tool in tools) // CHARS_PER_TOKEN
+        )
+
+    def estimate_tokens(self) -> int:
+        """About how many input tokens the next request would carry."""
+        tools = self.registry.get_enabled_schemas()
+        return self._tokens.estimate(self.messages, self._fixed_tokens(tools))
+
+    async def compact(self) -> ContextCompacted | None:
+        """Compact the conversation now (``%agent compact``); None if there is nothing to do.
+
+        Earlier tool results become stubs and earlier turns a summary; the latest turn stays.
+        """
+        if not self.messages:
+            return None
+        conversation.repair(self.messages)
+        limit, target = self._limits()
+        event = await self._compact(limit, target, force=True)
+        if event is not None and event.tokens_after >= event.tokens_before:
+            return None
+        return event
+
+    async def _compact(self, limit: int, target: int, *, force: bool) -> ContextCompacted | None:
+        tools = self.registry.get_enabled_schemas()
+        fixed = self._fixed_tokens(tools)
+        estimator = self._tokens
+
+        def estimate(messages: list[dict[str, Any]]) -> int:
+            return estimator.estimate(messages, fixed)
+
+        result = await fitting.compact(
+            self.messages,
+            limit=limit,
+            target=target,
+            estimate=estimate,
+            summarise=self._summarise,
+            force=force,
+        )
+        if result.messages == self.messages:
+            return None
+        self.messages[:] = result.messages
+        self._tokens.forget()
+        return ContextCompacted(result.tokens_before, self.estimate_tokens())
+
+    async def _summarise(self, transcript: str) -> str:
+        """A summary of ``transcript`` from the same provider (its text, tools off)."""
+        _, target = self._limits()
+        budget = target * CHARS_PER_TOKEN // 2
+        request = ModelRequest(
+            system=fitting.SUMMARY_SYSTEM,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Summarise this conversation so far:\n\n"
+                            + cut_middle(transcript, budget),
+                        }
+                    ],
+                }
+            ],
+            tools=[],
+            purpose="summary",
+        )
+        response: ModelResponse | None = None
+        try:
+            async with _closing(self.provider.stream(request)) as stream:
+                async for item in stream:
+                    if isinstance(item, ModelResponse):
+                        response = item
+        except ProviderError:
+            response = None
+        if response is None:
+            # the provider could not summarise: keep a mechanical digest instead
+            return cut_middle(transcript, budget // 2)
+        return "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
+
+    async def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> list[str]:
+        """Start an MCP server (``command``: stdio; ``url``: streamable HTTP), add its tools.
+
+        Returns the tools' names, ``{name}__{tool}``. Options: ``policy`` (default ``ask``),
+        ``read_resources``, ``timeout``, ``allow_private_network``. See ``jupyter_agent.mcp``.
+        """
+        from ..mcp import manager_for
+
+        return await manager_for(self).add_server(
+            name, command=command, env=env, url=url, headers=headers, **options
+        )
+
+    async def remove_mcp_server(self, name: str) -> None:
+        """Remove an MCP server's tools and stop it."""
+        from ..mcp import manager_for
+
+        await manager_for(self).remove(name)
 
     # -- chatting -----------------------------------------------------------------------------
 
-    async def chat(self, prompt: str) -> str:
-        """Run the tool loop for ``prompt`` and return the final text."""
+    async def chat(self, prompt: str, *, max_turns: int | None = None) -> str:
+        """Run the tool loop for ``prompt`` and return the final text.
+
+        ``max_turns`` overrides the agent's default for this chat only.
+        """
         text = ""
-        async with aclosing(self.stream_chat(prompt)) as events:
+        async with aclosing(self.stream_chat(prompt, max_turns=max_turns)) as events:
             async for event in events:
                 if isinstance(event, AgentFinished):
                     text = event.text
         return text
 
-    async def stream_chat(self, prompt: str) -> AsyncGenerator[AgentEvent, None]:
+    async def stream_chat(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run the tool loop for ``prompt``, yielding events as they happen.
 
         ``AgentFinished`` is the last event. A failed request yields ``AgentError`` and raises
         ``ProviderError``; in every case ``messages`` is left valid for the next chat.
+        ``max_turns`` overrides the agent's default for this chat only.
         """
         if not prompt.strip():
             raise ValueError("the prompt is empty")
+        turns = self.max_turns if max_turns is None else max_turns
+        _check_max_turns(turns)
         self._chat_token += 1
         token = self._chat_token
         # Whatever an earlier chat left behind (an interrupt that never reached its clean-up).
-        conversation.repair(self.messages)
+        if conversation.repair(self.messages):
+            self._tokens.forget()
+        state = _ChatState(max_turns=turns, used_ids=conversation.normalise_ids(self.messages))
         before = [dict(message) for message in self.messages]
         conversation.add_user_text(self.messages, prompt)
-        state = _ChatState()
         try:
             async with aclosing(self._loop(state, token)) as events:
                 async for event in events:
@@ -238,18 +440,85 @@ class Agent:
         if not state.produced:
             # nothing happened: forget the prompt, so that asking again is not a duplicate
             self.messages[:] = before
+            self._tokens.forget()
         conversation.repair(self.messages, missing_result=conversation.INTERRUPTED)
 
     async def _loop(self, state: _ChatState, token: int) -> AsyncGenerator[AgentEvent, None]:
+        """The named steps: request → decide → (run tools | continue | finish)."""
         while True:
             state.turns += 1
             turn = state.turns
-            provider = self.provider
-            yield TurnStarted(turn, provider.model)
+            yield TurnStarted(turn, self.provider.model)
+            response: ModelResponse | None = None
+            async with aclosing(self._request(state, token)) as reply:
+                async for event in reply:
+                    if isinstance(event, ModelResponse):
+                        response = event
+                    else:
+                        yield event
+            assert response is not None
+            content, calls = self._clean_content(response.content, state)
+            for delta in self._store_reply(state, content):
+                yield delta
+            yield TurnFinished(turn, response.stop_reason, response.usage)
+
+            reason = response.stop_reason or ""
+            step = STOP_REASON_STEPS.get(reason, Step.STOP)
+            if step is Step.CONTINUE and state.pauses < MAX_PAUSE_CONTINUATIONS and not calls:
+                state.continuing = True
+                state.pauses += 1
+                continue
+            state.continuing = False
+            state.pauses = 0
+            if step is Step.RUN_TOOLS and calls:
+                async with aclosing(self._run_tools(calls, token)) as tool_events:
+                    async for event in tool_events:
+                        yield event
+            elif calls:
+                # a reply that did not stop for tool_use may hold half-written calls: none runs
+                for event in self._refuse_all(calls, reason, token):
+                    yield event
+                if step is not Step.RETRY_SMALLER:
+                    yield AgentFinished(
+                        state.text, _STOP_KINDS.get(reason, "other"), turn, state.usage
+                    )
+                    return
+            else:
+                yield AgentFinished(state.text, _STOP_KINDS.get(reason, "other"), turn, state.usage)
+                return
+            if turn >= max(1, state.max_turns):
+                note = (
+                    f"*(Stopped after {turn} model turns, the `max_turns` limit. Ask to continue, "
+                    "or raise `max_turns`.)*"
+                )
+                yield self._note(state, note)
+                yield AgentFinished(state.text, "max_turns", turn, state.usage)
+                return
+
+    async def _request(
+        self, state: _ChatState, token: int
+    ) -> AsyncGenerator[AgentEvent | ModelResponse, None]:
+        """Step *request*: fit the context window, send, stream; the reply comes last.
+
+        When the API says the prompt is too long, the conversation is compacted and the request
+        sent once more.
+        """
+        provider = self.provider
+        limit, target = self._limits()
+        retried = False
+        while True:
+            tools = self.registry.get_enabled_schemas()
+            estimate = self._tokens.estimate(self.messages, self._fixed_tokens(tools))
+            if estimate > limit:
+                try:
+                    compacted = await self._compact(limit, target, force=False)
+                except fitting.ContextOverflowError as exc:
+                    yield AgentError(str(exc), exc)
+                    raise
+                if compacted is not None:
+                    yield compacted
             request = ModelRequest(
-                system=self._system_prompt,
-                messages=list(self.messages),
-                tools=self.registry.get_enabled_schemas(),
+                system=self._system_prompt, messages=list(self.messages), tools=tools
             )
             response: ModelResponse | None = None
             state.turn_text = []
@@ -258,10 +527,23 @@ class Agent:
                     async for item in stream:
                         if isinstance(item, ModelResponse):
                             response = item
-                        elif item.text:
+                        elif isinstance(item, ThinkingDelta):
+                            yield item
+                        elif isinstance(item, TextDelta) and item.text:
                             for delta in self._text(state, item.text):
                                 yield delta
             except ProviderError as exc:
+                if not retried and not state.turn_text and fitting.is_overflow(exc):
+                    retried = True
+                    self._calibrate(exc, estimate)
+                    try:
+                        compacted = await self._compact(limit, target, force=True)
+                    except fitting.ContextOverflowError as overflow:
+                        yield AgentError(str(overflow), overflow)
+                        raise
+                    if compacted is not None:
+                        yield compacted
+                        continue
                 yield AgentError(str(exc), exc)
                 raise
             except Exception as exc:
@@ -275,37 +557,47 @@ class Agent:
                 yield AgentError(str(error), error)
                 raise error
             self._check_token(token)
+            usage = response.usage
+            self._tokens.record(
+                self.messages,
+                self._fixed_tokens(tools),
+                usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens,
+            )
+            state.usage = state.usage + usage
+            self.usage = self.usage + usage
+            yield response
+            return
 
-            content, calls = _clean_content(response.content, turn)
-            if not state.turn_text:
-                # a provider that does not stream text: the text still reaches the UI once
-                text = "".join(b["text"] for b in content if b.get("type") == "text")
-                if text:
-                    for delta in self._text(state, text):
-                        yield delta
-            state.turn_text = []
-            if content:
-                self.messages.append({"role": "assistant", "content": content})
-                state.produced = True
-            state.usage = state.usage + response.usage
-            self.usage = self.usage + response.usage
-            yield TurnFinished(turn, response.stop_reason, response.usage)
+    def _calibrate(self, error: ProviderError, estimate: int) -> None:
+        """Learn from the API's own count in a "prompt is too long: N tokens" answer."""
+        sizes = fitting.reported_sizes(error)
+        self._tokens.forget()
+        if sizes is not None and estimate > 0:
+            reported, _maximum = sizes
+            self._tokens.scale = max(self._tokens.scale, self._tokens.scale * reported / estimate)
+        else:
+            self._tokens.scale = min(4.0, self._tokens.scale * 1.5)
 
-            if not calls:
-                stop = _STOP_KINDS.get(response.stop_reason or "", "other")
-                yield AgentFinished(state.text, stop, turn, state.usage)
-                return
-            async with aclosing(self._run_tools(calls, token)) as tool_events:
-                async for event in tool_events:
-                    yield event
-            if turn >= max(1, self.max_turns):
-                note = (
-                    f"*(Stopped after {turn} model turns, the `max_turns` limit. Ask to continue, "
-                    "or raise `agent.max_turns`.)*"
-                )
-                yield self._note(state, note)
-                yield AgentFinished(state.text, "max_turns", turn, state.usage)
-                return
+    def _store_reply(self, state: _ChatState, content: list[dict[str, Any]]) -> list[TextDelta]:
+        """Add the reply to the conversation; the deltas of a reply whose text did not stream."""
+        deltas: list[TextDelta] = []
+        if not state.turn_text:
+            # a provider that does not stream text: the text still reaches the UI once
+            text = "".join(b["text"] for b in content if b.get("type") == "text")
+            if text:
+                deltas = self._text(state, text)
+        state.turn_text = []
+        if not content:
+            return deltas
+        last = self.messages[-1] if self.messages else None
+        if state.continuing and last is not None and last.get("role") == "assistant":
+            last["content"] = [*conversation.content_blocks(last), *content]
+        else:
+            self.messages.append({"role": "assistant", "content": content})
+        state.produced = True
+        return deltas
 
     def _text(self, state: _ChatState, text: str) -> list[TextDelta]:
         """The deltas for model text: a blank line first when an earlier turn said something."""
@@ -333,34 +625,100 @@ class Agent:
                 "this chat was superseded (a newer chat started or the context was cleared)"
             )
 
+    @staticmethod
+    def _clean_content(
+        content: list[dict[str, Any]], state: _ChatState
+    ) -> tuple[list[dict[str, Any]], list[_Call]]:
+        """The reply as it goes into the conversation, and its tool calls.
+
+        Empty text blocks are dropped (the API refuses them); a ``tool_use`` whose input is not
+        an object is stored with ``{}`` (the model learns what went wrong from its error result);
+        an id that is missing, not valid for the API or already used in the conversation is
+        replaced by a fresh one, so every call can be answered and the conversation can move
+        between providers. Thinking blocks stay as they came (with their signatures).
+        """
+        cleaned: list[dict[str, Any]] = []
+        calls: list[_Call] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "text":
+                if str(block.get("text", "")).strip():
+                    cleaned.append(dict(block))
+            elif kind == "tool_use":
+                call_id = str(block.get("id") or "")
+                if not conversation.VALID_TOOL_ID.match(call_id) or call_id in state.used_ids:
+                    call_id = conversation.fresh_tool_id()
+                state.used_ids.add(call_id)
+                raw_input = block.get("input")
+                name = str(block.get("name", ""))
+                calls.append(_Call(call_id, name, raw_input))
+                stored = dict(block, id=call_id, name=name)
+                stored["input"] = raw_input if isinstance(raw_input, dict) else {}
+                cleaned.append(stored)
+            else:
+                cleaned.append(dict(block))
+        return cleaned, calls
+
     # -- tool calls ---------------------------------------------------------------------------
 
+    def _refuse_all(self, calls: list[_Call], reason: str, token: int) -> list[AgentEvent]:
+        """Answer every call of a reply that did not stop for ``tool_use``, running none."""
+        why = (
+            f"Error: {{name}} was not run: your reply stopped with stop_reason {reason or 'none'!r}"
+            ", not 'tool_use', so this call may be incomplete (its arguments cut off)."
+        )
+        if reason in ("max_tokens", "model_context_window_exceeded"):
+            why += (
+                " The reply hit the output limit: call the tool again with smaller input "
+                "(split large content across several calls) and keep the reply short."
+            )
+        events: list[AgentEvent] = []
+        results: dict[str, ToolResult] = {}
+        for call in calls:
+            results[call.id] = ToolResult(why.format(name=call.name), is_error=True)
+            events.append(ToolCallStarted(call.id, call.name, call.input))
+            events.append(_finished(call, results[call.id]))
+        self._check_token(token)
+        self._answer(calls, results)
+        return events
+
     async def _run_tools(self, calls: list[_Call], token: int) -> AsyncGenerator[AgentEvent, None]:
-        """Run the calls of one reply concurrently; answer them all in one user message."""
+        """Run the calls of one reply concurrently; answer them all in one user message.
+
+        Calls waiting for the user's approval wait in their own tasks (one question at a time),
+        so the allowed calls of the same reply run meanwhile.
+        """
         results: dict[str, ToolResult] = {}
         tasks: dict[str, asyncio.Task[ToolResult]] = {}
+        one_question_at_a_time = asyncio.Lock()
+        #: Calls that began to run (a call still waiting for approval never ran).
+        ran: set[str] = set()
         try:
             for call in calls:
-                refusal = self._refusal(call)
-                if refusal is _ASK:
+                verdict = self.gate.verdict(call.name, call.raw_input)
+                if isinstance(verdict, Refuse):
+                    yield ToolCallStarted(call.id, call.name, call.input)
+                    results[call.id] = ToolResult(verdict.reason, is_error=True)
+                    yield _finished(call, results[call.id])
+                elif isinstance(verdict, Ask):
                     # the UI shows the call first, then asks the user about it
                     yield ToolCallStarted(call.id, call.name, call.input)
-                    refusal = await self._ask(call)
-                    if refusal is None:
-                        tasks[call.id] = self._start(call)
-                elif refusal is None:
-                    tasks[call.id] = self._start(call)
-                    yield ToolCallStarted(call.id, call.name, call.input)
+                    tasks[call.id] = asyncio.create_task(
+                        self._ask_then_invoke(call, one_question_at_a_time, ran),
+                        name=f"approval {call.name} {call.id}",
+                    )
                 else:
+                    ran.add(call.id)
+                    tasks[call.id] = asyncio.create_task(
+                        self._invoke(call), name=f"tool {call.name} {call.id}"
+                    )
                     yield ToolCallStarted(call.id, call.name, call.input)
-                if refusal is not None:
-                    results[call.id] = ToolResult(refusal, is_error=True)
-                    yield _finished(call, results[call.id])
             names = {call.id: call for call in calls}
+            order = list(tasks.values())
             pending = {task: call_id for call_id, task in tasks.items()}
             while pending:
                 done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done, key=lambda t: list(tasks.values()).index(t)):
+                for task in sorted(done, key=order.index):
                     call_id = pending.pop(task)
                     results[call_id] = task.result()
                     yield _finished(names[call_id], results[call_id])
@@ -374,17 +732,12 @@ class Agent:
                     if call.id in results:
                         continue
                     maybe_task = tasks.get(call.id)
-                    if maybe_task is None:
+                    if maybe_task is None or call.id not in ran:
                         results[call.id] = ToolResult(conversation.NOT_RUN, is_error=True)
                         continue
                     task = maybe_task
-                    if task.done() and not task.cancelled():
-                        error = task.exception()
-                        results[call.id] = (
-                            task.result()
-                            if error is None
-                            else ToolResult(conversation.INTERRUPTED, is_error=True)
-                        )
+                    if task.done() and not task.cancelled() and task.exception() is None:
+                        results[call.id] = task.result()
                     else:
                         results[call.id] = ToolResult(conversation.INTERRUPTED, is_error=True)
                 if token == self._chat_token:
@@ -393,57 +746,60 @@ class Agent:
         self._check_token(token)
         self._answer(calls, results)
 
-    def _start(self, call: _Call) -> asyncio.Task[ToolResult]:
-        return asyncio.create_task(
-            self.registry.call(call.name, call.input), name=f"tool {call.name} {call.id}"
-        )
+    async def _ask_then_invoke(self, call: _Call, lock: asyncio.Lock, ran: set[str]) -> ToolResult:
+        async with lock:
+            decision = await self.gate.decide(
+                self.approval_handler, ApprovalRequest(call.id, call.name, dict(call.input))
+            )
+        if isinstance(decision, Refuse):
+            return ToolResult(decision.reason, is_error=True)
+        ran.add(call.id)
+        return await self._invoke(call)
 
-    def _refusal(self, call: _Call) -> str | None:
-        """Why ``call`` must not run (bad input, policy), ``_ASK`` to ask the user, or None."""
-        if not isinstance(call.raw_input, dict):
-            shown = str(call.raw_input)
-            shown = shown if len(shown) <= 300 else shown[:300] + "…"
-            return (
-                f"Error: invalid arguments for {call.name}: the input was not a JSON object "
-                f"({shown}). Call the tool again with a JSON object that matches its input_schema."
-            )
-        if not self.registry.is_tool_enabled(call.name):
-            return None  # the registry explains unknown and disabled tools itself
-        policy = self.get_policy(call.name)
-        if policy == "allow":
-            return None
-        if policy == "deny":
-            return (
-                f"Error: {call.name} was not run: the user's policy for this tool is 'deny'. "
-                "Do not retry it; find another way or ask the user."
-            )
-        return _ASK
+    async def _invoke(self, call: _Call) -> ToolResult:
+        """Run one call through the registry, within ``tool_timeout``, its result capped.
 
-    async def _ask(self, call: _Call) -> str | None:
-        """Ask the approval handler about ``call``: None if approved, else the refusal."""
-        handler = self.approval_handler
-        if handler is None:
-            return (
-                f"Error: {call.name} was not run: it needs the user's approval and no approval "
-                "handler is available, so the call was denied."
-            )
+        A ``CancelledError`` that the tool raised itself (nobody cancelled this task) is the
+        tool's failure, not the user's interrupt.
+        """
+        started = time.perf_counter()
         try:
-            decision = await handler(ApprovalRequest(call.id, call.name, dict(call.input)))
-        except Exception as exc:
-            decision = Decision(False, f"the approval request failed ({exc})")
-        if decision.approved:
-            return None
-        reason = f" The user said: {decision.reason}" if decision.reason else ""
-        return f"Error: the user declined this call of {call.name}; it was not run.{reason}"
+            async with asyncio.timeout(self.tool_timeout):
+                result = await self.registry.call(call.name, call.input)
+        except TimeoutError:
+            result = ToolResult(
+                f"Error: {call.name} timed out after {_seconds(self.tool_timeout)} s and was "
+                "cancelled. Try a smaller task, or a different approach.",
+                is_error=True,
+                duration_s=time.perf_counter() - started,
+            )
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            result = ToolResult(
+                f"Error: {call.name} failed: the tool's own work was cancelled (CancelledError).",
+                is_error=True,
+                duration_s=time.perf_counter() - started,
+            )
+        return fit_result(result, self.max_result_chars)
 
     def _answer(self, calls: list[_Call], results: dict[str, ToolResult]) -> None:
-        blocks = [
-            conversation.tool_result(
-                call.id, results[call.id].content, is_error=results[call.id].is_error
-            )
-            for call in calls
-        ]
+        blocks = [result_block(call.id, results[call.id]) for call in calls]
         conversation.add_user_content(self.messages, blocks)
+
+
+def _estimator() -> fitting.TokenEstimator:
+    return fitting.TokenEstimator()
+
+
+def _check_max_turns(max_turns: int) -> None:
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, not {max_turns}")
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:g}" if value is not None else "?"
 
 
 @asynccontextmanager
@@ -460,37 +816,6 @@ async def _closing(
 
 
 def _finished(call: _Call, result: ToolResult) -> ToolCallFinished:
-    return ToolCallFinished(call.id, call.name, result.content, result.is_error, result.duration_s)
-
-
-def _clean_content(
-    content: list[dict[str, Any]], turn: int
-) -> tuple[list[dict[str, Any]], list[_Call]]:
-    """The reply as it goes into the conversation, and its tool calls.
-
-    Empty text blocks are dropped (the API refuses them); a ``tool_use`` whose input is not an
-    object is stored with ``{}`` (the model learns what went wrong from its error result); a
-    missing or repeated id gets a local one, so every call can be answered.
-    """
-    cleaned: list[dict[str, Any]] = []
-    calls: list[_Call] = []
-    seen: set[str] = set()
-    for index, block in enumerate(content):
-        kind = block.get("type")
-        if kind == "text":
-            if str(block.get("text", "")).strip():
-                cleaned.append(dict(block))
-        elif kind == "tool_use":
-            call_id = str(block.get("id") or "")
-            if not call_id or call_id in seen:
-                call_id = f"toolu_local_{turn}_{index}"
-            seen.add(call_id)
-            raw_input = block.get("input")
-            name = str(block.get("name", ""))
-            calls.append(_Call(call_id, name, raw_input))
-            stored = dict(block, id=call_id, name=name)
-            stored["input"] = raw_input if isinstance(raw_input, dict) else {}
-            cleaned.append(stored)
-        else:
-            cleaned.append(dict(block))
-    return cleaned, calls
+    return ToolCallFinished(
+        call.id, call.name, result.content, result.is_error, result.duration_s, result.images
+    )

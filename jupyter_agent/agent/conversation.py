@@ -9,6 +9,8 @@ trusting that each chat ended cleanly. Everything here works in place on plain d
 
 from __future__ import annotations
 
+import re
+import secrets
 from typing import Any
 
 Message = dict[str, Any]
@@ -18,6 +20,49 @@ Block = dict[str, Any]
 NOT_RUN = "not run: the conversation was interrupted before this tool call ran"
 #: The content of a ``tool_result`` for a call the user interrupted.
 INTERRUPTED = "interrupted by the user"
+
+
+#: What the Messages API accepts as a ``tool_use`` id.
+VALID_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def fresh_tool_id() -> str:
+    """A new ``tool_use`` id, valid for the API and unique for all practical purposes."""
+    return "toolu_ja_" + secrets.token_hex(12)
+
+
+def normalise_ids(messages: list[Message]) -> set[str]:
+    """Give every ``tool_use`` a valid id unique in ``messages``; returns the ids in use.
+
+    Ids another provider produced (``call_0:1``, say) or that repeat an earlier call's id are
+    replaced by fresh ones, and the ``tool_result`` blocks of the next user message follow. Works
+    in place; messages it does not change are left as they are.
+    """
+    used: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
+            continue
+        renamed: dict[str, str] = {}
+        blocks = message["content"]
+        for position, block in enumerate(blocks):
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            call_id = str(block.get("id") or "")
+            if not VALID_TOOL_ID.match(call_id) or call_id in used:
+                new_id = fresh_tool_id()
+                renamed.setdefault(call_id, new_id)
+                blocks[position] = {**block, "id": new_id}
+                call_id = new_id
+            used.add(call_id)
+        if renamed and index + 1 < len(messages) and messages[index + 1].get("role") == "user":
+            follower = messages[index + 1]
+            follower["content"] = [
+                {**b, "tool_use_id": renamed[str(b.get("tool_use_id"))]}
+                if b.get("type") == "tool_result" and str(b.get("tool_use_id")) in renamed
+                else b
+                for b in content_blocks(follower)
+            ]
+    return used
 
 
 def content_blocks(message: Message) -> list[Block]:

@@ -30,24 +30,30 @@ MAX_LISTED_VARIABLES = 200
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
 
+def is_user_variable(name: str, value: Any, shell: Any = None) -> bool:
+    """Whether ``name`` is one of the user's own variables, as ``list_variables`` shows them: not
+    a private (``_``) name, not IPython's history (``In``, ``Out``, ``_ih``, ...) or helpers, not
+    a module, nor an imported class or function."""
+    if name.startswith("_") or name in _IPYTHON_NAMES:
+        return False
+    hidden_ns = getattr(shell, "user_ns_hidden", None)
+    if hidden_ns is not None and name in hidden_ns and hidden_ns[name] is value:
+        return False
+    if isinstance(value, types.ModuleType):
+        return False
+    if isinstance(value, type) and value.__module__ not in ("__main__", "builtins"):
+        return False  # imported classes (``from pandas import DataFrame``)
+    # imported functions
+    return not (
+        callable(value) and getattr(value, "__module__", "__main__") not in ("__main__", None)
+    )
+
+
 def user_variables(namespace: dict[str, Any], shell: Any = None) -> dict[str, Any]:
     """The user's own variables: no modules, private names, IPython's history or builtins."""
-    hidden: set[str] = set(_IPYTHON_NAMES)
-    hidden_ns = getattr(shell, "user_ns_hidden", None)
-    result = {}
-    for name, value in namespace.items():
-        if name.startswith("_") or name in hidden:
-            continue
-        if hidden_ns is not None and name in hidden_ns and hidden_ns[name] is value:
-            continue
-        if isinstance(value, types.ModuleType):
-            continue
-        if isinstance(value, type) and value.__module__ not in ("__main__", "builtins"):
-            continue  # imported classes (``from pandas import DataFrame``)
-        if callable(value) and getattr(value, "__module__", "__main__") not in ("__main__", None):
-            continue  # imported functions
-        result[name] = value
-    return result
+    return {
+        name: value for name, value in namespace.items() if is_user_variable(name, value, shell)
+    }
 
 
 class ListVariablesTool(BuiltinTool):
@@ -83,7 +89,7 @@ class InspectVariableTool(BuiltinTool):
     description = (
         "Describe one variable of the user's Jupyter session: its type, size and a sample of "
         "its contents (a DataFrame by shape, dtypes and first rows). The summary is capped "
-        "at max_chars characters."
+        "at max_chars characters. Only the variables list_variables lists can be inspected."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -108,9 +114,21 @@ class InspectVariableTool(BuiltinTool):
         name = str(args["name"])
         budget = int(args.get("max_chars", 4000))  # type: ignore[call-overload]
         if name not in self.namespace:
-            known = ", ".join(sorted(user_variables(self.namespace, self.shell))[:50]) or "none"
-            raise ToolFailure(f"no variable named {name!r} in the session (variables: {known})")
-        return summarize(self.namespace[name], budget)
+            raise ToolFailure(f"no variable named {name!r} in the session ({self._known()})")
+        value = self.namespace[name]
+        if not is_user_variable(name, value, self.shell):
+            # The same names list_variables hides: IPython's input history (In, _ih, _i1, ...)
+            # holds every cell the user ran, and private names are the user's own business.
+            raise ToolFailure(
+                f"{name!r} is not one of the user's variables: private names (starting with _), "
+                "IPython's history and helpers, modules and imported objects cannot be inspected "
+                f"({self._known()})"
+            )
+        return summarize(value, budget)
+
+    def _known(self) -> str:
+        known = ", ".join(sorted(user_variables(self.namespace, self.shell))[:50]) or "none"
+        return f"variables: {known}"
 
 
 def run_code(namespace: dict[str, Any], code: str) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shlex
+import sys
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -41,6 +42,9 @@ from .session import (
     check_chat_name,
 )
 
+if TYPE_CHECKING:
+    from .mcp_commands import MCPCommands
+
 _DEFAULTS = SessionSettings()
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
@@ -60,6 +64,26 @@ def _identifier(text: str) -> str:
     if not text.isidentifier():
         raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
     return text
+
+
+def _thinking_budget(value: int | str) -> int:
+    """A thinking budget the API accepts (checked where the provider checks it)."""
+    from ..providers.anthropic import MIN_THINKING_BUDGET  # imports the SDK: only when used
+
+    try:
+        budget = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {value!r}") from None
+    if budget < MIN_THINKING_BUDGET:
+        raise TraitError(f"a thinking budget is at least {MIN_THINKING_BUDGET} tokens")
+    return budget
+
+
+def _think(text: str) -> int:
+    try:
+        return _thinking_budget(text)
+    except TraitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _chat_name(text: str) -> str:
@@ -122,8 +146,40 @@ class AgentMagics(Magics):
         "{'my-model': {'input': 1, 'output': 5}} (optional 'cache_write', 'cache_read'); they "
         "override the built-in list prices in %agent usage.",
     ).tag(config=True)
+    tool_timeout = Float(
+        _DEFAULTS.tool_timeout,
+        allow_none=True,
+        help="Seconds one tool call may run before it is cancelled (None: no limit).",
+    ).tag(config=True)
+    max_result_chars = Int(
+        _DEFAULTS.max_result_chars,
+        allow_none=True,
+        min=1000,
+        help="The longest tool result the model sees, in characters; longer ones are cut in the "
+        "middle, marked (None: no cap).",
+    ).tag(config=True)
+    context_window = Int(
+        _DEFAULTS.context_window,
+        allow_none=True,
+        min=1000,
+        help="The model's context window in tokens; the conversation is compacted to fit "
+        "(None: the model's documented window).",
+    ).tag(config=True)
+    thinking_budget = Int(
+        _DEFAULTS.thinking_budget,
+        allow_none=True,
+        help="Tokens Claude may think before answering (extended thinking, at least 1024; "
+        "None: off). %%agent --think N sets it for one cell.",
+    ).tag(config=True)
 
     # -- settings: the front end's own ---------------------------------------------------------
+    mcp_servers = Dict(
+        {},
+        help="MCP servers in the shared mcpServers shape: {'name': {'command': ..., 'args': [...], "
+        "'env': {...}}} or {'name': {'url': ...}}, plus an optional 'policy' (default 'ask'); "
+        "connected on first use. See %agent mcp.",
+    ).tag(config=True)
+
     render_interval = Float(
         DEFAULT_RENDER_INTERVAL_S,
         min=0.0,
@@ -148,6 +204,7 @@ class AgentMagics(Magics):
         self._approvals: NotebookApprovals | None = None
         self._renderer: Renderer | None = None
         self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._mcp_commands: MCPCommands | None = None
         self.session.on_rebuild.append(self._rebind_panels)
 
     @validate("prices")
@@ -157,6 +214,18 @@ class AgentMagics(Magics):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
         return dict(proposal["value"])
+
+    @validate("tool_timeout")
+    def _check_tool_timeout(self, proposal: dict[str, Any]) -> float | None:
+        value = proposal["value"]
+        if value is not None and value <= 0:
+            raise TraitError("tool_timeout must be a positive number of seconds, or None")
+        return value  # type: ignore[no-any-return]
+
+    @validate("thinking_budget")
+    def _check_thinking_budget(self, proposal: dict[str, Any]) -> int | None:
+        value = proposal["value"]
+        return _thinking_budget(value) if value is not None else None
 
     @observe(*SETTING_NAMES)
     def _on_session_setting(self, change: dict[str, Any]) -> None:
@@ -170,6 +239,11 @@ class AgentMagics(Magics):
         with _as_usage_errors():
             return self.session.agent
 
+    @property
+    def bridge(self) -> MainThreadBridge:
+        """The session's bridge to its background loop (where the agent and its tools run)."""
+        return self.session.bridge
+
     def use_provider(self, provider: Any) -> None:
         """Serve the agent from ``provider`` (until a provider/model setting changes).
 
@@ -179,8 +253,26 @@ class AgentMagics(Magics):
         self.session.use_provider(provider)
 
     def close(self) -> None:
-        """Release the providers' connections and stop the background loop."""
+        """End the MCP servers, release the providers' connections, stop the background loop."""
         self.session.close()
+        self._mcp_commands = None
+
+    @property
+    def mcp(self) -> MCPCommands:
+        """The ``%agent mcp`` commands; servers run on the session's background loop."""
+        if self._mcp_commands is None:
+            from .mcp_commands import MCPCommands
+
+            background = self.session.bridge.background
+            self._mcp_commands = MCPCommands(lambda coro: background.run(coro))
+        return self._mcp_commands
+
+    def _connect_mcp_servers(self) -> None:
+        """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
+        if not self.mcp_servers:
+            return
+        for problem in self.mcp.connect_configured(self.session.agent, self.mcp_servers):
+            print(problem, file=sys.stderr)
 
     def use_widgets(self) -> bool:
         if self.ui != "auto":
@@ -217,10 +309,11 @@ class AgentMagics(Magics):
         provider: str | None = None,
         model: str | None = None,
         max_turns: int | None = None,
+        think: int | None = None,
     ) -> TurnOutcome:
         with _as_usage_errors():  # refusals before anything is shown
             self.session.chat(chat)
-            self.session.provider(provider, model)
+            self.session.provider(provider, model, think)
         rich = self.use_widgets()
         renderer: Renderer = RichRenderer(self.render_interval) if rich else TextRenderer()
         poller = KernelCommPoller.for_shell(self.shell) if rich else None
@@ -240,6 +333,7 @@ class AgentMagics(Magics):
                 provider=provider,
                 model=model,
                 max_turns=max_turns,
+                think=think,
                 label=self._cell_label(),
                 on_event=renderer.handle,
                 on_idle=on_idle,
@@ -278,6 +372,13 @@ class AgentMagics(Magics):
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
     @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
+    @argument(
+        "--think",
+        type=_think,
+        default=None,
+        metavar="N",
+        help="Let Claude think up to N tokens first (extended thinking), for this cell.",
+    )
     @argument("--system", default=None, help="Replace the system prompt (from this cell on).")
     @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
@@ -287,8 +388,9 @@ class AgentMagics(Magics):
         In the prompt, ``{{name}}`` brings in a summary of the kernel variable ``name``.
 
         Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
-        ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent undo``,
-        ``%agent save PATH``, ``%agent load PATH``, ``%agent config`` (listed below).
+        ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
+        ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
+        ``%agent mcp add|list|remove`` (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -299,6 +401,7 @@ class AgentMagics(Magics):
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
         with _as_usage_errors():
             agent = self.session.chat(args.chat)
+            self._connect_mcp_servers()
             if args.new:
                 agent.clear_context()
             if args.system is not None:
@@ -310,6 +413,7 @@ class AgentMagics(Magics):
             provider=args.provider,
             model=args.model,
             max_turns=args.max_turns,
+            think=args.think,
         )
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
@@ -405,6 +509,36 @@ class AgentMagics(Magics):
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
         self._run_turn(error_prompt(failed), chat=args.chat)
 
+    @magic_arguments("agent compact")
+    @argument(
+        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+    )
+    def _compact(self, rest: str) -> None:
+        """Shorten a conversation now: old tool results become stubs, old turns a summary."""
+        args = self._parse(self._compact, rest)
+        compacted = self.session.compact(args.name)
+        if compacted is None:
+            print(f"Nothing to compact in chat {args.name!r}.")
+        else:
+            print(
+                f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
+                f"{compacted.tokens_after:,} tokens."
+            )
+
+    def _mcp(self, rest: str) -> None:
+        """%agent mcp add NAME [...] -- COMMAND ARGS... | add NAME --url URL | list | remove NAME
+
+        MCP servers (their own parser, in ``mcp_commands.py``: the words after ``--`` are the
+        server's command line, left as typed).
+        """
+        try:
+            words = shlex.split(rest)
+        except ValueError as exc:
+            raise UsageError(f"%agent mcp: {exc}") from None
+        agent = self.session.agent
+        self._connect_mcp_servers()
+        print(self.mcp.command(agent, words))
+
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
@@ -450,10 +584,12 @@ class AgentMagics(Magics):
         "history": _history,
         "usage": _usage,
         "error": _error,
+        "compact": _compact,
         "undo": _undo,
         "save": _save,
         "load": _load,
         "config": _config,
+        "mcp": _mcp,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------
@@ -473,6 +609,7 @@ class AgentMagics(Magics):
         session = self.session
         with _as_usage_errors():
             registry = session.registry
+            self._connect_mcp_servers()
         if not words:
             if self.use_widgets():
                 from .widgets.tool_panel import ToolPanel
@@ -532,7 +669,11 @@ def _subcommand_help() -> str:
     """One usage line per ``%agent`` command, for ``%agent?``."""
     lines = ["", "", "%agent commands:", ""]
     for handler in AgentMagics.SUBCOMMANDS.values():
-        usage = handler.parser.format_usage()  # type: ignore[attr-defined]
+        parser = getattr(handler, "parser", None)
+        if parser is None:  # a command with a parser of its own: its docstring's first line
+            lines.append("  " + (handler.__doc__ or "").strip().splitlines()[0])
+            continue
+        usage = parser.format_usage()
         lines.append("  " + " ".join(usage.split()).removeprefix(":: ").removeprefix("usage: "))
     return "\n".join(lines)
 

@@ -7,12 +7,16 @@ shell at all:
 - **Settings** (``SessionSettings``), changed through ``configure`` (``%config AgentMagics.*``).
 - **Conversations.** One ``Agent`` per chat name (``%%agent --chat NAME``; the first is
   ``default``). The chats share what belongs to the session — the tool registry (enabled tools,
-  the tools you add), the approval policies, the workspace and its undo journal, the system
-  prompt — and keep apart what belongs to a conversation: its messages and its token usage. The
+  the tools you add, MCP servers' tools), the policy gate (approval policies), the workspace and
+  its undo journal, the settings — and keep apart what belongs to a conversation: its messages
+  and its token usage. The
   tools' context follows the chat that runs (``save_session_context`` saves that chat).
   ``agent`` is the default chat's agent, the one ``get_magics(ip).agent`` hands out.
 - **Providers**, built on the session's one background loop (where their HTTP clients must
-  stay) and cached by what tells them apart; ``use_provider`` plugs in one of your own.
+  stay) and cached by what tells them apart (kind, model, thinking budget, ...);
+  ``use_provider`` plugs in one of your own.
+- **MCP servers** live on the default chat's agent (``jupyter_agent.mcp``), their tools in the
+  shared registry; they move with it when the agents are rebuilt and end with ``close``.
 - **Usage** per model, for ``%agent usage``.
 - **Undo**: one change journal per workspace (``tools/journal.py``), a step per ``%%agent`` cell.
 
@@ -23,19 +27,22 @@ Every refusal is a ``SessionError`` with a one-line message (the magics show it 
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..agent.agent import Agent
+from ..agent.agent import DEFAULT_MAX_RESULT_CHARS, DEFAULT_TOOL_TIMEOUT, Agent
 from ..agent.approvals import ApprovalHandler, Policy
 from ..errors import ProviderError, SessionError
-from ..events import AgentFinished, TextDelta, TurnFinished, TurnStarted, Usage
+from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
+from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
 from .pricing import user_prices
@@ -63,6 +70,8 @@ _CHAT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
 #: Settings that choose the provider: a change drops a provider given with ``use_provider``.
 _PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
+#: Settings every chat's agent holds as an attribute of the same name, changed in place.
+_AGENT_SETTINGS = frozenset({"max_turns", "tool_timeout", "max_result_chars", "context_window"})
 
 
 def _one_line(text: str) -> str:
@@ -82,6 +91,14 @@ class SessionSettings:
     allow_private_network: bool = False
     variable_budget: int = 8000
     prices: dict[str, Any] = field(default_factory=dict)
+    #: Seconds one tool call may run (``None``: no limit).
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
+    #: The longest tool result the model sees, in characters (``None``: no cap).
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: The model's context window in tokens (``None``: the model's documented one).
+    context_window: int | None = None
+    #: Tokens Claude may think before answering (``None``: extended thinking off).
+    thinking_budget: int | None = None
 
 
 SETTING_NAMES = tuple(f.name for f in fields(SessionSettings))
@@ -162,9 +179,9 @@ class NotebookSession:
             if name == "system_prompt":
                 for agent in self._chats.values():
                     agent.set_system_prompt(value)
-            if name == "max_turns":
+            if name in _AGENT_SETTINGS:
                 for agent in self._chats.values():
-                    agent.max_turns = value
+                    setattr(agent, name, value)
 
     def workspace_path(self) -> Path:
         return Path(self.settings.workspace or self._start_dir).expanduser()
@@ -192,29 +209,60 @@ class NotebookSession:
         for agent in self._chats.values():
             agent.provider = provider
 
-    def provider(self, kind: str | None = None, model: str | None = None) -> Provider:
-        """The provider for ``kind``/``model`` (the settings' when ``None``), built once."""
+    def provider(
+        self, kind: str | None = None, model: str | None = None, think: int | None = None
+    ) -> Provider:
+        """The provider for ``kind``/``model`` (the settings' when ``None``), built once.
+
+        ``think``: a thinking budget for this turn (else ``settings.thinking_budget``); it
+        applies to Claude (``AnthropicProvider``) and is ignored, with a note, by the others.
+        """
+        budget = think if think is not None else self.settings.thinking_budget
         if kind is None and model is None and self._custom_provider is not None:
-            return self._custom_provider
+            return self._with_thinking(self._custom_provider, budget)
         kind = kind or self.settings.provider
         if kind not in PROVIDER_KINDS:
             raise SessionError(f"Unknown provider {kind!r}; use auto, anthropic, offline or openai")
         model = model if model is not None else self.settings.model
-        key = self._provider_key(kind, model)
+        key = self._provider_key(kind, model, budget)
         provider = self._providers.get(key)
         if provider is None:
-            provider = self.bridge.background.run(self._build_provider(kind, model))
+            built = self.bridge.background.run(self._build_provider(kind, model))
+            provider = self._with_thinking(built, budget)
             self._providers[key] = provider
         return provider
 
-    def _provider_key(self, kind: str, model: str) -> tuple[Any, ...]:
+    def _with_thinking(self, provider: Provider, budget: int | None) -> Provider:
+        """``provider`` thinking with ``budget``: itself, or a cached copy sharing its client."""
+        if not hasattr(provider, "thinking_budget"):
+            if budget is not None:
+                self._notify(
+                    f"jupyter-agent: extended thinking is for Claude; the {provider.name} "
+                    "provider answers without it."
+                )
+            return provider
+        if provider.thinking_budget == budget:
+            return provider
+        key = ("variant", id(provider), budget)
+        variant = self._providers.get(key)
+        if variant is None:
+            variant = copy.copy(provider)  # the same client, on the same loop
+            try:
+                variant.thinking_budget = budget
+            except ValueError as exc:
+                raise SessionError(_one_line(str(exc))) from None
+            self._providers[key] = variant
+        return variant
+
+    def _provider_key(self, kind: str, model: str, thinking: int | None) -> tuple[Any, ...]:
         cassette = self.settings.offline_cassette
         if kind != "auto":
-            return (kind, model, cassette)
+            return (kind, model, thinking, cassette)
         env = os.environ
         return (
             kind,
             model,
+            thinking,
             cassette,
             env.get("JUPYTER_AGENT_PROVIDER", ""),
             bool(env.get("ANTHROPIC_API_KEY")),
@@ -298,10 +346,8 @@ class NotebookSession:
         return self.agent.get_policy(name)
 
     def set_policy(self, name: str, policy: Policy) -> None:
-        """Set the approval policy of tool ``name`` in every chat."""
-        self._primary()
-        for agent in self._chats.values():
-            agent.set_policy(name, policy)
+        """Set the approval policy of tool ``name`` (for every chat: they share one gate)."""
+        self.agent.set_policy(name, policy)
 
     # -- building the agents -----------------------------------------------------------------
 
@@ -315,13 +361,7 @@ class NotebookSession:
             raise SessionError(f"The workspace {str(workspace)!r} is not an existing folder")
         previous = dict(self._chats)
         old_primary = previous.get(DEFAULT_CHAT)
-        primary = Agent(
-            self.provider(),
-            workspace=workspace,
-            system_prompt=self.settings.system_prompt,
-            max_turns=self.settings.max_turns,
-            approval_handler=self._approval_handler(),
-        )
+        primary = self._make_agent(self.provider(), workspace=workspace)
         if self.settings.allow_private_network:
             from ..tools.factory import create_default_registry
 
@@ -331,6 +371,10 @@ class NotebookSession:
                 primary.add_tool(tool)
             primary.disable_tool("run_python")
         self._attach_journal(primary)
+        if old_primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
+            from ..mcp import manager_for
+
+            manager_for(old_primary).move_to(primary)  # the servers stay connected
         if old_primary is not None:  # settings changed: keep the choices made
             for name in primary.registry.get_tool_names():
                 if old_primary.registry.has_tool(name):
@@ -349,19 +393,26 @@ class NotebookSession:
         return primary
 
     def _new_agent(self, primary: Agent) -> Agent:
-        """A chat's agent on the primary's registry, policies and tool context."""
-        agent = Agent(
-            primary.provider,
-            workspace=primary.context.workspace,
-            system_prompt=self.settings.system_prompt,
-            max_turns=self.settings.max_turns,
-            registry=primary.registry,
-            approval_handler=self._approval_handler(),
+        """A chat's agent on the primary's registry, policy gate and tool context."""
+        agent = self._make_agent(
+            primary.provider, workspace=primary.context.workspace, registry=primary.registry
         )
         agent.context = primary.context
-        for name in primary.registry.get_tool_names():
-            agent.set_policy(name, primary.get_policy(name))
+        agent.gate = primary.gate  # one set of policies, whoever sets them
         return agent
+
+    def _make_agent(self, provider: Provider, **options: Any) -> Agent:
+        settings = {name: getattr(self.settings, name) for name in _AGENT_SETTINGS}
+        try:
+            return Agent(
+                provider,
+                system_prompt=self.settings.system_prompt,
+                approval_handler=self._approval_handler(),
+                **settings,
+                **options,
+            )
+        except ValueError as exc:  # a setting out of range (the magics' traits refuse them)
+            raise SessionError(_one_line(str(exc))) from None
 
     def _approval_handler(self) -> ApprovalHandler | None:
         if self._approvals is None and self._make_approvals is not None:
@@ -407,21 +458,24 @@ class NotebookSession:
         provider: str | None = None,
         model: str | None = None,
         max_turns: int | None = None,
+        think: int | None = None,
         label: str | None = None,
         on_event: Callable[[object], None] | None = None,
         on_idle: Callable[[], None] | None = None,
     ) -> TurnOutcome:
         """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
 
-        ``provider``/``model`` apply to this turn only; ``label`` starts an undo step (the
-        magics pass ``"cell N"``). An interrupt ends the turn (``TurnOutcome.interrupted``) with
-        the conversation valid; a failed model request is a ``SessionError``.
+        ``provider``/``model``/``max_turns``/``think`` apply to this turn only; ``label`` starts
+        an undo step (the magics pass ``"cell N"``). Prints from the agent's threads reach the
+        main thread in order (``console.py``). An interrupt ends the turn
+        (``TurnOutcome.interrupted``) with the conversation valid; a failed model request is a
+        ``SessionError``.
         """
         if max_turns is not None and max_turns < 1:
             raise SessionError("--max-turns must be at least 1")
         agent = self.chat(chat)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
-        agent.provider = self.provider(provider, model)
+        agent.provider = self.provider(provider, model, think)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
         journal = getattr(agent.context, "journal", None)
@@ -431,6 +485,9 @@ class NotebookSession:
         streamed: list[str] = []
 
         def handle(event: object) -> None:
+            if isinstance(event, PrintedText):
+                event.show()
+                return
             if isinstance(event, TextDelta):
                 streamed.append(event.text)
             elif isinstance(event, TurnStarted) and event.model:
@@ -446,16 +503,16 @@ class NotebookSession:
                 on_event(event)
 
         bridge = self.bridge
-        saved_max_turns = agent.max_turns
-        agent.max_turns = max_turns if max_turns is not None else self.settings.max_turns
+        turns = max_turns if max_turns is not None else self.settings.max_turns
         try:
-            outcome = bridge.run(
-                forward_events(agent.stream_chat(prompt), bridge), handle, on_idle=on_idle
-            )
+            with OrderedConsole(bridge.post):
+                outcome = bridge.run(
+                    forward_events(agent.stream_chat(prompt, max_turns=turns), bridge),
+                    handle,
+                    on_idle=on_idle,
+                )
         except ProviderError as exc:
             raise SessionError(f"The model request failed: {_one_line(str(exc))}") from None
-        finally:
-            agent.max_turns = saved_max_turns
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
@@ -474,6 +531,22 @@ class NotebookSession:
         from ..providers.offline import answer_only
 
         return answer_only(text)
+
+    def compact(self, chat: str = DEFAULT_CHAT) -> ContextCompacted | None:
+        """Shorten chat ``chat`` now (old tool results to stubs, old turns summarised).
+
+        ``None`` when there was nothing to shorten; ``SessionError`` if the summary request
+        fails or the user interrupts it (the conversation is left as it was).
+        """
+        agent = self.existing_chat(chat)
+        agent.provider = self.provider()
+        try:
+            outcome = self.bridge.run(agent.compact(), lambda _event: None)
+        except ProviderError as exc:
+            raise SessionError(f"Compacting failed: {_one_line(str(exc))}") from None
+        if outcome.interrupted:
+            raise SessionError("Compacting was interrupted; the conversation is unchanged")
+        return outcome.value
 
     # -- usage, saving, describing ------------------------------------------------------------
 
@@ -528,8 +601,14 @@ class NotebookSession:
         providers: Mapping[int, Provider] = {
             id(p): p for p in [*self._providers.values(), self._custom_provider] if p
         }
+        primary = self._chats.get(DEFAULT_CHAT)
 
         async def close_all() -> None:
+            if primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
+                from ..mcp import manager_for
+
+                with contextlib.suppress(Exception):
+                    await manager_for(primary).aclose()  # the servers' processes end here
             for provider in providers.values():
                 with contextlib.suppress(Exception):
                     await provider.aclose()

@@ -2,10 +2,13 @@
 
 The SDK does the hard parts — HTTP, SSE parsing, the accumulation of a streamed message, and the
 retries (with backoff and ``retry-after``) for overloaded and rate-limited requests. This module
-adds prompt caching (the system prompt, the tool definitions and the conversation so far are
-marked ``cache_control: ephemeral``, so each turn of a tool loop re-reads the earlier ones from
-the cache), turns the stream into ``TextDelta``/``ModelResponse`` and the SDK's exceptions into
-``ProviderError`` with a message a notebook user can act on.
+adds prompt caching (breakpoints on the system prompt, the tool definitions, the end of the
+conversation and the end of the previous request, so each turn of a tool loop — however many
+parallel calls it made — re-reads the earlier ones from the cache), extended thinking
+(``thinking_budget``), a cap on every retry wait (``_retry_wait.py``: a ``retry-after`` of an hour
+is not honoured), retries of an ``overloaded_error`` that arrives inside a 200 stream, and turns
+the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
+``ProviderError`` with a message that names the API's error type.
 
 One event loop per client (``_event_loops.py``): a provider that built its client builds a fresh
 one when ``asyncio.run`` is called again, so a script can chat in several ``asyncio.run`` calls; a
@@ -15,14 +18,16 @@ inside the loop that uses it, or keep one loop, as the notebook magics do).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
-from ..events import TextDelta, Usage
+from ..events import TextDelta, ThinkingDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, backoff
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -32,6 +37,12 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MODEL_ENV_VAR = "JUPYTER_AGENT_MODEL"
 DEFAULT_MAX_TOKENS = 8192
+#: The SDK's default number of retries of a failed request.
+DEFAULT_MAX_RETRIES = 2
+#: The API's smallest thinking budget.
+MIN_THINKING_BUDGET = 1024
+#: Error types that may arrive inside a 200 stream and are worth another try.
+_RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
 
 _CACHE_CONTROL = {"type": "ephemeral"}
 
@@ -48,20 +59,48 @@ class AnthropicProvider:
         client: anthropic.AsyncAnthropic | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         cache: bool = True,
+        thinking_budget: int | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
     ) -> None:
-        import anthropic
-
         self.model: str = model or os.environ.get(MODEL_ENV_VAR) or DEFAULT_MODEL
         self.max_tokens = max_tokens
         #: Mark the system prompt, the tools and the conversation for prompt caching.
         self.cache = cache
+        self.thinking_budget = thinking_budget
+        #: Retries of a failed request, for a client this provider builds (a client passed in
+        #: keeps its own ``max_retries``; an overloaded stream is retried that many times too).
+        #: No wait before a retry is longer than ``max_retry_wait`` seconds.
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
         self._owns_client = client is None
         # With no client: the SDK reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and
-        # ANTHROPIC_BASE_URL from the environment; its default retries stay on.
-        self.client: anthropic.AsyncAnthropic = (
-            client if client is not None else anthropic.AsyncAnthropic()
-        )
+        # ANTHROPIC_BASE_URL from the environment.
+        self.client: anthropic.AsyncAnthropic = client if client is not None else self._new_client()
         self._loops = LoopTracker()
+
+    @property
+    def thinking_budget(self) -> int | None:
+        """Tokens the model may think before it answers (extended thinking); ``None``: off."""
+        return self._thinking_budget
+
+    @thinking_budget.setter
+    def thinking_budget(self, budget: int | None) -> None:
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_THINKING_BUDGET
+        ):
+            raise ValueError(
+                f"thinking_budget must be a whole number of tokens, at least {MIN_THINKING_BUDGET} "
+                f"(the API's minimum), or None to turn thinking off; got {budget!r}"
+            )
+        self._thinking_budget = budget
+
+    def _new_client(self) -> anthropic.AsyncAnthropic:
+        from ._retry_wait import AsyncAnthropicWithWaitCap
+
+        return AsyncAnthropicWithWaitCap(
+            max_retries=self.max_retries, max_retry_wait=self.max_retry_wait
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r})"
@@ -73,6 +112,12 @@ class AnthropicProvider:
             "max_tokens": self.max_tokens,
             "messages": request.messages,
         }
+        budget = self.thinking_budget
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if self.max_tokens <= budget:
+                # thinking counts against max_tokens: leave the answer its usual room
+                params["max_tokens"] = budget + self.max_tokens
         if request.system:
             system: dict[str, Any] = {"type": "text", "text": request.system}
             if self.cache:
@@ -91,10 +136,8 @@ class AnthropicProvider:
         """``client``, rebuilt first if this provider built it and the event loop changed."""
         if self._loops.moved():
             if self._owns_client:
-                import anthropic
-
                 # the old client's connections belong to the old loop; leave them to it
-                self.client = anthropic.AsyncAnthropic()
+                self.client = self._new_client()
             else:
                 message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="AnthropicProvider")
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
@@ -105,39 +148,61 @@ class AnthropicProvider:
 
         params = self.build_params(request)
         client = self._client_for_running_loop()
-        try:
-            async with client.messages.stream(**cast(Any, params)) as stream:
-                async for event in stream:
-                    if event.type == "text" and event.text:
-                        yield TextDelta(event.text)
-                message = await stream.get_final_message()
-        except anthropic.APIStatusError as exc:
-            raise ProviderError(_describe_status_error(exc)) from exc
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError(
-                "The request to Anthropic timed out (after the SDK's retries). Try again."
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            cause = exc.__cause__
-            detail = f" ({type(cause).__name__}: {cause})" if cause else ""
-            raise ProviderError(
-                f"Could not connect to the Anthropic API at {self.client.base_url}{detail}. "
-                "Check the network (and ANTHROPIC_BASE_URL if you set it)."
-            ) from exc
-        except anthropic.AnthropicError as exc:
-            raise ProviderError(f"Anthropic request failed: {exc}") from exc
-        except TypeError as exc:
-            if self._owns_client and not (
-                os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-            ):
+        attempt = 0
+        while True:
+            streamed = False
+            try:
+                async with client.messages.stream(**cast(Any, params)) as stream:
+                    async for event in stream:
+                        if event.type == "text" and event.text:
+                            streamed = True
+                            yield TextDelta(event.text)
+                        elif event.type == "thinking" and event.thinking:
+                            streamed = True
+                            yield ThinkingDelta(event.thinking)
+                    message = await stream.get_final_message()
+                break
+            except anthropic.APIStatusError as exc:
+                # an error event inside a 200 stream: the SDK does not retry it; before anything
+                # reached the caller, a transient one is tried again (after that, the text
+                # already shown could not be taken back)
+                if (
+                    exc.status_code == 200
+                    and exc.type in _RETRYABLE_STREAM_ERRORS
+                    and not streamed
+                    and attempt < client.max_retries
+                ):
+                    attempt += 1
+                    await asyncio.sleep(backoff(attempt, self.max_retry_wait))
+                    continue
+                raise ProviderError(_describe_status_error(exc, attempt)) from exc
+            except anthropic.APITimeoutError as exc:
                 raise ProviderError(
-                    "No Anthropic credentials: set the ANTHROPIC_API_KEY environment variable "
-                    "(or use the offline model)."
+                    "The request to Anthropic timed out (after the SDK's retries). Try again."
                 ) from exc
-            raise
-        except ValueError as exc:
-            # the SDK could not parse a tool's streamed JSON input
-            raise ProviderError(f"Anthropic sent a reply that could not be read: {exc}") from exc
+            except anthropic.APIConnectionError as exc:
+                cause = exc.__cause__
+                detail = f" ({type(cause).__name__}: {cause})" if cause else ""
+                raise ProviderError(
+                    f"Could not connect to the Anthropic API at {self.client.base_url}{detail}. "
+                    "Check the network (and ANTHROPIC_BASE_URL if you set it)."
+                ) from exc
+            except anthropic.AnthropicError as exc:
+                raise ProviderError(f"Anthropic request failed: {exc}") from exc
+            except TypeError as exc:
+                if self._owns_client and not (
+                    os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+                ):
+                    raise ProviderError(
+                        "No Anthropic credentials: set the ANTHROPIC_API_KEY environment "
+                        "variable (or use the offline model)."
+                    ) from exc
+                raise
+            except ValueError as exc:
+                # the SDK could not parse a tool's streamed JSON input
+                raise ProviderError(
+                    f"Anthropic sent a reply that could not be read: {exc}"
+                ) from exc
 
         if message.stop_reason is None:
             raise ProviderError(
@@ -151,8 +216,15 @@ class AnthropicProvider:
                 content.append(
                     {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
                 )
+            elif block.type == "thinking":
+                # the signature lets the API verify the thinking when it comes back
+                content.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+            elif block.type == "redacted_thinking":
+                content.append({"type": "redacted_thinking", "data": block.data})
             else:
-                # thinking and server-tool blocks go back to the API unchanged
+                # server-tool blocks go back to the API unchanged
                 content.append(block.to_dict())
         usage = message.usage
         yield ModelResponse(
@@ -221,10 +293,11 @@ def _mark_last_block(messages: list[dict[str, Any]], index: int) -> None:
             return
 
 
-def _describe_status_error(exc: anthropic.APIStatusError) -> str:
+def _describe_status_error(exc: anthropic.APIStatusError, stream_retries: int = 0) -> str:
     kind = exc.type or "error"
     detail = str(exc.api_message or exc.message).strip().rstrip(".")
-    message = f"Anthropic API error {exc.status_code} ({kind}): {detail}."
+    where = "in the stream" if exc.status_code == 200 else str(exc.status_code)
+    message = f"Anthropic API error {where} — {kind}: {detail}."
     hints = {
         401: " Check ANTHROPIC_API_KEY.",
         403: " The API key is not allowed to do this.",
@@ -233,7 +306,17 @@ def _describe_status_error(exc: anthropic.APIStatusError) -> str:
         429: " Rate limited even after the SDK's retries; wait a moment and try again.",
         529: " Anthropic is overloaded even after the SDK's retries; try again shortly.",
     }
-    message += hints.get(exc.status_code, "")
+    if exc.status_code == 200:
+        tries = f" after {stream_retries + 1} attempts" if stream_retries else ""
+        if kind == "overloaded_error":
+            message += f" Anthropic is overloaded{tries}; try again shortly."
+        elif tries:
+            message += f" (failed{tries})"
+    else:
+        message += hints.get(exc.status_code, "")
+    wait = exc.response.headers.get("retry-after")
+    if exc.status_code in (429, 529) and wait:
+        message += f" The API asked to wait {wait} s before retrying."
     if exc.request_id:
         message += f" (request id {exc.request_id})"
     return message

@@ -1,8 +1,11 @@
 """The provider contract: how the agent talks to a model, whatever serves it.
 
 The agent keeps the conversation in Anthropic Messages format and hands each provider a
-``ModelRequest``; a provider streams back ``TextDelta`` events as text arrives and ends with exactly
-one ``ModelResponse`` holding the complete reply as Anthropic content blocks. Providers for other
+``ModelRequest``; a provider streams back ``TextDelta`` events as text arrives (``ThinkingDelta``
+for extended thinking) and ends with exactly one ``ModelResponse`` holding the complete reply as
+Anthropic content blocks — thinking blocks with their signatures, so they round-trip — and the
+API's ``stop_reason`` untouched (``pause_turn``, ``refusal``, ``model_context_window_exceeded``
+are the agent's to act on). Providers for other
 APIs (OpenAI-compatible servers) translate both ways; the offline model reads a script.
 """
 
@@ -12,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..events import TextDelta, Usage
+from ..events import TextDelta, ThinkingDelta, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,9 @@ class ModelRequest:
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
+    #: ``"chat"``, or ``"summary"`` when the agent asks for a summary of the conversation to
+    #: compact it (no tools; the offline model answers it with a deterministic digest).
+    purpose: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +40,7 @@ class ModelResponse:
     model: str = ""
 
 
-ProviderEvent = TextDelta | ModelResponse
+ProviderEvent = TextDelta | ThinkingDelta | ModelResponse
 
 
 @runtime_checkable
@@ -46,7 +52,8 @@ class Provider(Protocol):
     model: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one reply: any number of ``TextDelta``, then one ``ModelResponse``.
+        """Stream one reply: any number of ``TextDelta``/``ThinkingDelta``, then one
+        ``ModelResponse``.
 
         A request that fails for good raises ``ProviderError`` (after the SDK's own retries).
         """

@@ -4,6 +4,10 @@ The agent keeps its conversation in Anthropic format; this module translates eac
 chat completions (``tool_use`` → assistant ``tool_calls``, ``tool_result`` → ``tool`` messages,
 tool schemas → ``{"type": "function", ...}``) and the streamed answer back (text deltas, tool-call
 argument fragments assembled into ``tool_use`` blocks, ``finish_reason`` → ``stop_reason``, usage).
+Servers bend the wire format: Ollama and some llama.cpp builds send parallel calls without an
+``index`` (or all at ``index: 0``), told apart only by a new ``id`` (``_ToolCallAssembler``); a
+stream that stops before its ``finish_reason`` is an error, not a short reply; a server that
+cannot do tool calls is named as such.
 A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``).
 The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
 imported only when this provider is created.
@@ -147,6 +151,52 @@ class _PendingCall:
         }
 
 
+class _ToolCallAssembler:
+    """Puts streamed tool-call fragments back together into whole calls, in order.
+
+    The OpenAI format tags each fragment with the call's ``index`` and gives the ``id`` on the
+    first one only. Some servers omit ``index`` (each call whole in one chunk) or reuse
+    ``index: 0`` for every call, so a fragment with an ``id`` not seen before always starts a new
+    call; one without an ``id`` continues the call of its ``index`` (or, with no index, the
+    latest call).
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[_PendingCall] = []
+        self._by_index: dict[int, _PendingCall] = {}
+        self._by_id: dict[str, _PendingCall] = {}
+
+    def add(self, fragment: Any) -> None:
+        index = getattr(fragment, "index", None)
+        call_id = getattr(fragment, "id", None) or ""
+        pending: _PendingCall | None
+        if call_id:
+            pending = self._by_id.get(call_id)
+            if pending is None:
+                # an id that arrives after its call's first fragment joins that call
+                current = self._by_index.get(index) if index is not None else None
+                pending = current if current is not None and not current.id else self._start()
+                pending.id = call_id
+                self._by_id[call_id] = pending
+        elif index is not None:
+            pending = self._by_index.get(index) or self._start()
+        else:
+            pending = self.calls[-1] if self.calls else self._start()
+        if index is not None:
+            self._by_index[index] = pending
+        function = getattr(fragment, "function", None)
+        if function is not None:
+            if function.name:
+                pending.name += function.name
+            if function.arguments:
+                pending.arguments += function.arguments
+
+    def _start(self) -> _PendingCall:
+        pending = _PendingCall()
+        self.calls.append(pending)
+        return pending
+
+
 class OpenAIProvider:
     """Streams replies from an OpenAI-compatible ``/chat/completions`` endpoint."""
 
@@ -204,7 +254,7 @@ class OpenAIProvider:
         openai_module = _import_openai()
         params = self.build_params(request)
         text: list[str] = []
-        calls: dict[int, _PendingCall] = {}
+        calls = _ToolCallAssembler()
         finish_reason: str | None = None
         usage = Usage()
         model = self.model
@@ -228,18 +278,19 @@ class OpenAIProvider:
                             text.append(delta.content)
                             yield TextDelta(delta.content)
                         for fragment in delta.tool_calls or []:
-                            pending = calls.setdefault(fragment.index, _PendingCall())
-                            if fragment.id:
-                                pending.id = fragment.id
-                            if fragment.function is not None:
-                                if fragment.function.name:
-                                    pending.name += fragment.function.name
-                                if fragment.function.arguments:
-                                    pending.arguments += fragment.function.arguments
+                            calls.add(fragment)
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
         except openai_module.APIStatusError as exc:
-            raise ProviderError(_describe_status_error(exc, self.client.base_url)) from exc
+            message = _describe_status_error(exc, self.client.base_url)
+            if request.tools and _refuses_tools(exc):
+                message += (
+                    ". The model or server does not support tool calls: pick a model with tool "
+                    "support (llama.cpp: start the server with --jinja; vLLM: with "
+                    "--enable-auto-tool-choice and a --tool-call-parser), or turn the tools off "
+                    "with %agent_tools"
+                )
+            raise ProviderError(message) from exc
         except openai_module.APIConnectionError as exc:
             raise ProviderError(
                 f"Could not connect to the OpenAI-compatible server at {client.base_url}: "
@@ -248,12 +299,17 @@ class OpenAIProvider:
         except openai_module.OpenAIError as exc:
             raise ProviderError(f"OpenAI-compatible request failed: {exc}") from exc
 
+        if finish_reason is None:
+            raise ProviderError(
+                f"The OpenAI-compatible server at {client.base_url} ended the stream before the "
+                "reply was complete (no finish_reason). Try again."
+            )
         content: list[dict[str, Any]] = []
         if text:
             content.append({"type": "text", "text": "".join(text)})
-        content.extend(calls[index].block() for index in sorted(calls))
-        stop_reason = _STOP_REASONS.get(finish_reason or "", finish_reason)
-        if calls and stop_reason == "end_turn":
+        content.extend(pending.block() for pending in calls.calls)
+        stop_reason = _STOP_REASONS.get(finish_reason, finish_reason)
+        if calls.calls and stop_reason == "end_turn":
             stop_reason = "tool_use"  # some servers say "stop" after tool calls
         yield ModelResponse(content, stop_reason, usage, model)
 
@@ -271,6 +327,16 @@ def _usage(usage: Any) -> Usage:
         input_tokens=max(prompt - cached, 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_input_tokens=cached,
+    )
+
+
+def _refuses_tools(exc: Any) -> bool:
+    """Whether a 400 says the model or server cannot take the ``tools`` parameter."""
+    if exc.status_code != 400:
+        return False
+    said = str(exc.body if exc.body is not None else exc.message).lower()
+    return "tool" in said and any(
+        hint in said for hint in ("support", "--jinja", "--enable-auto-tool-choice")
     )
 
 

@@ -13,9 +13,10 @@ The URL may come from a prompt injection, so the fetch is bounded in every direc
 * what comes back: JSON pretty-printed, HTML turned into Markdown (scripts, styles and the like
   dropped first), other text as is; binary content is refused, naming its content type. A
   non-2xx status is an error result with the status;
-* what converting costs: HTML (cut at ``web_convert.MAX_HTML_BYTES``) and JSON are converted in a
-  child process under the same deadline, killed when it passes, so a page crafted to make the
-  parser slow can neither freeze the event loop nor outlive the call (see ``web_convert``).
+* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default) and JSON are
+  converted in a child process under the same deadline, killed when it passes, so a page crafted
+  to make the parser slow can neither freeze the event loop nor outlive the call (see
+  ``web_convert``).
 """
 
 from __future__ import annotations
@@ -178,14 +179,17 @@ class WebFetchTool(BuiltinTool):
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_html_bytes: int = web_convert.MAX_HTML_BYTES,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        """``timeout_s`` is the deadline of one whole fetch; ``max_body_bytes`` caps the body;
+        """``timeout_s`` is the deadline of one whole fetch, conversion included;
+        ``max_body_bytes`` caps the body; ``max_html_bytes`` caps the HTML converted to Markdown;
         ``ssl_context`` replaces the default certificate verification (e.g. a company CA)."""
         super().__init__(context)
         self.policy = NetworkPolicy(allow_private_network)
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
+        self.max_html_bytes = max_html_bytes
         self.ssl_context = ssl_context
 
     async def execute(self, args: dict[str, object]) -> str:
@@ -358,10 +362,10 @@ class WebFetchTool(BuiltinTool):
             kind = "text"
         notes: list[str] = []
         if kind == "html":
-            html, cut = web_convert.cut_html(fetched.body)
+            html, cut = web_convert.cut_html(fetched.body, self.max_html_bytes)
             if cut:
                 notes.append(
-                    f"The page's HTML is larger than {web_convert.MAX_HTML_BYTES:,} bytes; only "
+                    f"The page's HTML is larger than {self.max_html_bytes:,} bytes; only "
                     f"the first {len(html):,} bytes were converted."
                 )
             header = {"kind": "html", "charset": fetched.charset}

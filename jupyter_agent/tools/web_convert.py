@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup
 
-#: The most HTML bytes converted; a longer page is cut first (at a tag boundary) and the result
-#: says so. 5 MiB of HTML converts in a few seconds, well inside the 30 s deadline.
-MAX_HTML_BYTES = 5 * 1024 * 1024
+#: The most HTML bytes converted by default; a longer page is cut first (at a tag boundary) and
+#: the result says so. markdownify converts about 0.3 to 1 MB of ordinary HTML a second (slower
+#: on a busy machine), so 2 MiB leaves most of the 30 s deadline for the fetch itself.
+MAX_HTML_BYTES = 2 * 1024 * 1024
 #: Elements nested deeper than this are replaced by their plain text before conversion.
 MAX_DEPTH = 100
 

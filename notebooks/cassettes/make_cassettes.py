@@ -512,12 +512,60 @@ table, so nothing was lost.
     return [first, second]
 
 
+# -- 06 MCP servers -------------------------------------------------------------------------------
+
+MCP_PROMPT = (
+    "A marathon is 26.2 miles: how many kilometres is that? And my recipe says 350 °F — what is "
+    "that in Celsius? Use the units server."
+)
+
+
+def units_convert(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
+    """The tutorial's MCP server's own ``convert`` (imported from the shipped script)."""
+    import importlib.util
+
+    path = HERE.parent / "mcp_servers" / "units_server.py"
+    spec = importlib.util.spec_from_file_location("units_server", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result: dict[str, Any] = module.convert(value, from_unit, to_unit)
+    return result
+
+
+def mcp_servers() -> list[dict[str, Any]]:
+    ids = Ids("MC")
+    km = units_convert(26.2, "mi", "km")["value"]
+    celsius = units_convert(350, "F", "C")["value"]
+    answer = f"""
+According to the units server:
+
+- **26.2 miles = {km:.2f} km** (the server says {km} km), so a marathon is a little over 42 km.
+- **350 °F = {celsius:.1f} °C** (the server says {celsius} °C) — most recipes round that to
+  175–180 °C, or gas mark 4.
+"""
+    return [
+        {
+            "prompt": MCP_PROMPT,
+            "responses": [
+                reply(
+                    text("I'll ask the units server for both conversions."),
+                    call(ids, "units__convert", value=26.2, from_unit="mi", to_unit="km"),
+                    call(ids, "units__convert", value=350, from_unit="F", to_unit="C"),
+                ),
+                reply(text(answer)),
+            ],
+        }
+    ]
+
+
 def main(out_dir: Path = HERE) -> None:
     cassettes = {
         "01_quickstart.json": quickstart(),
         "02_tools.json": tools(),
         "03_custom_tools.json": custom_tools(),
         "04_data_analysis.json": data_analysis(),
+        "06_mcp.json": mcp_servers(),
     }
     for name, exchanges in cassettes.items():
         save_cassette(out_dir / name, exchanges)

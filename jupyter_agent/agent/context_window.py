@@ -1,0 +1,293 @@
+"""Keeping the conversation inside the model's context window.
+
+A notebook conversation runs for hours; every tool result stays in ``Agent.messages`` and every
+request resends them. Before a request would exceed the window, or when the API answers that the
+prompt is too long, the agent compacts, in this order, stopping as soon as the conversation fits:
+
+1. **stubs**: tool results, oldest first (all but the latest round), become one-line stubs
+   (what tool, how much was removed) — the ``tool_use``/``tool_result`` pairs stay, only the
+   content shrinks;
+2. **summary**: the earlier turns are replaced by a summary the model writes (a request to the
+   same provider); the recent turns stay word for word, the current turn always;
+3. **the current turn's results**: if the turn itself is too big (a huge tool turn), its tool
+   results are cut to their head and tail.
+
+A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
+agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
+reply's reported input tokens plus about four characters a token for what was added since.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ..errors import ProviderError
+from .conversation import Block, Message, content_blocks
+from .results import CHARS_PER_TOKEN, cut_middle
+from .transcript import render_transcript
+
+#: The window of a model the package does not know.
+DEFAULT_CONTEXT_WINDOW = 200_000
+#: Documented context windows, by model name prefix (longest prefix wins).
+CONTEXT_WINDOWS: dict[str, int] = {
+    "claude-": 200_000,
+    "claude-3-": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-haiku-4": 200_000,
+}
+#: Compaction aims at this share of the window, so that it does not run again every turn.
+TARGET_SHARE = 0.5
+#: Tokens an image costs in the estimate when its size is unknown (1568 × 1568 / 750).
+IMAGE_TOKENS = 3_300
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]\n\n"
+SUMMARY_SYSTEM = (
+    "You compact a long conversation between a user and an assistant that uses tools. Write a "
+    "concise summary that lets the assistant continue the work: the user's goals and requests "
+    "in their own words where short, decisions made, files and names involved, results found, "
+    "and what is still open. Plain text, no preamble."
+)
+
+_OVERFLOW = re.compile(
+    r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|"
+    r"exceeds the context window",
+    re.IGNORECASE,
+)
+_REPORTED = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum")
+
+
+class ContextOverflowError(ProviderError):
+    """The conversation cannot be made to fit the context window (the prompt alone is too big)."""
+
+
+def context_window_for(model: str) -> int:
+    """The documented context window of ``model``; ``DEFAULT_CONTEXT_WINDOW`` if unknown."""
+    matches = [prefix for prefix in CONTEXT_WINDOWS if model.startswith(prefix)]
+    return CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
+
+
+def is_overflow(error: BaseException) -> bool:
+    """Whether a failed request was refused because the prompt exceeds the context window."""
+    return bool(_OVERFLOW.search(str(error)))
+
+
+def reported_sizes(error: BaseException) -> tuple[int, int] | None:
+    """``(tokens, maximum)`` from an API answer ``prompt is too long: N tokens > M maximum``."""
+    match = _REPORTED.search(str(error))
+    if match is None:
+        return None
+    return int(match[1].replace(",", "")), int(match[2].replace(",", ""))
+
+
+# -- estimating ----------------------------------------------------------------------------------
+
+
+def block_chars(block: Block) -> int:
+    """About how many characters ``block`` costs (images at their token estimate)."""
+    kind = block.get("type")
+    if kind == "text":
+        return len(str(block.get("text", ""))) + 8
+    if kind == "tool_result":
+        content = block.get("content", "")
+        if isinstance(content, str):
+            return len(content) + 40
+        return 40 + sum(block_chars(part) for part in content if isinstance(part, dict))
+    if kind == "image":
+        return IMAGE_TOKENS * CHARS_PER_TOKEN
+    if kind == "tool_use":
+        return len(json.dumps(block.get("input", {}), ensure_ascii=False)) + 60
+    return len(json.dumps(block, ensure_ascii=False))
+
+
+def messages_tokens(messages: list[Message]) -> int:
+    chars = sum(block_chars(b) + 0 for m in messages for b in content_blocks(m))
+    return chars // CHARS_PER_TOKEN + 4 * len(messages)
+
+
+class TokenEstimator:
+    """Estimates the size of the next request from the last reply's reported input tokens.
+
+    ``record`` after each reply: the provider's count of what was sent is exact; what was added
+    since (the reply itself, tool results, a new prompt) is estimated at four characters a token,
+    scaled by how the last report compared with the estimate. Only the new messages are walked,
+    so estimating costs the same on turn 200 as on turn 2. With no report (the offline model
+    reports none) the running estimate stands in for it.
+    """
+
+    def __init__(self) -> None:
+        self._messages: list[Message] | None = None
+        self._sent = 0
+        #: Estimated (unscaled) tokens of what was sent, and the tokens it really was.
+        self._raw = 0
+        self._tokens = 0
+        #: Reported tokens ÷ estimated tokens (1 before any report).
+        self.scale = 1.0
+
+    def forget(self) -> None:
+        """After the conversation was rewritten: no report describes it any more."""
+        self._messages = None
+
+    def _raw_total(self, messages: list[Message], fixed_tokens: int) -> int:
+        if self._messages is messages and self._sent <= len(messages):
+            return self._raw + messages_tokens(messages[self._sent :])
+        return messages_tokens(messages) + fixed_tokens
+
+    def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
+        """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
+        raw = self._raw_total(messages, fixed_tokens)
+        if reported_tokens > 0 and raw > 0:
+            self.scale = max(0.25, min(4.0, reported_tokens / raw))
+            self._tokens = reported_tokens
+        else:
+            self._tokens = int(raw * self.scale)
+        self._messages = messages
+        self._sent = len(messages)
+        self._raw = raw
+
+    def estimate(self, messages: list[Message], fixed_tokens: int) -> int:
+        """Tokens of a request carrying ``messages`` plus ``fixed_tokens`` (system, tools)."""
+        if self._messages is messages and self._sent <= len(messages):
+            return self._tokens + int(messages_tokens(messages[self._sent :]) * self.scale)
+        return int((messages_tokens(messages) + fixed_tokens) * self.scale)
+
+
+# -- compacting ----------------------------------------------------------------------------------
+
+Summarise = Callable[[str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    messages: list[Message]
+    tokens_before: int
+    tokens_after: int
+
+
+def turn_starts(messages: list[Message]) -> list[int]:
+    """Indices of the user messages that carry the user's own words (a prompt starts a turn)."""
+    return [
+        i
+        for i, m in enumerate(messages)
+        if m.get("role") == "user" and any(b.get("type") == "text" for b in content_blocks(m))
+    ]
+
+
+def stub(block: Block, name: str) -> Block:
+    size = block_chars(block)
+    text = (
+        f"[result of {name} removed to save context ({size:,} characters); "
+        "call the tool again if it is needed]"
+    )
+    stubbed: Block = {
+        "type": "tool_result",
+        "tool_use_id": block.get("tool_use_id"),
+        "content": text,
+    }
+    if block.get("is_error"):
+        stubbed["is_error"] = True
+    return stubbed
+
+
+def _is_stub(block: Block) -> bool:
+    content = block.get("content")
+    return isinstance(content, str) and content.startswith("[result of ") and len(content) < 200
+
+
+async def compact(
+    messages: list[Message],
+    *,
+    limit: int,
+    target: int,
+    estimate: Callable[[list[Message]], int],
+    summarise: Summarise | None,
+    force: bool = False,
+) -> Compaction:
+    """A compacted copy of ``messages`` whose estimate is at most ``target`` where possible.
+
+    Raises ``ContextOverflowError`` if even the current turn alone exceeds ``limit``. With
+    ``force`` the steps run even if the conversation already fits (``%agent compact``).
+    """
+    before = estimate(messages)
+    work = [dict(m, content=list(content_blocks(m))) for m in messages]
+    starts = turn_starts(work)
+    current = starts[-1] if starts else 0
+    names = {
+        str(b.get("id")): str(b.get("name"))
+        for m in work
+        if m.get("role") == "assistant"
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    }
+
+    # 1. stubs for earlier results, oldest first (all but the latest round of results)
+    tokens = estimate(work)
+    for index in range(len(work) - 1):
+        if tokens <= target and not force:
+            break
+        message = work[index]
+        if message["role"] != "user":
+            continue
+        blocks = message["content"]
+        for position, block in enumerate(blocks):
+            if block.get("type") == "tool_result" and not _is_stub(block):
+                name = names.get(str(block.get("tool_use_id")), "a tool")
+                blocks[position] = stub(block, name)
+                saved = block_chars(block) - block_chars(blocks[position])
+                tokens -= saved // CHARS_PER_TOKEN
+    tokens = estimate(work)
+
+    # 2. a summary of the earlier turns; the recent ones stay word for word
+    if (tokens > target or force) and summarise is not None and current > 0:
+        keep_from = current
+        for start in reversed(starts[:-1]):
+            if estimate(work[start:]) > target // 2:
+                break
+            keep_from = start
+        if keep_from > 0:
+            summary = (await summarise(render_transcript(work[:keep_from]))).strip()
+            summary = cut_middle(summary or "(no summary)", target * CHARS_PER_TOKEN // 4)
+            first = work[keep_from]
+            # results for calls of the summarised part would answer nothing: drop them
+            kept_blocks = [b for b in first["content"] if b.get("type") != "tool_result"]
+            summary_block: Block = {"type": "text", "text": SUMMARY_PREFIX + summary}
+            work = [
+                {"role": "user", "content": [summary_block, *kept_blocks]},
+                *work[keep_from + 1 :],
+            ]
+            tokens = estimate(work)
+            current = turn_starts(work)[-1]
+
+    # 3. the current turn itself: cut its largest results until it fits the limit
+    for _ in range(64):
+        if tokens <= limit:
+            break
+        results = [
+            (block_chars(b), i, p)
+            for i in range(current, len(work))
+            if work[i]["role"] == "user"
+            for p, b in enumerate(work[i]["content"])
+            if b.get("type") == "tool_result" and block_chars(b) > 400
+        ]
+        if not results:
+            break
+        size, i, p = max(results)
+        block = work[i]["content"][p]
+        text = "\n".join(
+            str(part.get("text", ""))
+            for part in content_blocks({"content": block.get("content")})
+            if part.get("type") == "text"
+        )
+        shortened: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
+        work[i]["content"][p] = shortened
+        tokens = estimate(work)
+    if tokens > limit:
+        raise ContextOverflowError(
+            f"The prompt is too long for the model's context window (about {tokens:,} tokens; "
+            f"the limit is {limit:,}), even with the rest of the conversation compacted. "
+            "Shorten it or split it into several cells."
+        )
+    return Compaction(work, before, tokens)

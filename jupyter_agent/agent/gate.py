@@ -1,0 +1,98 @@
+"""The policy gate: whether one tool call may run, as a typed verdict.
+
+Before any call runs, the gate answers ``Run``, ``Refuse(reason)`` (the model gets ``reason`` as
+an error result) or ``Ask`` (the user decides, through the UI's approval handler; ``decide`` turns
+that into ``Run`` or ``Refuse``). The loop never reads policy strings itself. Input that is not a
+JSON object is refused here too, so no tool ever sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..tools.base import capabilities_of
+from ..tools.registry import ToolRegistry
+from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The call runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The call does not run; ``reason`` is its error result."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """The user decides (``PolicyGate.decide``)."""
+
+
+Verdict = Run | Refuse | Ask
+
+
+class PolicyGate:
+    """Per-tool policies (``allow``/``ask``/``deny``) over a registry, and their verdicts."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+        self.policies: dict[str, Policy] = {}
+
+    def policy(self, name: str) -> Policy:
+        """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
+        if name in self.policies:
+            return self.policies[name]
+        tool = self.registry.get_tool(name)
+        return "ask" if capabilities_of(tool).destructive else "allow"
+
+    def set_policy(self, name: str, policy: Policy) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.policies[name] = policy
+
+    def forget(self, name: str) -> None:
+        self.policies.pop(name, None)
+
+    def verdict(self, name: str, raw_input: object) -> Verdict:
+        """What happens to a call of ``name`` with ``raw_input`` (before asking anyone)."""
+        if not isinstance(raw_input, dict):
+            shown = str(raw_input)
+            shown = shown if len(shown) <= 300 else shown[:300] + "…"
+            return Refuse(
+                f"Error: invalid arguments for {name}: the input was not a JSON object "
+                f"({shown}). Call the tool again with a JSON object that matches its input_schema."
+            )
+        if not self.registry.is_tool_enabled(name):
+            return Run()  # the registry explains unknown and disabled tools itself
+        policy = self.policy(name)
+        if policy == "allow":
+            return Run()
+        if policy == "deny":
+            return Refuse(
+                f"Error: {name} was not run: the user's policy for this tool is 'deny'. "
+                "Do not retry it; find another way or ask the user."
+            )
+        return Ask()
+
+    @staticmethod
+    async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:
+        """Ask ``handler`` about a call whose verdict was ``Ask``; no handler means refusal."""
+        if handler is None:
+            return Refuse(
+                f"Error: {request.name} was not run: it needs the user's approval and no "
+                "approval handler is available, so the call was denied."
+            )
+        try:
+            decision = await handler(request)
+        except Exception as exc:
+            decision = Decision(False, f"the approval request failed ({exc})")
+        if decision.approved:
+            return Run()
+        reason = f" The user said: {decision.reason}" if decision.reason else ""
+        return Refuse(
+            f"Error: the user declined this call of {request.name}; it was not run.{reason}"
+        )

@@ -1,0 +1,313 @@
+"""One MCP server's session, owned by one long-lived task on the agent's event loop.
+
+The SDK's transports and ``ClientSession`` are anyio context managers whose cancel scopes must be
+left by the task that entered them. So a connection does not enter them in whatever task happens
+to add the server: it starts an *owner task* that opens the transport and the session, lists the
+tools, reports ready, and then waits for ``stop``; closing sets that event and awaits the owner,
+which leaves the contexts itself (the SDK then ends the server process, its whole group). Tool
+calls from other tasks only send requests over the session's streams, which any task may do.
+
+A server that dies mid-call is marked down; the next call restarts it (once per call) before it
+runs. Every failure is an ``MCPServerError`` or ``ToolFailure`` whose message names the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import MCPServerError
+from ..tools.base import ToolFailure
+from ..tools.netguard import NetworkPolicy, PrivateNetworkSetting, parse_target
+from . import process
+from .config import MCPServerConfig
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, ReadResourceResult, Tool
+
+T = TypeVar("T")
+
+#: Seconds a server may take to start and answer ``initialize`` and ``tools/list`` (or the
+#: entry's call timeout, when shorter).
+STARTUP_TIMEOUT_S = 60.0
+#: Seconds ``close`` waits for the owner task (the SDK kills a stuck server within ~4 s).
+CLOSE_TIMEOUT_S = 15.0
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    message = _one_line(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+class ServerConnection:
+    """The live session with one server, and what it said about itself."""
+
+    def __init__(
+        self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting = False
+    ) -> None:
+        self.config = config
+        self.network = NetworkPolicy(allow_private_network)
+        self.tools: list[Tool] = []
+        self.instructions: str = ""
+        self.server_name: str = ""
+        self.stderr: process.StderrTail | None = None
+        self.pid: int | None = None
+        self.restarts = 0
+        #: "starting", "running", "down: …", "stopped".
+        self.status = "stopped"
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        #: The loop the session lives on; calls from another loop are handed over to it.
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def running(self) -> bool:
+        return self._session is not None and self.status == "running"
+
+    # -- life ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the server and list its tools; ``MCPServerError`` (one line) if it cannot."""
+        if self.config.url is not None:
+            await self._check_url(self.config.url)
+        else:
+            import mcp  # noqa: F401  (a clear ImportError before anything is spawned)
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._stop = asyncio.Event()
+        self.status = "starting"
+        self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp {self.name}")
+        try:
+            await ready
+        except BaseException as exc:
+            await self._join_owner()
+            self.status = f"down: failed to start ({_describe(exc)})"
+            if isinstance(exc, MCPServerError | asyncio.CancelledError | KeyboardInterrupt):
+                raise
+            raise MCPServerError(self._start_failure(exc)) from None
+
+    async def close(self) -> None:
+        """Stop the server (from the owner task, as the SDK needs); safe to call twice."""
+        if self._stop is not None:
+            self._stop.set()
+        await self._join_owner()
+        self.status = "stopped"
+
+    async def restart(self) -> None:
+        await self.close()
+        self.restarts += 1
+        await self.start()
+
+    async def _join_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        except BaseException:
+            pass  # the owner's failure was reported through ``ready``
+        finally:
+            self._forget_process()
+
+    def _forget_process(self) -> None:
+        self._session = None
+        if self.pid is not None:
+            # the SDK has stopped the group by now; this is for the exit that skipped it
+            process.untrack(self.pid)
+            self.pid = None
+        if self.stderr is not None:
+            self.stderr.close()
+
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        from mcp import ClientSession
+
+        try:
+            async with AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+                async with asyncio.timeout(min(STARTUP_TIMEOUT_S, self.config.timeout)):
+                    result = await session.initialize()
+                    tools = await self._list_tools(session)
+                self.instructions = result.instructions or ""
+                self.server_name = result.server_info.name if result.server_info else ""
+                self.tools = tools
+                self._session = session
+                self.status = "running"
+                ready.set_result(None)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError):
+                self.status = f"down: {_describe(exc)}"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._session = None
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        if self.config.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers=dict(self.config.headers) or None)
+            async with client, streamable_http_client(self.config.url, http_client=client) as s:
+                yield s
+            return
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        from ..tools.processes import safe_environment
+
+        command = self.config.command
+        params = StdioServerParameters(
+            command=command[0],
+            args=list(command[1:]),
+            env=safe_environment() | dict(self.config.env),
+        )
+        self.stderr = stderr = process.StderrTail()
+        stderr.start()
+        known = process.child_pids()
+        try:
+            async with stdio_client(params, errlog=stderr.writer) as streams:  # type: ignore[arg-type]
+                stderr.close_writer()  # the server holds it now: EOF when it exits
+                self.pid = process.find_server_pid(command, known)
+                if self.pid is not None:
+                    process.track(self.pid)
+                yield streams
+        except OSError as exc:
+            raise MCPServerError(self._start_failure(exc)) from None
+
+    @staticmethod
+    async def _list_tools(session: ClientSession) -> list[Tool]:
+        tools: list[Tool] = []
+        cursor: str | None = None
+        from mcp.types import PaginatedRequestParams
+
+        while True:
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def _check_url(self, url: str) -> None:
+        target = parse_target(url)  # URLRefusedError (a ToolFailure) with the reason
+        try:
+            await self.network.pin(target)
+        except ToolFailure as exc:
+            raise MCPServerError(f"MCP server {self.name!r} ({url}) refused: {exc}") from None
+
+    def _start_failure(self, exc: BaseException) -> str:
+        tail = self.stderr.tail() if self.stderr is not None else ""
+        said = f"; stderr: {tail}" if tail else ""
+        return (
+            f"MCP server {self.name!r} failed to start ({self.config.target}): "
+            f"{_describe(exc)}{said}"
+        )
+
+    # -- calls --------------------------------------------------------------------------------
+
+    async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the session's loop (a cell's own loop may call a notebook's tool)."""
+        loop = self._loop
+        if loop is None or loop is asyncio.get_running_loop() or loop.is_closed():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> CallToolResult:
+        """Call ``tool``; a down server is restarted first. Failures raise ``ToolFailure``."""
+        return await self._on_own_loop(self._call_tool(tool, arguments, timeout))
+
+    async def _call_tool(
+        self, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> CallToolResult:
+        session = await self._live_session()
+        try:
+            async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
+                return await session.call_tool(tool, arguments)
+        except TimeoutError:
+            raise ToolFailure(
+                f"MCP server {self.name!r} did not answer {tool} within {timeout:g} s "
+                "(the call was abandoned)"
+            ) from None
+        except Exception as exc:
+            raise self._call_failure(tool, exc) from None
+
+    async def read_resource(self, uri: str, timeout: float) -> ReadResourceResult:
+        return await self._on_own_loop(self._read_resource(uri, timeout))
+
+    async def _read_resource(self, uri: str, timeout: float) -> ReadResourceResult:
+        session = await self._live_session()
+        try:
+            async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
+                return await session.read_resource(uri)
+        except TimeoutError:
+            raise ToolFailure(
+                f"MCP server {self.name!r} did not return the resource {uri} within {timeout:g} s"
+            ) from None
+        except Exception as exc:
+            raise self._call_failure(f"resource {uri}", exc) from None
+
+    async def _live_session(self) -> ClientSession:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one restart, however many calls find the server down
+            if not self.running:
+                try:
+                    await self.restart()
+                except MCPServerError as exc:
+                    raise ToolFailure(f"{exc} (it had stopped; one restart was tried)") from None
+            assert self._session is not None
+            return self._session
+
+    def _call_failure(self, what: str, exc: Exception) -> ToolFailure:
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import CONNECTION_CLOSED
+
+        broken = not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
+        if not broken and not self._process_gone():
+            return ToolFailure(f"MCP server {self.name!r} refused {what}: {_one_line(exc)}")
+        # the connection broke: the server died or closed its end
+        self.status = f"down: the connection broke during {what} ({_describe(exc)})"
+        self._session = None
+        tail = self.stderr.tail() if self.stderr is not None else ""
+        said = f" Its last stderr: {tail}" if tail else ""
+        return ToolFailure(
+            f"MCP server {self.name!r} stopped during {what} ({_describe(exc)}); it will be "
+            f"restarted on the next call.{said}"
+        )
+
+    def _process_gone(self) -> bool:
+        if self.pid is None:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                text = stat.read()
+            return text[text.rindex(")") + 2] in "ZX"
+        except (OSError, ValueError, IndexError):
+            return True

@@ -1,0 +1,66 @@
+"""``MCPTool``: one tool of an MCP server, as an ordinary tool of the registry.
+
+Its schema is the server's (the registry validates arguments against it like any other tool's),
+its name is ``{server}__{tool}``, and ``execute`` forwards the call to the server's connection
+and maps the result (``results.py``). Its ``capabilities`` are declared like any tool's:
+``validates_arguments`` is False (the registry checks the server's schema first), and
+``destructive`` follows the server's own hint (a tool is destructive unless it says read-only).
+The policy does not depend on it: the manager sets each MCP tool's policy explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..tools.base import ToolCapabilities, ToolOutput
+from .results import to_output
+
+if TYPE_CHECKING:
+    from mcp.types import ReadResourceResult, Tool
+
+    from .connection import ServerConnection
+
+
+class MCPTool:
+    """A server tool under its registry name."""
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        name: str,
+        tool: Tool,
+        timeout: Callable[[], float],
+    ) -> None:
+        self.name = name
+        self.connection = connection
+        self.tool_name = tool.name
+        self.description = (tool.description or tool.title or f"{tool.name} (MCP)").strip()
+        self.input_schema: dict[str, Any] = dict(tool.input_schema)
+        hints = tool.annotations
+        self.capabilities = ToolCapabilities(
+            destructive=not (hints is not None and hints.read_only_hint),
+            validates_arguments=False,
+        )
+        self._timeout = timeout
+
+    def get_schema(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": f"[MCP server {self.connection.name}] {self.description}",
+            "input_schema": self.input_schema,
+        }
+
+    async def execute(self, args: dict[str, object]) -> ToolOutput:
+        timeout = self._timeout()
+        result = await self.connection.call_tool(self.tool_name, dict(args), timeout)
+        reader = None
+        if self.connection.config.read_resources:
+
+            async def reader(uri: str) -> ReadResourceResult:
+                return await self.connection.read_resource(uri, timeout)
+
+        return await to_output(result, server=self.connection.name, read_resource=reader)
+
+    def __repr__(self) -> str:
+        return f"<MCPTool {self.name!r}>"

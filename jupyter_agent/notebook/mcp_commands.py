@@ -1,0 +1,148 @@
+"""``%agent mcp add|list|remove`` and ``AgentMagics.mcp_servers``, over the agent's MCP manager.
+
+The magics only parse the line; the servers live in ``jupyter_agent.mcp`` on the session's
+background loop (the coroutines are handed to ``run``, which waits for them there), so a
+server's session stays on the loop the agent's tool calls run on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..errors import MCPConfigError, MCPServerError
+from ..mcp import manager_for, parse_server_entry
+from ..mcp.config import MCPServerConfig
+
+USAGE = (
+    "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
+    "COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] [--policy P] | "
+    "%agent mcp list [NAME] | %agent mcp remove NAME"
+)
+
+Runner = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def _pair(option: str, text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UsageError(f"%agent mcp add: {option} needs KEY=VALUE, not {text!r}")
+    return key, value
+
+
+def parse_add(words: list[str]) -> MCPServerConfig:
+    """``NAME [options] -- COMMAND ARGS...`` or ``NAME --url URL [options]`` as a config."""
+    if not words or words[0].startswith("-"):
+        raise UsageError(USAGE)
+    name, rest = words[0], words[1:]
+    command: list[str] = []
+    if "--" in rest:
+        at = rest.index("--")
+        rest, command = rest[:at], rest[at + 1 :]
+    entry: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    index = 0
+    while index < len(rest):
+        option = rest[index]
+        if option == "--read-resources":
+            entry["read_resources"] = True
+            index += 1
+            continue
+        if option not in ("--url", "--env", "--header", "--policy", "--timeout"):
+            raise UsageError(f"%agent mcp add: unknown option {option!r}; {USAGE}")
+        if index + 1 >= len(rest):
+            raise UsageError(f"%agent mcp add: {option} needs a value")
+        value = rest[index + 1]
+        index += 2
+        if option == "--url":
+            entry["url"] = value
+        elif option == "--env":
+            key, text = _pair(option, value)
+            env[key] = text
+        elif option == "--header":
+            key, text = _pair(option, value)
+            headers[key] = text
+        elif option == "--policy":
+            entry["policy"] = value
+        else:
+            try:
+                entry["timeout"] = float(value)
+            except ValueError:
+                raise UsageError(
+                    f"%agent mcp add: --timeout needs seconds, not {value!r}"
+                ) from None
+    if command:
+        entry["command"], entry["args"] = command[0], command[1:]
+    if env:
+        entry["env"] = env
+    if headers:
+        entry["headers"] = headers
+    if "command" in entry and "url" in entry:
+        raise UsageError("%agent mcp add: give either -- COMMAND or --url, not both")
+    if "command" not in entry and "url" not in entry:
+        raise UsageError(USAGE)
+    try:
+        return parse_server_entry(name, entry)
+    except MCPConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class MCPCommands:
+    """The ``%agent mcp`` subcommands and the configured servers of one notebook session."""
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+        #: ``mcp_servers`` entries already connected (or tried), as JSON, by server name.
+        self._configured: dict[str, str] = {}
+
+    def command(self, agent: Any, words: list[str]) -> str:
+        """Run ``%agent mcp WORDS``; the text to print. ``UsageError`` for mistakes."""
+        if not words:
+            raise UsageError(USAGE)
+        verb, rest = words[0], words[1:]
+        manager = manager_for(agent)
+        try:
+            if verb == "add":
+                config = parse_add(rest)
+                names = self._run(manager.add(config))
+                shown = ", ".join(names) or "(no tools)"
+                return f"MCP server {config.name!r} added: {shown} (policy {config.policy})"
+            if verb == "list":
+                if len(rest) > 1:
+                    raise UsageError("usage: %agent mcp list [NAME]")
+                return manager.describe(rest[0] if rest else None)
+            if verb == "remove":
+                if len(rest) != 1:
+                    raise UsageError("usage: %agent mcp remove NAME")
+                self._run(manager.remove(rest[0]))
+                self._configured.pop(rest[0], None)
+                return f"MCP server {rest[0]!r} removed; its process has ended."
+        except (MCPServerError, MCPConfigError) as exc:
+            raise UsageError(str(exc)) from None
+        raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
+
+    def connect_configured(self, agent: Any, servers: Mapping[str, Any]) -> list[str]:
+        """Add the ``mcp_servers`` entries not tried yet; one line per failure, to print."""
+        manager = manager_for(agent)
+        problems: list[str] = []
+        for name, entry in servers.items():
+            fingerprint = json.dumps(entry, sort_keys=True, default=str)
+            if self._configured.get(name) == fingerprint:
+                continue
+            self._configured[name] = fingerprint
+            try:
+                if name in manager.servers:  # the entry changed: replace the server
+                    self._run(manager.remove(name))
+                self._run(manager.add(parse_server_entry(str(name), entry)))
+            except (MCPServerError, MCPConfigError, ImportError) as exc:
+                problems.append(f"jupyter-agent: {exc}")
+        return problems
+
+    def close(self, agent: Any) -> None:
+        """Stop every server of ``agent`` (``%unload_ext``, the session closing)."""
+        self._run(manager_for(agent).aclose())
+        self._configured.clear()
