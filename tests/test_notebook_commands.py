@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_anthropic import Reply, text, tool_use, user_texts
+from fake_anthropic import Reply, result_text, text, tool_results, tool_use, user_texts
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from test_notebook_shell import magics_of, run_ok, shell, use_fake
@@ -224,3 +224,104 @@ def test_undo_without_a_journal_says_so(
 ) -> None:
     line = one_line_usage_error(shell, capsys, "%agent undo")
     assert "Undo is not available" in line
+
+
+# -- the settings of the other streams: thinking, limits, compaction ---------------------------
+
+
+def test_think_option_and_thinking_budget_setting_turn_on_extended_thinking(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = use_fake(shell, text("a"), text("b"), text("c"), text("d"))
+    run_ok(shell, "%%agent --think 2048\nThink first")
+    run_ok(shell, "%%agent\nNo thinking now")
+    run_ok(shell, "%config AgentMagics.thinking_budget = 4096")
+    run_ok(shell, "%%agent\nThink by default")
+    run_ok(shell, "%%agent --chat other --think 1024\nThink less")
+    budgets = [request.get("thinking") for request in fake.requests]
+    assert budgets == [
+        {"type": "enabled", "budget_tokens": 2048},
+        None,
+        {"type": "enabled", "budget_tokens": 4096},
+        {"type": "enabled", "budget_tokens": 1024},
+    ]
+    line = one_line_usage_error(shell, capsys, "%%agent --think 10\nhi")
+    assert "argument --think: a thinking budget is at least 1024 tokens" in line
+    shell.run_cell("%config AgentMagics.thinking_budget = 5")  # refused, not kept
+    assert magics_of(shell).thinking_budget == 4096
+
+
+def test_think_with_the_offline_model_says_it_is_ignored(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_ok(shell, "%%agent --provider offline --think 2048\nhello")
+    assert "extended thinking is for Claude; the offline provider answers without it" in (
+        capsys.readouterr().out
+    )
+
+
+def test_limits_reach_every_chat_and_act(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "big.txt").write_text("".join(f"line {i:05d}\n" for i in range(2000)))
+    fake = use_fake(
+        shell,
+        text("hi"),
+        Reply([tool_use("t1", "read_file", {"file_path": "big.txt"})]),
+        text("read"),
+    )
+    run_ok(shell, "%%agent\nhello")
+    run_ok(shell, "%config AgentMagics.max_result_chars = 1000")
+    run_ok(shell, "%config AgentMagics.tool_timeout = 7.5")
+    run_ok(shell, "%config AgentMagics.context_window = 50000")
+    run_ok(shell, "%%agent --chat other\nread big.txt")
+    for name in ("default", "other"):
+        agent = magics_of(shell).session.chat(name)
+        limits = (agent.max_result_chars, agent.tool_timeout, agent.context_window)
+        assert limits == (1000, 7.5, 50000)
+    [result] = tool_results(fake.requests[2])
+    assert len(result_text(result)) <= 1100 and "line 00000" in result_text(result)
+    for bad in ("max_result_chars = 10", "tool_timeout = 0", "context_window = 5"):
+        shell.run_cell(f"%config AgentMagics.{bad}")
+    assert (magics_of(shell).max_result_chars, magics_of(shell).tool_timeout) == (1000, 7.5)
+
+
+def test_max_turns_is_an_argument_of_the_chat(shell: InteractiveShell) -> None:
+    use_fake(
+        shell,
+        Reply([tool_use("t1", "list_variables", {})]),
+        Reply([tool_use("t2", "list_variables", {})]),
+    )
+    run_ok(shell, "%%agent --max-turns 1 --out ans\nLook around")
+    assert "Stopped after 1 model turns, the `max_turns` limit" in shell.user_ns["ans"]
+    assert magics_of(shell).agent.max_turns == 20  # the default, never flipped
+
+
+def test_compact_shortens_a_conversation_on_demand(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "big.txt").write_text("a line of words in a long file\n" * 1500)
+    use_fake(
+        shell,
+        # usage as the API would count it: the agent calibrates its estimates with it
+        Reply(
+            [tool_use("t1", "read_file", {"file_path": "big.txt"})],
+            usage={"input_tokens": 900, "output_tokens": 5},
+        ),
+        text("It is a long file of words.", usage={"input_tokens": 12900, "output_tokens": 5}),
+        text("And that is all.", usage={"input_tokens": 12950, "output_tokens": 5}),
+        text("Summary: the user read big.txt, a long file of words."),
+    )
+    capsys.readouterr()
+    run_ok(shell, "%agent compact")
+    assert "Nothing to compact in chat 'default'." in capsys.readouterr().out
+    run_ok(shell, "%%agent\nread big.txt")
+    run_ok(shell, "%%agent\nanything else?")
+    before = magics_of(shell).agent.estimate_tokens()
+    capsys.readouterr()
+    run_ok(shell, "%agent compact")
+    out = capsys.readouterr().out
+    assert out.startswith("Compacted chat 'default': about ")
+    after = magics_of(shell).agent.estimate_tokens()
+    assert after < before / 2
+    assert "No chat named 'x'" in one_line_usage_error(shell, capsys, "%agent compact x")
