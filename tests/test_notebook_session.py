@@ -240,3 +240,14 @@ def test_an_offline_only_table_says_it_counts_nothing_and_cites_no_price_list() 
     assert "platform.claude.com" not in table
     assert "offline demo model runs on this machine; it counts no tokens" in table
     assert "cost: US dollars (the offline model is free)" in table
+
+
+def test_the_settings_defaults_are_the_agents() -> None:
+    import inspect
+
+    from jupyter_agent.agent.agent import Agent
+
+    parameters = inspect.signature(Agent).parameters
+    defaults = SessionSettings()
+    for name in ("max_turns", "tool_timeout", "max_result_chars", "context_window"):
+        assert getattr(defaults, name) == parameters[name].default, name

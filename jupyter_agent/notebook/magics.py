@@ -22,7 +22,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, observe, validate
 
-from ..agent.agent import Agent
 from ..agent.approvals import POLICIES, Policy
 from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
@@ -32,18 +31,12 @@ from .kernel_comm import KernelCommPoller
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
 from .runner import MainThreadBridge
-from .session import (
-    DEFAULT_CHAT,
-    PROVIDER_KINDS,
-    SETTING_NAMES,
-    NotebookSession,
-    SessionSettings,
-    TurnOutcome,
-    check_chat_name,
-)
+from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
 if TYPE_CHECKING:
+    from ..agent.agent import Agent
     from .mcp_commands import MCPCommands
+    from .session import NotebookSession, TurnOutcome
 
 _DEFAULTS = SessionSettings()
 
@@ -193,19 +186,32 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Before super().__init__: loading the shell's config fires _on_session_setting.
-        self.session = NotebookSession(
-            namespace=getattr(shell, "user_ns", None),
-            shell=shell,
-            approvals=self._make_approvals,
-        )
+        self._session: NotebookSession | None = None
         super().__init__(shell=shell, **kwargs)
-        self.session.configure(**{name: getattr(self, name) for name in SETTING_NAMES})
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
         self._renderer: Renderer | None = None
         self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
         self._mcp_commands: MCPCommands | None = None
-        self.session.on_rebuild.append(self._rebind_panels)
+
+    @property
+    def session(self) -> NotebookSession:
+        """The notebook session this front end drives, built on first use (with the settings).
+
+        Built lazily so that ``%load_ext`` imports no more than registering the magics needs.
+        """
+        if self._session is None:
+            from .session import NotebookSession
+
+            settings = SessionSettings(**{name: getattr(self, name) for name in SETTING_NAMES})
+            self._session = NotebookSession(
+                settings,
+                namespace=getattr(self.shell, "user_ns", None),
+                shell=self.shell,
+                approvals=self._make_approvals,
+            )
+            self._session.on_rebuild.append(self._rebind_panels)
+        return self._session
 
     @validate("prices")
     def _check_prices(self, proposal: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +235,8 @@ class AgentMagics(Magics):
 
     @observe(*SETTING_NAMES)
     def _on_session_setting(self, change: dict[str, Any]) -> None:
-        self.session.configure(**{change["name"]: change["new"]})
+        if self._session is not None:  # else it starts with the traits' values
+            self._session.configure(**{change["name"]: change["new"]})
 
     # -- what notebooks and the README use ---------------------------------------------------
 
@@ -254,7 +261,8 @@ class AgentMagics(Magics):
 
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
-        self.session.close()
+        if self._session is not None:
+            self._session.close()
         self._mcp_commands = None
 
     @property

@@ -30,14 +30,13 @@ import contextlib
 import copy
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agent.agent import DEFAULT_MAX_RESULT_CHARS, DEFAULT_TOOL_TIMEOUT, Agent
+from ..agent.agent import Agent
 from ..agent.approvals import ApprovalHandler, Policy
 from ..errors import ProviderError, SessionError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
@@ -48,23 +47,19 @@ from .kernel_tools import kernel_tools
 from .pricing import user_prices
 from .prompt_vars import expand_variables
 from .runner import BackgroundLoop, MainThreadBridge, forward_events
-from .usage_report import usage_report
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant working inside the user's Jupyter notebook. You can use tools "
-    "to read and change files in the notebook's folder (the workspace) and to look at the "
-    "variables of the user's Python session. Answer in Markdown; be concise and show the code "
-    "or numbers that support your answer."
+from .settings import (
+    DEFAULT_CHAT,
+    PROVIDER_KINDS,
+    SETTING_NAMES,
+    SessionSettings,
+    check_chat_name,
 )
+from .usage_report import usage_report
 
 OFFLINE_NOTE = (
     "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
     "ANTHROPIC_API_KEY (or %config AgentMagics.provider = 'anthropic') to use Claude."
 )
-
-DEFAULT_CHAT = "default"
-PROVIDER_KINDS = ("auto", "anthropic", "offline", "openai")
-_CHAT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 #: Settings whose change needs new agents (a new registry bound to the new workspace).
 _REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
@@ -76,32 +71,6 @@ _AGENT_SETTINGS = frozenset({"max_turns", "tool_timeout", "max_result_chars", "c
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-@dataclass
-class SessionSettings:
-    """What ``%config AgentMagics.NAME`` sets (the magics declare a trait for each field)."""
-
-    provider: str = "auto"
-    model: str = ""
-    workspace: str = ""
-    max_turns: int = 20
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    offline_cassette: str = ""
-    allow_private_network: bool = False
-    variable_budget: int = 8000
-    prices: dict[str, Any] = field(default_factory=dict)
-    #: Seconds one tool call may run (``None``: no limit).
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
-    #: The longest tool result the model sees, in characters (``None``: no cap).
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
-    #: The model's context window in tokens (``None``: the model's documented one).
-    context_window: int | None = None
-    #: Tokens Claude may think before answering (``None``: extended thinking off).
-    thinking_budget: int | None = None
-
-
-SETTING_NAMES = tuple(f.name for f in fields(SessionSettings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +88,6 @@ class ChatSummary:
     name: str
     messages: int
     usage: Usage
-
-
-def check_chat_name(name: str) -> str:
-    if not _CHAT_NAME.fullmatch(name):
-        raise SessionError(f"A chat name is 1 to 64 letters, digits, '_', '.' or '-', not {name!r}")
-    return name
 
 
 class NotebookSession:
