@@ -59,7 +59,9 @@ def plan_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, int]:
     )
 
 
-def _message(body: dict[str, Any], content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+def _message(
+    body: dict[str, Any], content: list[dict[str, Any]], stop: str, input_tokens: int = 12
+) -> dict[str, Any]:
     return {
         "id": f"msg_{next(_ids):08d}",
         "type": "message",
@@ -68,7 +70,7 @@ def _message(body: dict[str, Any], content: list[dict[str, Any]], stop: str) -> 
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 12, "output_tokens": 6},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 6},
     }
 
 
@@ -82,7 +84,7 @@ def sse_body(message: dict[str, Any]) -> bytes:
         **message,
         "content": [],
         "stop_reason": None,
-        "usage": {"input_tokens": 12, "output_tokens": 1},
+        "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1},
     }
     parts = [_sse("message_start", {"type": "message_start", "message": start_message})]
     for index, block in enumerate(message["content"]):
@@ -124,7 +126,8 @@ def respond(raw: bytes) -> tuple[bytes, str]:
     """The response body and content type for one request body."""
     body = json.loads(raw) if raw else {}
     content, stop, assistant_turns = plan_reply(body)
-    message = _message(body, content, stop)
+    # the prompt's size, about four bytes a token, as the API would report it
+    message = _message(body, content, stop, input_tokens=max(12, len(raw) // 4))
     if body.get("thread"):
         tools = body.get("tools") or []
         thread = body["thread"]

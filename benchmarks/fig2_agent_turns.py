@@ -99,10 +99,15 @@ def run(ctx: BenchContext) -> list[Row]:
             note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
             miss_note=(
                 "Our agent resends the whole conversation every turn (it owns `messages`, so that "
-                "any provider can serve the next turn); the SDK's default runner continues a "
-                "server-side thread and sends only the new tool results, so its request "
-                "serialisation stays flat while ours grows with the conversation. Against "
-                "`thread=False`, which sends what we send, compare the next row."
+                "any provider can serve the next turn, and compaction can rewrite it); the SDK's "
+                "default runner continues a server-side thread and sends only the new tool "
+                "results. The agent loop's own share per turn is flat (the token estimate walks "
+                "only new messages; the schema estimate is cached); what grows is the SDK's "
+                "request preparation (`copy_tree` and JSON of the whole body). Closing it is the "
+                "provider's side: send only the new messages on the thread continuation when the "
+                "request extends the previous one (the agent keeps earlier message dicts "
+                "identical between requests, so a provider can tell). Against `thread=False`, "
+                "which sends what we send, compare the next row."
             ),
             profile_target=profile_once,
         ),

@@ -104,7 +104,7 @@ def run(ctx: BenchContext) -> list[Row]:
                 miss_note=(
                     "Our own Python work is small (pyinstrument: ~5 ms of CPU per search, the "
                     "rest of the wall time awaiting ripgrep's output), so a miss is ripgrep's "
-                    "run itself: the flags `_ripgrep_grep` passes (tools/search.py). Until "
+                    "run itself: the flags `ripgrep_grep` passes (tools/ripgrep.py). Until "
                     "commit 38dc795 that included `--sort=path`, which turns off ripgrep's "
                     "parallel walk: 1.71× in the run before it, 0.99× after."
                 ),

@@ -94,7 +94,7 @@ def run(ctx: BenchContext) -> list[Row]:
                 max_ratio=1.5,
                 note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
                 miss_note=(
-                    "`_ripgrep_find` (tools/search.py) has ripgrep list every file and matches "
+                    "`ripgrep_find` (tools/ripgrep.py) has ripgrep list every file and matches "
                     "the glob in Python, so that both backends agree exactly on glob semantics; "
                     "names that cannot end like the glob (`.csv`) are dropped before decoding "
                     "(since commit 861df83: 2.7× → 1.2–1.5× here). What remains is reading "

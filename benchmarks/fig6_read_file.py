@@ -91,7 +91,7 @@ def run(ctx: BenchContext) -> list[Row]:
 
         what = f"`read_file` offset near the end of a {size >> 20} MB file"
         miss = (
-            "`read_file` skips to the offset in binary (`skip_lines` in tools/files.py: a "
+            "`read_file` skips to the offset in binary (`skip_lines` in tools/line_reader.py: a "
             "memory map counted with numpy for large files, else `bytearray.count` on 1 MB "
             "chunks), then decodes only the lines it returns. Without numpy the chunked count "
             "is about 2× tail's C loop; on this shared machine the figure swings from run to "

@@ -2,20 +2,21 @@
 
 Both sides run the path ``%%agent`` runs: a paced stream of ``TextDelta`` events on the session's
 background event loop, ``forward_events`` posting each one to ``MainThreadBridge``, and the main
-thread's pump in ``MainThreadBridge.run`` (a batch of queued events per poll interval) handing them
-to a renderer, then ``AgentFinished`` and ``close``. Ours is the real ``RichRenderer`` (what
-``%%agent`` draws with in Jupyter): the pump joins each batch's consecutive tokens into one
-``TextDelta`` and the renderer throttles its Markdown display updates. The alternative re-renders
-the answer on every token: the same pump without joining tokens (``coalesce_text=False``, so it
-receives each token as posted) and a renderer that updates the same
-``IPython.display.DisplayHandle`` with the same Markdown object for every token it receives. Both
-run under a real ``InteractiveShell`` whose display publisher counts the messages and serialises
-each to JSON, as a kernel does before sending it to the browser. CPU time is the main thread's
-own CPU clock (``time.thread_time``) from the start of ``MainThreadBridge.run`` to the end of the
-renderer's ``close``: it counts everything the notebook's main thread pays for the answer — the
-pump's wake-ups (one per poll interval, both sides alike), draining the queue, the renderer and
-the display messages — and nothing of the producer on the background thread (pacing, posting),
-which is the same for both sides and is not the notebook's rendering cost.
+thread's pump in ``MainThreadBridge.run`` (woken when the queued text is due for a display update,
+or every half second for idle work) handing each batch to a renderer, then ``AgentFinished`` and
+``close``. Ours is the real ``RichRenderer`` (what ``%%agent`` draws with in Jupyter): the pump
+joins each batch's consecutive tokens into one ``TextDelta`` and the renderer throttles its
+Markdown display updates. The alternative re-renders the answer on every token: the same pump
+without joining tokens (``coalesce_text=False``, so it receives each token as posted) and a
+renderer that updates the same ``IPython.display.DisplayHandle`` with the same Markdown object for
+every token it receives. Both run under a real ``InteractiveShell`` whose display publisher counts
+the messages and serialises each to JSON, as a kernel does before sending it to the browser. CPU
+time is the main thread's own CPU clock (``time.thread_time``) from the start of
+``MainThreadBridge.run`` to the end of the renderer's ``close``: it counts everything the
+notebook's main thread pays for the answer — the pump's wake-ups (the same pump on both sides),
+draining the queue, the renderer and the display messages — and nothing of the producer on the
+background thread (pacing, posting), which is the same for both sides and is not the notebook's
+rendering cost.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def run(ctx: BenchContext) -> list[Row]:
         publisher = _counting_publisher(shell)
         shell.display_pub = publisher
         batches_before = bridge.batches
+        wakeups_before = bridge.wakeups
         handled = 0
 
         def on_event(event: object) -> None:
@@ -162,7 +164,8 @@ def run(ctx: BenchContext) -> list[Row]:
             raise RuntimeError("the renderer lost text")
         if rate:
             ctx.log(
-                f"  {type(renderer).__name__}: {bridge.batches - batches_before} batches, "
+                f"  {type(renderer).__name__}: {bridge.wakeups - wakeups_before} wake-ups, "
+                f"{bridge.batches - batches_before} batches, "
                 f"{handled} events handled, {publisher.messages} display messages, "
                 f"{cpu * 1e3:.1f} ms main-thread CPU"
             )
@@ -225,16 +228,13 @@ def run(ctx: BenchContext) -> list[Row]:
                     "one update per token",
                     min_speedup=10.0,
                     miss_note=(
-                        "Both sides pay the pump's wake-ups: one per "
-                        f"{runner.POLL_INTERVAL_S * 1e3:g} ms poll interval while the answer "
-                        "streams, ~130 in a 20 s answer. A side measurement on this machine put "
-                        "one at ~150 µs of main-thread CPU with nothing to do (a bare "
-                        "`time.sleep(0.02)` costs ~70 µs of thread CPU here), so at 100 tokens/s "
-                        "the wake-ups are most of ours and bound the ratio, not the few dozen "
-                        "display updates. The poll went from 20 ms to the renderer's own 150 ms "
-                        "this session (3.8× → ~8×); fewer wake-ups still would mean the main "
-                        "thread sees text later than the renderer could show it. Tool-call "
-                        "events and main-thread calls wake the pump at once either way."
+                        "Both sides pay the pump's wake-ups: text wakes the main thread when it "
+                        "has grown by a tenth of its segment and the renderer's "
+                        f"{runner.POLL_INTERVAL_S * 1e3:g} ms pause is over, and the pump wakes "
+                        f"every {runner.IDLE_WAKE_S:g} s with nothing due (its idle work sees a "
+                        "Stop click). One wake-up costs ~150 µs of main-thread CPU here with "
+                        "nothing to do; a poll every 150 ms (the design before) made ~130 of "
+                        "them in a 20 s answer and held the ratio at ~8×, now ~50."
                     ),
                     profile_target=functools.partial(ours, rate),
                 )

@@ -42,6 +42,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("8", "benchmarks.fig8_streaming_render", "streamed 2,000-token answer in the notebook"),
     ("9", "benchmarks.fig9_load_ext", "`%load_ext jupyter_agent` in a fresh process"),
     ("10", "benchmarks.fig10_web_fetch", "`web_fetch` of a 5 MB HTML page"),
+    ("12", "benchmarks.fig12_long_session", "200-turn session, 20 KB tool result per turn"),
     ("14", "benchmarks.fig14_mcp", "MCP tool call through the registry; stdio connect"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"

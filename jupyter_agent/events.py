@@ -3,7 +3,8 @@
 The agent knows nothing about notebooks; the notebook layer (or a terminal, or a test) iterates
 ``Agent.stream_chat`` and draws these. Order within one ``stream_chat``:
 
-    TurnStarted → TextDelta* → TurnFinished → (ToolCallStarted … ToolCallFinished)*
+    TurnStarted → ContextCompacted? → (ThinkingDelta | TextDelta)* → TurnFinished
+        → (ToolCallStarted … ToolCallFinished)*
     … repeated per model turn …
     AgentFinished            (always last, unless the stream raised)
 

@@ -14,15 +14,58 @@ The validator here is written independently of ``jupyter_agent.agent.conversatio
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
 import httpx2
+
+TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+#: What the first bytes of an image say it is.
+IMAGE_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+
+def _image_type(data: bytes) -> str | None:
+    for magic, media_type in IMAGE_MAGIC.items():
+        if data.startswith(magic):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _part_problems(part: dict[str, Any], where: str) -> list[str]:
+    """A block inside a tool_result: non-empty text, or a base64 image whose bytes match."""
+    kind = part.get("type")
+    if kind == "text":
+        return [] if part.get("text") else [f"{where}.text: text content blocks must be non-empty"]
+    if kind != "image":
+        return [f"{where}.type: unexpected block type {kind!r} in tool_result content"]
+    source = part.get("source") or {}
+    if source.get("type") != "base64":
+        return [f"{where}.source: base64 source expected"]
+    try:
+        data = base64.b64decode(source.get("data", ""), validate=True)
+    except ValueError:
+        return [f"{where}.source.data: invalid base64"]
+    actual = _image_type(data)
+    if actual != source.get("media_type"):
+        return [
+            f"{where}: Image does not match the provided media type {source.get('media_type')}"
+            f" (the bytes are {actual})"
+        ]
+    return []
 
 
 @dataclass
@@ -78,6 +121,7 @@ def api_problems(body: dict[str, Any]) -> list[str]:
     if messages[0].get("role") != "user":
         problems.append("messages: first message must use the 'user' role")
     previous_calls: list[str] = []
+    seen_ids: set[str] = set()
     for i, message in enumerate(messages):
         role = message.get("role")
         if role not in ("user", "assistant"):
@@ -106,11 +150,25 @@ def api_problems(body: dict[str, Any]) -> list[str]:
                     )
                 if not isinstance(block.get("input"), dict):
                     problems.append(f"messages.{i}.content.{j}.input: must be an object")
+                call_id = str(block.get("id"))
+                if not TOOL_ID.match(call_id):
+                    problems.append(
+                        f"messages.{i}.content.{j}.id: String should match pattern "
+                        "'^[a-zA-Z0-9_-]+$'"
+                    )
+                if call_id in seen_ids:
+                    problems.append(f"messages.{i}.content.{j}: tool_use ids must be unique")
+                seen_ids.add(call_id)
             if block.get("type") == "tool_result":
                 if role != "user":
                     problems.append(f"messages.{i}.content.{j}: tool_result only in user messages")
                 if not isinstance(block.get("content"), str | list):
                     problems.append(f"messages.{i}.content.{j}.content: invalid")
+                elif isinstance(block["content"], list):
+                    for k, part in enumerate(block["content"]):
+                        problems.extend(
+                            _part_problems(part, f"messages.{i}.content.{j}.content.{k}")
+                        )
         if role == "user":
             results = []
             for block in blocks:
@@ -204,8 +262,13 @@ def _pieces(value: str, size: int) -> list[str]:
 class FakeAnthropic:
     """Scripted replies over ``httpx2.MockTransport``; ``requests`` holds every body received."""
 
-    def __init__(self, *script: Script, model: str = "claude-test") -> None:
+    def __init__(
+        self, *script: Script, model: str = "claude-test", context_limit: int | None = None
+    ) -> None:
         self.script: list[Script] = list(script)
+        #: Enforce a context window like the API: a larger prompt gets 400 "prompt is too long",
+        #: and replies report the prompt's size (``request_tokens``) as their input tokens.
+        self.context_limit = context_limit
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.model = model
@@ -233,10 +296,22 @@ class FakeAnthropic:
         problems = api_problems(body)
         if problems:
             return self._error(400, "invalid_request_error", "; ".join(problems))
+        if self.context_limit is not None:
+            tokens = request_tokens(body)
+            if tokens > self.context_limit:
+                return self._error(
+                    400,
+                    "invalid_request_error",
+                    f"prompt is too long: {tokens} tokens > {self.context_limit} maximum",
+                )
         if not self.script:
             return self._error(500, "api_error", "the fake server ran out of scripted replies")
         step = self.script.pop(0)
         reply = step(body) if callable(step) else step
+        if self.context_limit is not None and isinstance(reply, Reply):
+            reply = dataclasses.replace(
+                reply, usage={**reply.usage, "input_tokens": request_tokens(body)}
+            )
         if isinstance(reply, ErrorReply):
             return self._error(reply.status, reply.type, reply.message, reply.headers)
         if not body.get("stream"):
@@ -493,3 +568,17 @@ def thinking_problems(body: dict[str, Any]) -> list[str]:
             if kind in ("thinking", "redacted_thinking") and "cache_control" in block:
                 problems.append(f"messages.{i}.content.{j}: thinking blocks cannot be cached")
     return problems
+
+
+# -- the context window, the way the API enforces it (added for "the conversation fits") --------
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    """The prompt's size in the stand-in tokenizer (images at their documented cost)."""
+    total = 0
+    for canonical, _ in cache_blocks(body):
+        if '"type": "image"' in canonical:
+            total += 1_600
+            canonical = re.sub(r'"data": "[^"]*"', '"data": ""', canonical)
+        total += block_tokens(canonical)
+    return total

@@ -12,7 +12,7 @@ from hostile_layout import SECRET, Layout, bad_text_paths, build, hostile_paths,
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.tools import files
+from jupyter_agent.tools import line_reader
 from jupyter_agent.tools.base import ToolResult
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.files import (
@@ -109,11 +109,11 @@ async def test_read_large_file_is_capped_with_a_note(h: Harness) -> None:
     (h.ws / "big.txt").write_text("".join(f"row {i}\n" for i in range(1, total + 1)))
     first = await h.ok("read_file", file_path="big.txt")
     body, note = first.split("\n\n[", 1)
-    assert body.splitlines() == [f"row {i}" for i in range(1, files.MAX_READ_LINES + 1)]
-    assert f"offset={files.MAX_READ_LINES + 1}" in note
+    assert body.splitlines() == [f"row {i}" for i in range(1, line_reader.MAX_READ_LINES + 1)]
+    assert f"offset={line_reader.MAX_READ_LINES + 1}" in note
     # Follow the notes to the end: every line exactly once.
     seen = body.splitlines()
-    offset = files.MAX_READ_LINES + 1
+    offset = line_reader.MAX_READ_LINES + 1
     while True:
         part = await h.ok("read_file", file_path="big.txt", offset=offset)
         if "\n\n[" in part:
@@ -127,12 +127,12 @@ async def test_read_large_file_is_capped_with_a_note(h: Harness) -> None:
 
 
 async def test_read_byte_cap_cuts_a_huge_line(h: Harness) -> None:
-    line = "x" * (files.MAX_READ_CHARS + 1000)
+    line = "x" * (line_reader.MAX_READ_CHARS + 1000)
     (h.ws / "wide.txt").write_text("short\n" + line + "\nafter\n")
     out = await h.ok("read_file", file_path="wide.txt")
     assert out.startswith("short\nxxx")
     assert "middle of line 2" in out and "offset=3" in out
-    assert len(out) < files.MAX_READ_CHARS + 1000
+    assert len(out) < line_reader.MAX_READ_CHARS + 1000
 
 
 async def test_read_with_big_offset_streams(h: Harness) -> None:
@@ -421,7 +421,7 @@ async def test_offsets_across_skip_chunk_boundaries(h: Harness) -> None:
     for line in lines:
         starts.append(starts[-1] + len(line))
     offsets = {1, len(lines)}
-    for boundary in (files._SKIP_CHUNK, 2 * files._SKIP_CHUNK):
+    for boundary in (line_reader._SKIP_CHUNK, 2 * line_reader._SKIP_CHUNK):
         index = next(i for i, start in enumerate(starts) if start >= boundary)
         offsets.update(range(index - 1, index + 3))  # 1-based offsets around the boundary line
     for offset in sorted(offsets):
@@ -442,8 +442,6 @@ def test_the_mapped_line_skip_agrees_with_the_plain_one(
     import io
     import tempfile
 
-    from jupyter_agent.tools import files
-
     data = "\n".join(lines).encode() + (b"\n" if trailing_newline and lines else b"")
     with tempfile.TemporaryFile() as handle:
         handle.write(data)
@@ -453,6 +451,6 @@ def test_the_mapped_line_skip_agrees_with_the_plain_one(
             handle.seek(0)
             raw = io.BufferedReader(io.FileIO(os.dup(handle.fileno()), "rb"))
             with raw:
-                result = files.skip_lines(raw, count, fast_min_bytes=fast_min)
+                result = line_reader.skip_lines(raw, count, fast_min_bytes=fast_min)
                 answers.append((result, raw.tell(), raw.read()))
         assert answers[0] == answers[1], (data, count)

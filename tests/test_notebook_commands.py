@@ -5,7 +5,6 @@ The model is faked at the HTTP boundary (``tests/fake_anthropic.py``) or is the 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -186,10 +185,7 @@ def test_the_offline_usage_table_says_what_its_columns_hold(
 
 # -- %agent undo ----------------------------------------------------------------------------------
 
-HAS_JOURNAL = importlib.util.find_spec("jupyter_agent.tools.journal") is not None
 
-
-@pytest.mark.skipif(not HAS_JOURNAL, reason="jupyter_agent.tools.journal has not landed")
 def test_undo_restores_what_the_last_agent_cell_wrote(
     shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -213,17 +209,44 @@ def test_undo_restores_what_the_last_agent_cell_wrote(
     capsys.readouterr()
     run_ok(shell, "%agent undo")
     message = capsys.readouterr().out
-    assert "notes.txt" in message
+    assert "notes.txt" in message and "new.txt" in message
+    assert "run_bash" in message  # it says what is beyond it
     assert (tmp_path / "notes.txt").read_text() == "first\n"  # only the last cell is undone
     assert not (tmp_path / "new.txt").exists()
+    run_ok(shell, "%agent undo")  # and then the cell before
+    assert (tmp_path / "notes.txt").read_text() == "original\n"
+    capsys.readouterr()
+    run_ok(shell, "%agent undo")
+    assert "Nothing to undo" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(HAS_JOURNAL, reason="the journal is there")
-def test_undo_without_a_journal_says_so(
-    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+def test_undo_works_after_the_session_restarts_and_spares_the_users_edits(
+    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = one_line_usage_error(shell, capsys, "%agent undo")
-    assert "Undo is not available" in line
+    (tmp_path / "a.txt").write_text("a0\n")
+    (tmp_path / "b.txt").write_text("b0\n")
+    use_fake(
+        shell,
+        Reply(
+            [
+                tool_use("t1", "write_file", {"file_path": "a.txt", "content": "a1\n"}),
+                tool_use("t2", "write_file", {"file_path": "b.txt", "content": "b1\n"}),
+            ]
+        ),
+        text("Done."),
+    )
+    run_ok(shell, "%agent_tools policy write_file allow")
+    run_ok(shell, "%%agent\nchange both")
+    (tmp_path / "b.txt").write_text("my own edit\n")  # the user works on b.txt meanwhile
+    shell.run_line_magic("unload_ext", "jupyter_agent")  # as good as a kernel restart
+    shell.run_line_magic("load_ext", "jupyter_agent")
+    magics_of(shell).workspace = str(tmp_path)
+    capsys.readouterr()
+    run_ok(shell, "%agent undo")
+    message = capsys.readouterr().out
+    assert (tmp_path / "a.txt").read_text() == "a0\n"
+    assert (tmp_path / "b.txt").read_text() == "my own edit\n"
+    assert "b.txt" in message
 
 
 # -- the settings of the other streams: thinking, limits, compaction ---------------------------

@@ -122,6 +122,10 @@ def test_the_default_cap_is_a_minute() -> None:
         wait = client._calculate_retry_timeout(2, options, httpx2.Headers(header))
         assert wait == 60.0
     assert client._calculate_retry_timeout(2, options, httpx2.Headers({"retry-after": "3"})) == 3.0
+    tighter = AnthropicProvider("claude-test", max_retry_wait=5).client.with_options(timeout=9)
+    assert (
+        tighter._calculate_retry_timeout(2, options, httpx2.Headers({"retry-after": "3600"})) == 5
+    )
 
 
 async def test_rate_limit_after_the_retries_says_what_the_api_asked(loopback) -> None:  # type: ignore[no-untyped-def]

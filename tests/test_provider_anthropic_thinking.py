@@ -34,13 +34,16 @@ async def test_thinking_budget_is_sent_with_room_above_it(budget: int, max_token
     assert sent["max_tokens"] == max_tokens > budget
 
 
-async def test_no_thinking_unless_asked() -> None:
+@pytest.mark.parametrize("off", [None, 0])
+async def test_no_thinking_unless_asked(off: int | None) -> None:
     fake = FakeAnthropic(text("42"))
-    await collect(AnthropicProvider("claude-test", client=fake.client()))
+    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=off)
+    assert provider.thinking_budget is None
+    await collect(provider)
     assert "thinking" not in fake.requests[0]
 
 
-@pytest.mark.parametrize("budget", [0, 1023, 2048.0, True, "4096"])
+@pytest.mark.parametrize("budget", [-1, 1023, 2048.0, True, False, "4096"])
 def test_a_budget_the_api_refuses_is_refused_here(budget: object) -> None:
     with pytest.raises(ValueError, match="at least 1024"):
         AnthropicProvider("claude-test", client=FakeAnthropic().client(), thinking_budget=budget)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from fake_anthropic import (
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.events import TurnFinished
 from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.providers.base import ModelRequest
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
 
@@ -97,3 +98,25 @@ async def test_each_request_after_a_wide_turn_reads_the_previous_one_from_cache(
         assert usage.cache_creation_input_tokens == prompt_tokens(request) - prompt_tokens(previous)
     for request in fake.requests:
         assert sum(marked for _, marked in cache_blocks(request)) <= 4
+
+
+async def test_a_paused_turn_is_marked_where_it_can_be_and_never_on_thinking() -> None:
+    """Continuing a ``pause_turn`` sends the paused assistant message last; thinking blocks
+    cannot carry a breakpoint, so it goes on the block before them."""
+    fake = FakeAnthropic(text("Done."))
+    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=1024)
+    paused = [
+        {"type": "text", "text": "Searching first."},
+        {"type": "thinking", "thinking": "Still looking.", "signature": "sig"},
+    ]
+    request = ModelRequest(
+        "sys",
+        [{"role": "user", "content": "find it"}, {"role": "assistant", "content": paused}],
+        [],
+    )
+    _ = [e async for e in provider.stream(request)]
+    user, assistant = fake.requests[0]["messages"]  # the fake refused nothing
+    assert user["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert assistant["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in assistant["content"][1]
+    assert request.messages[1]["content"] is paused and "cache_control" not in paused[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import openai
 import pytest
 from fake_anthropic import api_problems
 from notebook_fake_server import serve
+from openai._models import FinalRequestOptions
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.errors import ProviderError
@@ -81,7 +83,9 @@ def tool_reply(calls: list[tuple[str | None, str, str]], finish: str = "tool_cal
 
 
 class FakeChatServer:
-    def __init__(self, *replies: list[Chunk] | tuple[int, dict[str, Any]]) -> None:
+    def __init__(
+        self, *replies: list[Chunk] | tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], Any]
+    ) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
 
@@ -91,8 +95,8 @@ class FakeChatServer:
         self.requests.append(body)
         reply = self.replies.pop(0)
         if isinstance(reply, tuple):
-            status, error = reply
-            return httpx2.Response(status, json={"error": error})
+            status, error, *headers = reply
+            return httpx2.Response(status, json={"error": error}, headers=(headers or [{}])[0])
         assert body["stream"] is True
         payload = "".join(f"data: {json.dumps(c)}\n\n" for c in reply) + "data: [DONE]\n\n"
         return httpx2.Response(
@@ -371,3 +375,24 @@ async def test_a_server_without_tool_support_says_so(tmp_path: Path, message: st
     text = str(caught.value)
     assert message in text
     assert "does not support tool calls" in text and "%agent_tools" in text
+
+
+def test_a_long_retry_after_waits_only_the_cap(tmp_path: Path) -> None:
+    """The openai SDK honours a ``retry-after`` of up to two minutes (beyond that it does not
+    retry at all); the provider caps the wait."""
+    limited = {"message": "Rate limit reached", "type": "rate_limit_error"}
+    server = FakeChatServer((429, limited, {"retry-after": "100"}), text_reply("Back."))
+    with serve(_Served(server)) as base_url:  # type: ignore[arg-type]
+        provider = OpenAIProvider(
+            "local-model", base_url=f"{base_url}/v1", max_retries=1, max_retry_wait=0.2
+        )
+        agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
+        started = time.monotonic()
+        assert asyncio.run(agent.chat("hi")) == "Back."
+        elapsed = time.monotonic() - started
+    assert len(server.requests) == 2
+    assert 0.2 <= elapsed < 5
+    default = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1").client
+    options = FinalRequestOptions(method="post", url="/chat/completions")
+    long_wait = httpx2.Headers({"retry-after": "100"})
+    assert default._calculate_retry_timeout(2, options, long_wait) == 60.0  # type: ignore[attr-defined]

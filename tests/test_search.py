@@ -10,7 +10,7 @@ from hostile_layout import SECRET, Layout, build, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.tools import search
+from jupyter_agent.tools import ripgrep, search
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
 from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool, find_ripgrep
@@ -370,7 +370,7 @@ async def test_sorted_ripgrep_run_for_broad_patterns_agrees(
 ) -> None:
     """Past the match budget the multi-threaded run gives way to rg's own sorted walk."""
     expected = await text_tool(layout, "python").execute(dict(query))
-    monkeypatch.setattr(search, "UNSORTED_MATCH_BUDGET", 1)
+    monkeypatch.setattr(ripgrep, "UNSORTED_MATCH_BUDGET", 1)
     assert await text_tool(layout, "ripgrep").execute(dict(query)) == expected
 
 

@@ -10,7 +10,7 @@ from hostile_layout import Layout, build
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.session import SaveSessionContextTool, render_session_file
+from jupyter_agent.tools.session_file import SaveSessionContextTool, render_session_file
 
 
 @pytest.fixture

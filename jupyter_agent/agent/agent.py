@@ -177,6 +177,8 @@ class Agent:
         self.usage = Usage()
         self._system_prompt = system_prompt
         self._tokens = _estimator()
+        self._reported_window: int | None = None
+        self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
         self._chat_token = 0
@@ -263,9 +265,11 @@ class Agent:
     @property
     def effective_context_window(self) -> int:
         """``context_window``, or the documented window of the provider's model."""
-        if self.context_window is not None:
-            return self.context_window
-        return fitting.context_window_for(self.provider.model)
+        window = self.context_window or fitting.context_window_for(self.provider.model)
+        if self._reported_window is not None:
+            # the API said what the maximum really is ("prompt is too long: N > M maximum")
+            window = min(window, self._reported_window)
+        return window
 
     def _limits(self) -> tuple[int, int]:
         """(the most a request may carry, what compaction aims at), in estimated tokens."""
@@ -275,12 +279,14 @@ class Agent:
         return limit, min(limit, int(window * fitting.TARGET_SHARE))
 
     def _fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
-        return (
-            fitting.messages_tokens(
-                [{"role": "user", "content": [{"type": "text", "text": self._system_prompt}]}]
-            )
-            + sum(len(str(tool)) for tool in tools) // CHARS_PER_TOKEN
-        )
+        """Estimated tokens of the system prompt and the tool schemas (cached per tool set)."""
+        key = (self._system_prompt, tuple(str(tool.get("name")) for tool in tools))
+        if self._fixed_cache is None or self._fixed_cache[0] != key:
+            tokens = (
+                len(self._system_prompt) + sum(len(str(tool)) for tool in tools)
+            ) // CHARS_PER_TOKEN
+            self._fixed_cache = (key, tokens)
+        return self._fixed_cache[1]
 
     def estimate_tokens(self) -> int:
         """About how many input tokens the next request would carry."""
@@ -294,9 +300,13 @@ class Agent:
         """
         if not self.messages:
             return None
-        conversation.repair(self.messages)
+        if conversation.repair(self.messages):
+            self._tokens.forget()
         limit, target = self._limits()
-        event = await self._compact(limit, target, force=True)
+        try:
+            event = await self._compact(limit, target, force=True)
+        except fitting.ContextOverflowError:
+            return None  # the latest turn alone is too big; the next chat will say so
         if event is not None and event.tokens_after >= event.tokens_before:
             return None
         return event
@@ -504,9 +514,9 @@ class Agent:
         sent once more.
         """
         provider = self.provider
-        limit, target = self._limits()
         retried = False
         while True:
+            limit, target = self._limits()
             tools = self.registry.get_enabled_schemas()
             estimate = self._tokens.estimate(self.messages, self._fixed_tokens(tools))
             if estimate > limit:
@@ -536,6 +546,7 @@ class Agent:
                 if not retried and not state.turn_text and fitting.is_overflow(exc):
                     retried = True
                     self._calibrate(exc, estimate)
+                    limit, target = self._limits()
                     try:
                         compacted = await self._compact(limit, target, force=True)
                     except fitting.ContextOverflowError as overflow:
@@ -575,7 +586,8 @@ class Agent:
         sizes = fitting.reported_sizes(error)
         self._tokens.forget()
         if sizes is not None and estimate > 0:
-            reported, _maximum = sizes
+            reported, maximum = sizes
+            self._reported_window = maximum
             self._tokens.scale = max(self._tokens.scale, self._tokens.scale * reported / estimate)
         else:
             self._tokens.scale = min(4.0, self._tokens.scale * 1.5)

@@ -139,7 +139,8 @@ class TokenEstimator:
     def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
         """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
         raw = self._raw_total(messages, fixed_tokens)
-        if reported_tokens > 0 and raw > 0:
+        # a report far below the estimate (a proxy that counts nothing) is not believed
+        if reported_tokens > 0 and raw > 0 and reported_tokens * 2 >= raw:
             self.scale = max(0.25, min(4.0, reported_tokens / raw))
             self._tokens = reported_tokens
         else:
@@ -192,6 +193,13 @@ def stub(block: Block, name: str) -> Block:
     return stubbed
 
 
+def _shortest(block: Block) -> Block:
+    """What step 3 could leave of a block of the current turn, at the least."""
+    if block.get("type") != "tool_result":
+        return block
+    return {**block, "content": "x" * 200}
+
+
 def _is_stub(block: Block) -> bool:
     content = block.get("content")
     return isinstance(content, str) and content.startswith("[result of ") and len(content) < 200
@@ -223,6 +231,18 @@ async def compact(
         if b.get("type") == "tool_use"
     }
 
+    # a turn that cannot fit even with its results cut short: refuse before touching anything
+    floor = [
+        dict(m, content=[_shortest(b) for b in m["content"]]) if m["role"] == "user" else m
+        for m in work[current:]
+    ]
+    if estimate(floor) > limit:
+        raise ContextOverflowError(
+            f"The prompt is too long for the model's context window (about {estimate(floor):,} "
+            f"tokens for this turn alone; the limit is {limit:,}). Shorten it or split it into "
+            "several cells."
+        )
+
     # 1. stubs for earlier results, oldest first (all but the latest round of results)
     tokens = estimate(work)
     for index in range(len(work) - 1):
@@ -243,7 +263,9 @@ async def compact(
     # 2. a summary of the earlier turns; the recent ones stay word for word
     if (tokens > target or force) and summarise is not None and current > 0:
         keep_from = current
-        for start in reversed(starts[:-1]):
+        # recent turns that fit in half the target stay; on demand, at most the one before
+        recent = starts[-2:-1] if force else starts[:-1]
+        for start in reversed(recent):
             if estimate(work[start:]) > target // 2:
                 break
             keep_from = start

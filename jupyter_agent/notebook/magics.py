@@ -345,6 +345,8 @@ class AgentMagics(Magics):
                 label=self._cell_label(),
                 on_event=renderer.handle,
                 on_idle=on_idle,
+                # a terminal prints text as it comes; the widgets' throttle is for displays
+                text_growth=None if rich else 0.0,
             )
         except SessionError as exc:
             renderer.close(interrupted=False)

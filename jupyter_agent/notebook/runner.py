@@ -11,13 +11,19 @@ Two constraints shape this module:
   posts events (and requests such as "ask the user", "run this code in the user's namespace") to a
   thread-safe queue, and the main thread pumps that queue until the work is done.
 
-The pump works in batches. Posting streamed text does not wake the main thread: it wakes every
-``POLL_INTERVAL_S`` while a run streams, takes everything queued and hands consecutive
-``TextDelta`` events to ``on_event`` as one (same text, same order around other events). A
-20-second answer is then about 130 main-thread wake-ups, not one per token (each
-wake-up costs the kernel's main thread ~0.1 ms even with nothing to do, more than the token
-itself). Every other event (a tool call starting or finishing, a turn ending), a request for the
-main thread (``call_on_main``) and the end of the run wake it at once.
+The pump works in batches and sleeps until something is due. Every event other than streamed text
+(a tool call starting or finishing, a turn ending), a request for the main thread
+(``call_on_main``) and the end of the run wake it at once. Streamed text wakes it only when the
+renderer would show it: at most every ``POLL_INTERVAL_S`` (the renderer's shortest pause between
+updates) and once the queued text has grown by ``TEXT_GROWTH_FRACTION`` of what the current text
+segment already holds (the renderer's own rule: a smaller growth would not be drawn anyway). The
+posting side counts the characters and sets the wake-up — or, when the threshold is reached
+before the pause is over, a timer on the background loop for the moment it ends. With nothing
+due the pump still wakes every ``IDLE_WAKE_S`` for its idle work (the renderer's tick and the
+widget comms that carry a Stop click). A 20-second answer costs a few dozen main-thread wake-ups
+(each ~0.1 ms of the kernel's main thread even with nothing to do), not one per token nor one per
+poll interval; consecutive ``TextDelta`` events of a batch reach ``on_event`` as one (same text,
+same order around other events).
 
 The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
 an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
@@ -39,14 +45,19 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..events import TextDelta
+from .render import DEFAULT_RENDER_INTERVAL_S, MIN_GROWTH_FRACTION
 
 T = TypeVar("T")
 
-#: How long the pump sleeps between two batches (and before its idle work: render flush, widget
-#: comms) while only text streams: the most streamed text waits before the main thread sees it.
-#: The renderer shows new text at most every 0.15 s anyway, so polling faster only burns the
-#: kernel's main thread (benchmark 8: 0.02 s cost 3.8x the CPU of this).
-POLL_INTERVAL_S = 0.15
+#: The shortest pause between two hand-overs of streamed text to the main thread: the renderer
+#: shows new text at most this often anyway (benchmark 8: a 0.02 s poll cost 3.8x the CPU).
+POLL_INTERVAL_S = DEFAULT_RENDER_INTERVAL_S
+#: Streamed text wakes the main thread once it has grown by this fraction of its text segment
+#: (text since the last other event): the renderer's threshold for a display update.
+TEXT_GROWTH_FRACTION = MIN_GROWTH_FRACTION
+#: The longest the pump sleeps with nothing due: its idle work polls the widget comms, so a Stop
+#: click is seen within this time.
+IDLE_WAKE_S = 0.5
 #: How long an interrupted run may take to clean up before the pump stops waiting.
 CLEANUP_TIMEOUT_S = 30.0
 
@@ -185,10 +196,21 @@ class MainThreadBridge:
         #: Items taken from the queue and not yet handled; they outlive an interrupted batch.
         self._backlog: collections.deque[object] = collections.deque()
         self._coalesce_text = True
+        self._text_growth = TEXT_GROWTH_FRACTION
         self._accepting_calls = False
         self._pumping = False
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
+        #: Times the pump woke up (for tests and benchmarks).
+        self.wakeups = 0
+        # When streamed text is worth a wake-up. Characters posted (written by the posting
+        # side) and taken (by the pump); the pump sets the threshold and the earliest time.
+        self._posted_chars = 0
+        self._taken_chars = 0
+        self._segment_chars = 0
+        self._text_wake_at_chars = 0.0
+        self._text_due = 0.0
+        self._text_timer_set = False
 
     @property
     def pumping(self) -> bool:
@@ -199,12 +221,26 @@ class MainThreadBridge:
     def post(self, event: object) -> None:
         """Hand ``event`` to the main thread's ``on_event``, in order.
 
-        Streamed text is picked up at the next poll (within ``POLL_INTERVAL_S``); any other
-        event wakes the main thread at once.
+        Streamed text wakes the main thread when the renderer would show it (see the module
+        docstring); any other event wakes it at once.
         """
         self._queue.put(event)
         if type(event) is not TextDelta:
             self._wake.set()
+            return
+        self._posted_chars += len(event.text)
+        if self._posted_chars < self._text_wake_at_chars or self._text_timer_set:
+            return
+        delay = self._text_due - time.monotonic()
+        if delay <= 0:
+            self._wake.set()
+            return
+        self._text_timer_set = True
+        loop = self.background.loop
+        if self.background.in_loop_thread():
+            loop.call_later(delay, self._wake.set)
+        else:
+            loop.call_soon_threadsafe(loop.call_later, delay, self._wake.set)
 
     async def call_on_main(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the main thread during the current run and return its result.
@@ -233,13 +269,16 @@ class MainThreadBridge:
         on_idle: Callable[[], None] | None = None,
         cleanup_timeout: float = CLEANUP_TIMEOUT_S,
         coalesce_text: bool = True,
+        text_growth: float | None = None,
     ) -> RunOutcome[T]:
         """Run ``coro`` on the background loop, pumping posted events until it ends.
 
         Returns the coroutine's value, or ``RunOutcome(interrupted=True)`` after a
         ``KeyboardInterrupt``. An exception raised by the coroutine is raised here.
         With ``coalesce_text`` (the default) consecutive ``TextDelta`` events of a batch reach
-        ``on_event`` as one; without it, one by one as posted.
+        ``on_event`` as one; without it, one by one as posted. ``text_growth`` is the growth of
+        a text segment that wakes the main thread (``TEXT_GROWTH_FRACTION`` unless given; 0 for
+        a renderer that writes text as it comes, as a terminal does).
         """
         if self._pumping:
             coro.close()
@@ -247,6 +286,12 @@ class MainThreadBridge:
         job = _Job(coro)
         job.settled.add_done_callback(lambda _settled: self._wake.set())
         self._coalesce_text = coalesce_text
+        self._text_growth = TEXT_GROWTH_FRACTION if text_growth is None else text_growth
+        self._segment_chars = 0
+        self._taken_chars = self._posted_chars  # text of an earlier run was dropped
+        self._text_wake_at_chars = self._posted_chars + 1
+        self._text_due = 0.0
+        self._text_timer_set = False
         self._pumping = True
         self._accepting_calls = True
         interrupted = False
@@ -304,9 +349,12 @@ class MainThreadBridge:
                 self._wake.clear()
             finished = job.settled.done()  # read before draining: every post happened before it
             had_work = self._take_batch()
+            handed_text = False
             while self._backlog:
-                self._handle_next(on_event)
+                handed_text = self._handle_next(on_event) or handed_text
             now = time.monotonic()
+            if handed_text or had_work:
+                self._arm_text_wake(now if handed_text else None)
             if on_idle is not None and (not had_work or now - last_idle >= POLL_INTERVAL_S):
                 on_idle()
                 last_idle = now
@@ -315,23 +363,40 @@ class MainThreadBridge:
             if deadline is not None and now > deadline:
                 return
             if not finished:
-                timeout = POLL_INTERVAL_S
+                timeout = IDLE_WAKE_S
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - now))
                 self._wake.wait(timeout)
+                self.wakeups += 1
+
+    def _arm_text_wake(self, handed_at: float | None) -> None:
+        """After a batch: when the next streamed text is worth waking for."""
+        if handed_at is not None:
+            self._text_due = handed_at + POLL_INTERVAL_S
+        growth = max(1.0, self._text_growth * self._segment_chars)
+        self._text_wake_at_chars = self._taken_chars + growth
+        self._text_timer_set = False
 
     def _take_batch(self) -> bool:
         """Move everything queued (and what an interrupted batch left) into the backlog."""
         if self._queue.empty():  # the pump is the only consumer: non-empty stays non-empty
             return bool(self._backlog)
         while not self._queue.empty():
-            self._backlog.append(self._queue.get_nowait())
+            item = self._queue.get_nowait()
+            if type(item) is TextDelta:
+                self._taken_chars += len(item.text)
+            self._backlog.append(item)
         self.batches += 1
         return True
 
-    def _handle_next(self, on_event: Callable[[object], None]) -> None:
+    def _handle_next(self, on_event: Callable[[object], None]) -> bool:
+        """Handle the next backlog item (a run of text as one); True if it was text."""
         item = self._backlog.popleft()
-        if self._coalesce_text and type(item) is TextDelta:
+        if type(item) is not TextDelta:
+            self._segment_chars = 0  # the renderer starts a new text segment after other events
+            self._handle(item, on_event)
+            return False
+        if self._coalesce_text:
             texts = [item.text]
             while self._backlog and type(self._backlog[0]) is TextDelta:
                 follower = self._backlog.popleft()
@@ -339,7 +404,9 @@ class MainThreadBridge:
                 texts.append(follower.text)
             if len(texts) > 1:
                 item = TextDelta("".join(texts))
+        self._segment_chars += len(item.text)
         self._handle(item, on_event)
+        return True
 
     def _handle(self, item: object, on_event: Callable[[object], None]) -> None:
         if isinstance(item, _MainCall):

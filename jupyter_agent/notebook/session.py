@@ -18,7 +18,8 @@ shell at all:
 - **MCP servers** live on the default chat's agent (``jupyter_agent.mcp``), their tools in the
   shared registry; they move with it when the agents are rebuilt and end with ``close``.
 - **Usage** per model, for ``%agent usage``.
-- **Undo**: one change journal per workspace (``tools/journal.py``), a step per ``%%agent`` cell.
+- **Undo**: the workspace's change journal (``tools/journal.py``) on the tools' shared context,
+  an entry per turn (per ``%%agent`` cell), whichever chat ran it.
 
 Every refusal is a ``SessionError`` with a one-line message (the magics show it as a
 ``UsageError``).
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -38,9 +38,10 @@ from typing import Any
 
 from ..agent.agent import Agent
 from ..agent.approvals import ApprovalHandler, Policy
-from ..errors import ProviderError, SessionError
+from ..errors import ProviderError, SessionError, WorkspaceError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
+from ..tools.journal import ChangeJournal
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
@@ -120,7 +121,8 @@ class NotebookSession:
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
         self._offline_noted = False
-        self._journals: dict[Path, Any] = {}
+        self._journal_problem = ""
+        self._turns = 0
         #: Called with the default chat's agent whenever the agents are (re)built.
         self.on_rebuild: list[Callable[[Agent], None]] = []
         self.usage_by_model: dict[str, Usage] = {}
@@ -385,25 +387,24 @@ class NotebookSession:
     # -- undo --------------------------------------------------------------------------------
 
     def _attach_journal(self, agent: Agent) -> None:
-        """One change journal per workspace, on the tools' shared context."""
-        try:  # imported by name until the journal lands beside this module's other imports
-            journal_module = importlib.import_module("jupyter_agent.tools.journal")
-        except ImportError:  # a version without the journal: undo says so
-            return
-        root = agent.context.workspace
-        journal = self._journals.get(root)
-        if journal is None:
-            journal = journal_module.ChangeJournal(agent.context.confinement)
-            self._journals[root] = journal
-        setattr(agent.context, "journal", journal)  # noqa: B010 (ToolContext.journal: "files")
+        """A change journal for the workspace, on the tools' shared context.
+
+        It lives on disk (``.jupyter_agent/undo``), so a new one for the same workspace — after a
+        settings change or a kernel restart — undoes what the earlier ones recorded.
+        """
+        try:
+            agent.context.journal = ChangeJournal(agent.context.confinement)
+            self._journal_problem = ""
+        except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
+            agent.context.journal = None
+            self._journal_problem = _one_line(str(exc))
 
     def undo(self) -> str:
         """Restore what the file tools changed in the last ``%%agent`` cell; says what it did."""
-        journal = getattr(self.agent.context, "journal", None)
+        journal = self.agent.context.journal
         if journal is None:
-            raise SessionError("Undo is not available: this version has no change journal")
-        report = journal.undo()
-        return str(report.message)
+            raise SessionError(f"Undo is not available: {self._journal_problem}")
+        return journal.undo().message
 
     # -- a turn ------------------------------------------------------------------------------
 
@@ -425,14 +426,15 @@ class NotebookSession:
         label: str | None = None,
         on_event: Callable[[object], None] | None = None,
         on_idle: Callable[[], None] | None = None,
+        text_growth: float | None = None,
     ) -> TurnOutcome:
         """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
 
-        ``provider``/``model``/``max_turns``/``think`` apply to this turn only; ``label`` starts
-        an undo step (the magics pass ``"cell N"``). Prints from the agent's threads reach the
-        main thread in order (``console.py``). An interrupt ends the turn
+        ``provider``/``model``/``max_turns``/``think`` apply to this turn only; each turn is one
+        undo step, named ``label`` (the magics pass ``"cell N"``). Prints from the agent's
+        threads reach the main thread in order (``console.py``). An interrupt ends the turn
         (``TurnOutcome.interrupted``) with the conversation valid; a failed model request is a
-        ``SessionError``.
+        ``SessionError``. ``text_growth``: see ``MainThreadBridge.run`` (0 for a terminal).
         """
         if max_turns is not None and max_turns < 1:
             raise SessionError("--max-turns must be at least 1")
@@ -441,9 +443,9 @@ class NotebookSession:
         agent.provider = self.provider(provider, model, think)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
-        journal = getattr(agent.context, "journal", None)
-        if journal is not None and label is not None:
-            journal.begin(label)
+        self._turns += 1
+        if agent.context.journal is not None:  # each turn is one step of %agent undo
+            agent.context.journal.begin(label or f"turn {self._turns}")
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
         streamed: list[str] = []
 
@@ -473,6 +475,7 @@ class NotebookSession:
                     forward_events(agent.stream_chat(prompt, max_turns=turns), bridge),
                     handle,
                     on_idle=on_idle,
+                    text_growth=text_growth,
                 )
         except ProviderError as exc:
             raise SessionError(f"The model request failed: {_one_line(str(exc))}") from None

@@ -2,19 +2,19 @@
 
 The ``anthropic`` SDK retries rate-limited and overloaded requests itself (``max_retries``,
 exponential backoff) and honours the API's ``retry-after`` header — any value, up to about 49
-days: a header of ``3600`` kept a notebook cell waiting an hour. ``AsyncAnthropicWithWaitCap`` is
-the SDK's client with one override, ``_calculate_retry_timeout`` (where the SDK computes each
-wait from the header or the backoff), so the SDK's own retry loop runs unchanged with no wait
-longer than ``max_retry_wait`` seconds. The same cap bounds the backoff of the provider's own
-retries of errors that arrive inside a stream (which the SDK does not retry).
+days: a header of ``3600`` kept a notebook cell waiting an hour (the ``openai`` SDK, built from the
+same generator, honours up to two minutes). ``RetryWaitCap`` gives an SDK client one override,
+``_calculate_retry_timeout`` (where both SDKs compute each wait from the header or the backoff),
+so the SDK's own retry loop runs unchanged with no wait longer than ``max_retry_wait`` seconds;
+each provider mixes it into the client class it builds (this module imports neither SDK). The
+same cap bounds the backoff of the Anthropic provider's own retries of errors that arrive inside
+a stream (which the SDK does not retry).
 """
 
 from __future__ import annotations
 
 import random
 from typing import Any
-
-import anthropic
 
 #: The longest wait before a retry, in seconds, unless the provider is told otherwise.
 DEFAULT_MAX_RETRY_WAIT = 60.0
@@ -23,16 +23,26 @@ _INITIAL_DELAY = 0.5
 _MAX_DELAY = 8.0
 
 
-class AsyncAnthropicWithWaitCap(anthropic.AsyncAnthropic):
-    """``anthropic.AsyncAnthropic`` whose retries never wait longer than ``max_retry_wait``."""
+class RetryWaitCap:
+    """Mixin for an SDK client class: retries never wait longer than ``max_retry_wait``."""
+
+    max_retry_wait: float
 
     def __init__(self, *, max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT, **options: Any) -> None:
         super().__init__(**options)
         self.max_retry_wait = max_retry_wait
 
     def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
-        wait: float = super()._calculate_retry_timeout(*args, **kwargs)
+        wait: float = super()._calculate_retry_timeout(*args, **kwargs)  # type: ignore[misc]
         return min(wait, self.max_retry_wait)
+
+    def copy(self, *args: Any, **kwargs: Any) -> Any:
+        """The SDK's ``copy``/``with_options``, keeping the cap."""
+        client = super().copy(*args, **kwargs)  # type: ignore[misc]
+        client.max_retry_wait = self.max_retry_wait
+        return client
+
+    with_options = copy
 
 
 def backoff(attempt: int, max_wait: float) -> float:

@@ -19,15 +19,16 @@ inside the loop that uses it, or keep one loop, as the notebook magics do).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
 from ..events import TextDelta, ThinkingDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
-from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, backoff
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -86,21 +87,22 @@ class AnthropicProvider:
 
     @thinking_budget.setter
     def thinking_budget(self, budget: int | None) -> None:
+        if budget == 0 and not isinstance(budget, bool):
+            budget = None  # 0 means off, as an integer setting's default can say
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_THINKING_BUDGET
         ):
             raise ValueError(
                 f"thinking_budget must be a whole number of tokens, at least {MIN_THINKING_BUDGET} "
-                f"(the API's minimum), or None to turn thinking off; got {budget!r}"
+                f"(the API's minimum), or None (or 0) to turn thinking off; got {budget!r}"
             )
         self._thinking_budget = budget
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
-        from ._retry_wait import AsyncAnthropicWithWaitCap
-
-        return AsyncAnthropicWithWaitCap(
+        client: anthropic.AsyncAnthropic = _capped_client_class()(
             max_retries=self.max_retries, max_retry_wait=self.max_retry_wait
         )
+        return client
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r})"
@@ -248,6 +250,17 @@ class AnthropicProvider:
             # asyncio.run): they can't be closed from this one, and the old loop is gone
             return
         await self.client.close()
+
+
+@functools.cache
+def _capped_client_class() -> Callable[..., anthropic.AsyncAnthropic]:
+    """``anthropic.AsyncAnthropic`` whose retries wait at most ``max_retry_wait``."""
+    import anthropic
+
+    class AsyncAnthropicWithWaitCap(RetryWaitCap, anthropic.AsyncAnthropic):
+        pass
+
+    return AsyncAnthropicWithWaitCap
 
 
 #: Thinking blocks cannot carry ``cache_control``; a breakpoint goes on the block before them.

@@ -183,6 +183,12 @@ class OfflineProvider:
         return exchange
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if request.purpose == "summary":
+            # the agent compacts the conversation: a deterministic digest, no notice
+            yield ModelResponse(
+                [{"type": "text", "text": digest(request)}], "end_turn", model=self.model
+            )
+            return
         prompt, turn = find_prompt(request.messages)
         exchange = self._exchange_for(normalise_prompt(prompt), turn)
         if exchange is not None:
@@ -211,6 +217,36 @@ class OfflineProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+#: The longest digest the offline model writes when asked to summarise.
+DIGEST_CHARS = 4_000
+
+
+def digest(request: ModelRequest) -> str:
+    """What the offline model answers to a summary request: one line per section of the
+    transcript it was given (the user's words, the assistant's, the tools'), shortened."""
+    text = "\n".join(
+        str(block.get("text", ""))
+        for message in request.messages
+        for block in (message.get("content") or [])
+        if isinstance(block, dict) and block.get("type") == "text"
+    )
+    lines: list[str] = []
+    speaker = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            speaker = line[3:].strip()
+            continue
+        words = " ".join(line.split())
+        if not words or not speaker:
+            continue
+        lines.append(f"- {speaker}: {words[:200]}")
+        speaker = ""  # the first line of each section is enough
+    summary = "Earlier in this conversation:\n" + "\n".join(lines)
+    if len(summary) > DIGEST_CHARS:
+        summary = summary[: DIGEST_CHARS - 1] + "…"
+    return summary
 
 
 def _with_notice(response: ModelResponse, notice: str) -> ModelResponse:
@@ -256,6 +292,10 @@ class RecordingProvider:
         return f"RecordingProvider({self.inner!r}, {str(self.path)!r})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if request.purpose != "chat":
+            async for event in self.inner.stream(request):  # not part of any exchange
+                yield event
+            return
         prompt, turn = find_prompt(request.messages)
         if turn == 0 or self._current is None or self._current["prompt"] != prompt:
             self._current = {"prompt": prompt, "responses": []}

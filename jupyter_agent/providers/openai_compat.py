@@ -15,6 +15,7 @@ imported only when this provider is created.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import ProviderError
 from ..events import TextDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -52,6 +54,18 @@ def _import_openai() -> Any:
             "OpenAIProvider needs the openai package: pip install 'jupyter-agent[openai]'"
         ) from exc
     return openai
+
+
+@functools.cache
+def _capped_client_class() -> Any:
+    """``openai.AsyncOpenAI`` whose retries wait at most ``max_retry_wait`` (``_retry_wait.py``;
+    the SDK alone honours a ``retry-after`` of up to two minutes)."""
+    openai = _import_openai()
+
+    class AsyncOpenAIWithWaitCap(RetryWaitCap, openai.AsyncOpenAI):  # type: ignore[misc,name-defined]
+        pass
+
+    return AsyncOpenAIWithWaitCap
 
 
 def _text_of(content: object) -> str:
@@ -211,8 +225,10 @@ class OpenAIProvider:
         client: openai.AsyncOpenAI | None = None,
         max_tokens: int | None = None,
         stream_usage: bool = True,
+        max_retries: int = 2,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
     ) -> None:
-        openai_module = _import_openai()
+        _import_openai()
         self.model: str = (
             model
             or os.environ.get("OPENAI_MODEL")
@@ -227,9 +243,12 @@ class OpenAIProvider:
         self._client_options: dict[str, Any] = {
             "api_key": api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
             "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            # the SDK's retries (for a client this provider builds), no wait longer than this
+            "max_retries": max_retries,
+            "max_retry_wait": max_retry_wait,
         }
         if client is None:
-            client = openai_module.AsyncOpenAI(**self._client_options)
+            client = _capped_client_class()(**self._client_options)
         self.client: openai.AsyncOpenAI = client
         self._loops = LoopTracker()
 
@@ -261,7 +280,7 @@ class OpenAIProvider:
         client = self.client
         if self._loops.moved():  # a new asyncio.run: see _event_loops.py
             if self._owns_client:
-                client = self.client = openai_module.AsyncOpenAI(**self._client_options)
+                client = self.client = _capped_client_class()(**self._client_options)
             else:
                 message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="OpenAIProvider")
                 warnings.warn(message, RuntimeWarning, stacklevel=2)

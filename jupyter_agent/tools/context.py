@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .journal import ChangeJournal
 
 DEFAULT_SESSION_CONTEXT_FILE = os.path.join(".jupyter_agent", "session.md")
 
@@ -29,6 +32,10 @@ class ContextSource(Protocol):
 class ToolContext:
     """The state tools receive: the workspace, the system prompt, the session context.
 
+    ``journal`` (a ``ChangeJournal``, or None for none) is where the file tools record what they
+    change, so that ``%agent undo`` can put it back; whoever runs cells sets it and calls its
+    ``begin(label)`` per cell.
+
     ``session_context_file_path`` defaults to ``.jupyter_agent/session.md`` in the workspace; a
     relative path is taken relative to the workspace (and confined to it) when the session file
     is written.
@@ -40,11 +47,13 @@ class ToolContext:
         system_prompt: str = "",
         session_context: str = "",
         session_context_file_path: str | os.PathLike[str] | None = None,
+        journal: ChangeJournal | None = None,
     ) -> None:
         self._workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self._system_prompt = system_prompt
         self._session_context = session_context
         self._source: ContextSource | None = None
+        self.journal: ChangeJournal | None = journal
         self.session_context_file_path: Path = (
             Path(session_context_file_path)
             if session_context_file_path is not None
@@ -88,8 +97,12 @@ class ToolContext:
     def resolve_for_writing(
         self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True
     ) -> Path:
-        """``resolve`` plus the ``.git`` guard: for paths a tool creates, changes or removes."""
-        return self._workspace.resolve_for_writing(path, follow_final_symlink=follow_final_symlink)
+        """``resolve`` plus the ``.git`` guard, and with a journal the journal's own guard: for
+        paths a tool creates, changes or removes."""
+        real = self._workspace.resolve_for_writing(path, follow_final_symlink=follow_final_symlink)
+        if self.journal is not None:
+            self.journal.refuse_if_protected(real, os.fspath(path))
+        return real
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """A resolved path relative to the workspace, as tools report it."""

@@ -23,7 +23,7 @@ from .git import GitCommitTool
 from .netguard import PrivateNetworkSetting
 from .registry import ToolRegistry
 from .search import SearchFilesTool, SearchTextTool
-from .session import SaveSessionContextTool
+from .session_file import SaveSessionContextTool
 from .shell import RunBashTool
 from .web import WebFetchTool
 

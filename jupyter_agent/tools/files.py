@@ -1,7 +1,9 @@
 """The file tools: read, write, edit, list, create folders, move and remove — inside the workspace.
 
 Every path goes through the workspace resolver first, so nothing outside the workspace is read,
-written, created, moved or deleted, whatever the model asks. Writes are atomic (see ``atomic``).
+written, created, moved or deleted, whatever the model asks; the I/O then happens relative to a
+descriptor held on the workspace root (``beneath``). Writes are atomic (see ``atomic``).
+``read_file`` and its streaming reader live in ``reading`` and ``line_reader``; the rest is here.
 The wording follows the reference tools the model knows (``file_path``, ``old_string``,
 ``new_string``, ``replace_all``). Blocking work runs in a worker thread so that several tool calls
 of one turn can run side by side.
@@ -10,24 +12,28 @@ of one turn can run side by side.
 from __future__ import annotations
 
 import asyncio
-import codecs
-import contextlib
 import errno
-import io
 import os
 import shutil
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..errors import ToolInputError
-from .arguments import bool_arg, optional_int_arg, optional_str_arg, str_arg
+from .arguments import bool_arg, optional_str_arg, str_arg
 from .atomic import atomic_write_at
 from .base import BuiltinTool, ToolFailure
 from .beneath import RACE_MESSAGE, WorkspaceRoot, is_race
-
-if TYPE_CHECKING:
-    pass
+from .file_common import (
+    _PATH_NOTE,
+    BINARY_SNIFF_BYTES,
+    _failure,
+    _open_for_reading,
+    _os_reason,
+    _refuse_trailing_slash,
+)
+from .journal import ChangeJournal, recording
+from .reading import ReadFileTool
 
 __all__ = [
     "EditFileTool",
@@ -39,316 +45,10 @@ __all__ = [
     "WriteFileTool",
 ]
 
-#: read_file returns at most this many lines per call ...
-MAX_READ_LINES = 2000
-#: ... and at most this many characters (about 256 KB).
-MAX_READ_CHARS = 256 * 1024
-#: How much of a file is checked for NUL bytes to call it binary.
-BINARY_SNIFF_BYTES = 8192
 #: edit_file loads the whole file; larger files are refused.
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 #: list_dir shows at most this many entries.
 MAX_LIST_ENTRIES = 2000
-#: Lines to skip are counted in chunks of this many bytes (one reused buffer) ...
-_SKIP_CHUNK = 1024 * 1024
-#: ... or, on a memory map, this many at a time (numpy's compare makes a same-sized temporary).
-_MAPPED_CHUNK = 4 * 1024 * 1024
-#: From this size on, lines are counted on a memory map with numpy when it is installed (its
-#: vectorised compare counts several times faster than ``bytes.count``, and a map needs no copy).
-FAST_SKIP_MIN_BYTES = 64 * 1024 * 1024
-#: Lines are read in pieces of at most this many characters, so one huge line is never loaded.
-_READ_PIECE = 64 * 1024
-
-_PATH_NOTE = "relative to the workspace (an absolute path must lie inside it)"
-
-
-def _os_reason(exc: OSError) -> str:
-    """An OSError as a short phrase, without the host's absolute paths."""
-    if isinstance(exc, FileNotFoundError):
-        return "not found"
-    if isinstance(exc, NotADirectoryError):
-        return "a part of the path is not a folder"
-    if isinstance(exc, IsADirectoryError):
-        return "is a folder"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileExistsError):
-        return "already exists"
-    if exc.errno == errno.ELOOP:
-        return "too many levels of symbolic links"
-    if exc.errno == errno.ENOTEMPTY:
-        return "folder is not empty"
-    if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
-    return (exc.strerror or "input/output error").lower()
-
-
-def _failure(op: str, shown: str, exc: OSError) -> ToolFailure:
-    if is_race(exc):
-        return ToolFailure(RACE_MESSAGE.format(shown=shown))
-    return ToolFailure(f"Cannot {op} {shown}: {_os_reason(exc)}")
-
-
-def _check_encoding(encoding: str) -> codecs.CodecInfo:
-    try:
-        codec = codecs.lookup(encoding)
-    except LookupError:
-        raise ToolInputError(f"unknown encoding {encoding!r}; try 'utf-8' or 'latin-1'") from None
-    if not getattr(codec, "_is_text_encoding", True):  # rot13, base64, zlib, ...
-        raise ToolInputError(f"{encoding!r} is not a text encoding; try 'utf-8' or 'latin-1'")
-    return codec
-
-
-def _refuse_trailing_slash(path: Path, shown: str) -> None:
-    """``a.txt/`` names a folder; a file path must not end with a slash."""
-    if shown.endswith(("/", os.sep)) and not path.is_dir():
-        raise ToolFailure(
-            f"{shown} ends with '/', which names a folder; give the file's path without it"
-        )
-
-
-# -- read_file ---------------------------------------------------------------------------------
-
-
-class ReadFileTool(BuiltinTool):
-    name = "read_file"
-    description = (
-        "Read a text file in the workspace. A small file comes back exactly as it is. A large "
-        f"file comes back capped at {MAX_READ_LINES} lines or about {MAX_READ_CHARS // 1024} KB, "
-        "with a note saying which offset to read from next. Use offset (1-based line number) and "
-        "limit (number of lines) to read part of a file. Binary files are refused."
-    )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "file_path": {
-                "type": "string",
-                "description": f"Path of the file to read, {_PATH_NOTE}.",
-            },
-            "encoding": {
-                "type": "string",
-                "description": "Text encoding of the file (default utf-8).",
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "1-based line number to start reading from (default 1).",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"Number of lines to read (default and maximum {MAX_READ_LINES}).",
-            },
-        },
-        "required": ["file_path"],
-        "additionalProperties": False,
-    }
-
-    async def execute(self, args: dict[str, object]) -> str:
-        file_path = str_arg(args, "file_path")
-        encoding = optional_str_arg(args, "encoding") or "utf-8"
-        offset = optional_int_arg(args, "offset", minimum=1)
-        limit = optional_int_arg(args, "limit", minimum=1)
-        codec = _check_encoding(encoding)
-        path = self.context.resolve(file_path)
-        _refuse_trailing_slash(path, file_path)
-        held = self.context.confinement.held
-        return await asyncio.to_thread(_read_file, held, path, file_path, codec, offset, limit)
-
-
-def _open_for_reading(held: WorkspaceRoot, path: Path, shown: str) -> int:
-    """A descriptor on the regular file ``path``, opened beneath the held root."""
-    try:
-        return held.open_regular(path, shown)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolFailure(f"File not found: {shown}") from None
-    except OSError as exc:
-        raise _failure("read", shown, exc) from None
-
-
-def _read_file(
-    held: WorkspaceRoot,
-    path: Path,
-    shown: str,
-    codec: codecs.CodecInfo,
-    offset: int | None,
-    limit: int | None,
-) -> str:
-    fd = _open_for_reading(held, path, shown)
-    info = os.fstat(fd)
-    # UTF-16/32 text is full of NUL bytes, so only sniff for encodings that never produce them.
-    sniff = not codec.name.startswith(("utf-16", "utf-32"))
-    try:
-        with open(fd, "rb") as raw:
-            head = raw.read(BINARY_SNIFF_BYTES)
-            if sniff and b"\0" in head:
-                raise ToolFailure(
-                    f"{shown} looks like a binary file ({info.st_size} bytes), not text; "
-                    "read_file only reads text"
-                )
-            if offset is None and limit is None and info.st_size <= MAX_READ_CHARS:
-                data = head + raw.read()
-                text = data.decode(codec.name)
-                if _count_lines(text) <= MAX_READ_LINES:
-                    return text
-            start = offset or 1
-            raw.seek(0)
-            skipped = 1
-            if sniff and start > 1:
-                # ASCII-compatible encodings: find the line in bytes, without decoding the rest.
-                total = skip_lines(raw, start - 1)
-                if total is not None:
-                    raise _past_the_end(shown, start, total)
-                skipped = start
-            stream = io.TextIOWrapper(raw, encoding=codec.name, newline="")
-            return _read_lines(stream, shown, start, limit, skipped)
-    except UnicodeDecodeError:
-        raise ToolFailure(
-            f"{shown} is not valid {codec.name} text (it may be binary, or try another encoding)"
-        ) from None
-    except OSError as exc:
-        raise _failure("read", shown, exc) from None
-
-
-def _count_lines(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-
-
-def skip_lines(
-    raw: io.BufferedReader, count: int, *, fast_min_bytes: int = FAST_SKIP_MIN_BYTES
-) -> int | None:
-    """Move past ``count`` lines; None if done, else how many lines the file has (fewer).
-
-    Large files go through ``_skip_lines_mapped`` when numpy is available; both give the same
-    answer and leave the file at the same position (a property test checks it).
-    """
-    try:
-        size = os.fstat(raw.fileno()).st_size
-    except OSError:
-        size = 0
-    if size and size >= fast_min_bytes and raw.tell() == 0:
-        try:
-            import numpy  # noqa: F401  (optional: only to count faster)
-        except ImportError:
-            pass
-        else:
-            return _skip_lines_mapped(raw, count, size)
-    return _skip_lines(raw, count)
-
-
-def _skip_lines_mapped(raw: io.BufferedReader, count: int, size: int) -> int | None:
-    """``_skip_lines`` on a read-only memory map, counting newlines with numpy, chunk by chunk.
-
-    Each counted chunk's pages are dropped from this process right away (``MADV_DONTNEED``), so
-    the resident memory stays at one chunk however large the file.
-    """
-    import mmap
-
-    import numpy as np
-
-    skipped = 0
-    with mmap.mmap(raw.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-        data = np.frombuffer(mapped, dtype=np.uint8)
-        chunk = is_newline = data[:0]
-        try:
-            position = 0
-            while position < size:
-                chunk = data[position : position + _MAPPED_CHUNK]
-                is_newline = chunk == 10
-                found = int(np.count_nonzero(is_newline))
-                if skipped + found >= count:
-                    index = int(np.flatnonzero(is_newline)[count - skipped - 1])
-                    offset = position + index + 1
-                    raw.seek(offset)
-                    return count if offset == size else None
-                skipped += found
-                with contextlib.suppress(OSError, AttributeError, ValueError):
-                    mapped.madvise(mmap.MADV_DONTNEED, position, len(chunk))
-                position += len(chunk)
-            ends_in_line = size > 0 and int(data[size - 1]) != 10
-        finally:
-            del data, chunk, is_newline  # views of the map: it cannot close while they live
-    raw.seek(size)
-    return skipped + (1 if ends_in_line else 0)
-
-
-def _skip_lines(raw: io.BufferedReader, count: int) -> int | None:
-    """Move past ``count`` lines; None if done, else how many lines the file has (fewer)."""
-    skipped = 0
-    ends_in_line = False
-    buffer = bytearray(_SKIP_CHUNK)  # one buffer for the whole skip: no allocation per chunk
-    while True:
-        size = raw.readinto(buffer)
-        if not size:
-            return skipped + (1 if ends_in_line else 0)
-        newlines = buffer.count(b"\n", 0, size)
-        if skipped + newlines < count:
-            skipped += newlines
-            ends_in_line = not buffer.endswith(b"\n", 0, size)
-            continue
-        rest = bytes(memoryview(buffer)[:size]).split(b"\n", count - skipped)[-1]
-        raw.seek(-len(rest), io.SEEK_CUR)
-        if not rest and not raw.peek(1):
-            return count  # the wanted line would start exactly at the end of the file
-        return None
-
-
-def _past_the_end(shown: str, start: int, lines: int) -> ToolFailure:
-    plural = "" if lines == 1 else "s"
-    return ToolFailure(f"offset {start} is past the end of {shown} (it has {lines} line{plural})")
-
-
-def _read_lines(
-    stream: io.TextIOWrapper, shown: str, start: int, limit: int | None, line_no: int
-) -> str:
-    """Lines ``start`` .. ``start + limit - 1``, streamed, capped; with a note if capped.
-
-    ``line_no`` is the line the stream is at (lines before ``start`` may be skipped already).
-    """
-    partial = False
-    while line_no < start:
-        piece = stream.readline(_READ_PIECE)
-        if not piece:
-            raise _past_the_end(shown, start, line_no - (0 if partial else 1))
-        partial = not piece.endswith("\n")
-        if not partial:
-            line_no += 1
-    wanted = MAX_READ_LINES if limit is None else min(limit, MAX_READ_LINES)
-    parts: list[str] = []
-    size = 0
-    lines_done = 0
-    cut_in_line = False
-    while lines_done < wanted:
-        room = MAX_READ_CHARS - size
-        piece = stream.readline(min(room, _READ_PIECE) + 1)
-        if not piece:
-            break
-        if len(piece) > room:
-            parts.append(piece[:room])
-            cut_in_line = True
-            break
-        parts.append(piece)
-        size += len(piece)
-        if piece.endswith("\n"):
-            lines_done += 1
-        elif size >= MAX_READ_CHARS:
-            cut_in_line = bool(stream.read(1))
-            break
-    text = "".join(parts)
-    last = start + lines_done - (0 if cut_in_line else 1)
-    if cut_in_line:
-        return text + (
-            f"\n\n[Output capped at about {MAX_READ_CHARS // 1024} KB in the middle of line "
-            f"{last}. To read further, call read_file with offset={last + 1}.]"
-        )
-    capped_by_us = limit is None or limit > MAX_READ_LINES
-    if lines_done == wanted and capped_by_us and stream.read(1):
-        return text + (
-            f"\n\n[Showing lines {start}-{last} of {shown}; the file continues. read_file returns "
-            f"at most {MAX_READ_LINES} lines per call. To read further, call read_file with "
-            f"offset={last + 1} (and a limit of up to {MAX_READ_LINES}).]"
-        )
-    return text
 
 
 # -- write_file --------------------------------------------------------------------------------
@@ -381,23 +81,35 @@ class WriteFileTool(BuiltinTool):
         _refuse_trailing_slash(path, file_path)
         data = content.encode("utf-8", "surrogatepass")
         held = self.context.confinement.held
-        await asyncio.to_thread(_write_file, held, path, file_path, data)
-        return f"Wrote {len(data)} bytes to {self.context.relative(path)}"
+        journal = self.context.journal
+        note = await asyncio.to_thread(_write_file, held, path, file_path, data, journal)
+        return f"Wrote {len(data)} bytes to {self.context.relative(path)}{note}"
 
 
-def _write_file(held: WorkspaceRoot, path: Path, shown: str, data: bytes) -> None:
-    try:
-        held.makedirs(path.parent)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolFailure(f"Cannot write {shown}: a part of its folder path is a file") from None
-    except OSError as exc:
-        raise _failure("create the folder for", shown, exc) from None
-    try:
-        with held.parent_of(path) as (folder, name):
-            _refuse_folder_or_link(folder, name, shown)
-            atomic_write_at(folder, name, data)
-    except OSError as exc:
-        raise _failure("write", shown, exc) from None
+def _write_file(
+    held: WorkspaceRoot, path: Path, shown: str, data: bytes, journal: ChangeJournal | None
+) -> str:
+    """Write ``data`` to ``path``; the journal's note ("" unless undo will not cover it)."""
+    with recording(journal) as record:
+        try:
+            created = record.missing_folders(held, path.parent)
+            held.makedirs(path.parent)
+            record.created_folders(created)
+        except (FileExistsError, NotADirectoryError):
+            raise ToolFailure(
+                f"Cannot write {shown}: a part of its folder path is a file"
+            ) from None
+        except OSError as exc:
+            raise _failure("create the folder for", shown, exc) from None
+        try:
+            with held.parent_of(path) as (folder, name):
+                _refuse_folder_or_link(folder, name, shown)
+                before = record.keep_file(folder, name)
+                atomic_write_at(folder, name, data)
+                record.wrote(held.relative(path), before, data)
+        except OSError as exc:
+            raise _failure("write", shown, exc) from None
+    return record.note
 
 
 def _refuse_folder_or_link(folder: int, name: str, shown: str) -> None:
@@ -456,20 +168,35 @@ class EditFileTool(BuiltinTool):
         path = self.context.resolve_for_writing(file_path)
         _refuse_trailing_slash(path, file_path)
         held = self.context.confinement.held
-        count = await asyncio.to_thread(
-            _edit_file, held, path, file_path, old_string, new_string, replace_all
+        count, note = await asyncio.to_thread(
+            _edit_file,
+            held,
+            path,
+            file_path,
+            old_string,
+            new_string,
+            replace_all,
+            self.context.journal,
         )
         where = self.context.relative(path)
-        return f"Edited {where}: {count} replacement{'' if count == 1 else 's'}"
+        return f"Edited {where}: {count} replacement{'' if count == 1 else 's'}{note}"
 
 
 def _edit_file(
-    held: WorkspaceRoot, path: Path, shown: str, old: str, new: str, replace_all: bool
-) -> int:
+    held: WorkspaceRoot,
+    path: Path,
+    shown: str,
+    old: str,
+    new: str,
+    replace_all: bool,
+    journal: ChangeJournal | None,
+) -> tuple[int, str]:
+    """Replacements made, and the journal's note ("" unless undo will not cover the edit)."""
     fd = _open_for_reading(held, path, shown)
     try:
         with open(fd, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+            info = os.fstat(handle.fileno())
+            size = info.st_size
             if size > MAX_EDIT_BYTES:
                 raise ToolFailure(
                     f"{shown} is {size} bytes, more than edit_file handles "
@@ -505,14 +232,18 @@ def _edit_file(
             f"This edit would make {shown} {grown:,} bytes, more than edit_file writes "
             f"({MAX_EDIT_BYTES:,} bytes); nothing was written. Use write_file for large content."
         )
-    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    replaced_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    updated = replaced_text.encode("utf-8", "surrogatepass")
     try:
-        with held.parent_of(path) as (folder, name):
+        with recording(journal) as record, held.parent_of(path) as (folder, name):
             _refuse_folder_or_link(folder, name, shown)
-            atomic_write_at(folder, name, updated.encode("utf-8", "surrogatepass"))
+            # The journal keeps the bytes read above through the tool's own descriptor.
+            before = record.keep_bytes(data, info.st_mode)
+            atomic_write_at(folder, name, updated)
+            record.wrote(held.relative(path), before, updated)
     except OSError as exc:
         raise _failure("write", shown, exc) from None
-    return replaced
+    return replaced, record.note
 
 
 # -- list_dir ----------------------------------------------------------------------------------
@@ -620,10 +351,13 @@ class MkdirTool(BuiltinTool):
         except OSError as exc:
             raise _failure("create folder", shown, exc) from None
         try:
-            if parents:
-                held.makedirs(path.parent)
-            with held.parent_of(path) as (folder, name):
-                os.mkdir(name, 0o777, dir_fd=folder)
+            with recording(self.context.journal) as record:
+                created = record.missing_folders(held, path)
+                if parents:
+                    held.makedirs(path.parent)
+                with held.parent_of(path) as (folder, name):
+                    os.mkdir(name, 0o777, dir_fd=folder)
+                record.created_folders(created)
         except FileExistsError:
             raise ToolFailure(f"Cannot create folder {shown}: a file of that name exists") from None
         except FileNotFoundError:
@@ -637,7 +371,7 @@ class MkdirTool(BuiltinTool):
             ) from None
         except OSError as exc:
             raise _failure("create folder", shown, exc) from None
-        return f"Created folder {where}"
+        return f"Created folder {where}{record.note}"
 
 
 def _entry(held: WorkspaceRoot, path: Path) -> os.stat_result | None:
@@ -686,12 +420,14 @@ class MoveTool(BuiltinTool):
         resolve = self.context.resolve_for_writing
         source = resolve(source_text, follow_final_symlink=False)
         destination = resolve(destination_text, follow_final_symlink=False)
-        moved_to = await asyncio.to_thread(
+        moved_to, note = await asyncio.to_thread(
             self._move, source, destination, source_text, destination_text
         )
-        return f"Moved {self.context.relative(source)} to {self.context.relative(moved_to)}"
+        return f"Moved {self.context.relative(source)} to {self.context.relative(moved_to)}{note}"
 
-    def _move(self, source: Path, destination: Path, source_text: str, dest_text: str) -> Path:
+    def _move(
+        self, source: Path, destination: Path, source_text: str, dest_text: str
+    ) -> tuple[Path, str]:
         root = self.context.workspace
         held = self.context.confinement.held
         if source == root:
@@ -718,12 +454,18 @@ class MoveTool(BuiltinTool):
         if stat.S_ISDIR(source_info.st_mode) and destination.is_relative_to(source):
             raise ToolFailure(f"Cannot move the folder {source_text} into itself")
         try:
-            held.makedirs(destination.parent)
-            with (
-                held.parent_of(source) as (from_folder, from_name),
-                held.parent_of(destination) as (to_folder, to_name),
-            ):
-                os.rename(from_name, to_name, src_dir_fd=from_folder, dst_dir_fd=to_folder)
+            with recording(self.context.journal) as record:
+                created = record.missing_folders(held, destination.parent)
+                held.makedirs(destination.parent)
+                record.created_folders(created)
+                with (
+                    held.parent_of(source) as (from_folder, from_name),
+                    held.parent_of(destination) as (to_folder, to_name),
+                ):
+                    os.rename(from_name, to_name, src_dir_fd=from_folder, dst_dir_fd=to_folder)
+                    record.moved(
+                        held.relative(source), held.relative(destination), to_folder, to_name
+                    )
         except OSError as exc:
             if exc.errno == errno.EXDEV:
                 raise ToolFailure(
@@ -735,7 +477,7 @@ class MoveTool(BuiltinTool):
             raise ToolFailure(
                 f"Cannot move {source_text} to {dest_text}: {_os_reason(exc)}"
             ) from None
-        return destination
+        return destination, record.note
 
 
 # -- remove ------------------------------------------------------------------------------------
@@ -773,14 +515,17 @@ class RemoveTool(BuiltinTool):
     def _remove(self, path: Path, shown: str, recursive: bool) -> str:
         where = self.context.relative(path)
         held = self.context.confinement.held
+        rel = held.relative(path)
         try:
-            with held.parent_of(path) as (folder, name):
+            # With a journal, what is removed moves into it (one rename) so undo can put it back.
+            with recording(self.context.journal) as record, held.parent_of(path) as (folder, name):
                 info = _lstat_at(folder, name)
                 if info is None:
                     raise ToolFailure(f"Not found: {shown}")
                 if not stat.S_ISDIR(info.st_mode):  # files and symlinks (to folders too)
-                    os.unlink(name, dir_fd=folder)
-                    return f"Removed {where}"
+                    if not record.trash(folder, name, rel):
+                        os.unlink(name, dir_fd=folder)
+                    return f"Removed {where}{record.note}"
                 if not recursive:
                     try:
                         os.rmdir(name, dir_fd=folder)
@@ -791,11 +536,13 @@ class RemoveTool(BuiltinTool):
                                 "to delete it with everything in it"
                             ) from None
                         raise
-                    return f"Removed empty folder {where}"
-                # rmtree with dir_fd walks by descriptors and never follows a symlink inside.
-                shutil.rmtree(name, dir_fd=folder)
+                    record.removed_empty_folder(rel)
+                    return f"Removed empty folder {where}{record.note}"
+                if not record.trash(folder, name, rel):
+                    # rmtree with dir_fd walks by descriptors and never follows a symlink inside.
+                    shutil.rmtree(name, dir_fd=folder)
         except (FileNotFoundError, NotADirectoryError):
             raise ToolFailure(f"Not found: {shown}") from None
         except OSError as exc:
             raise _failure("remove", shown, exc) from None
-        return f"Removed folder {where} and everything in it"
+        return f"Removed folder {where} and everything in it{record.note}"

@@ -381,9 +381,14 @@ def _grep_file(absolute: str, rel: str, regex: re.Pattern[str], cap: int) -> lis
 
 def _format_hit(rel: str, number: int, line: str) -> str:
     text = line.rstrip("\r")
-    if len(text) > MAX_LINE_CHARS:
-        text = text[:MAX_LINE_CHARS] + f"… [{len(text) - MAX_LINE_CHARS} more characters]"
-    return f"{rel}:{number}: {text}"
+    return _format_long_hit(rel, number, text[:MAX_LINE_CHARS], len(text))
+
+
+def _format_long_hit(rel: str, number: int, head: str, length: int) -> str:
+    """A hit from the line's first ``MAX_LINE_CHARS`` characters and its length."""
+    if length > MAX_LINE_CHARS:
+        return f"{rel}:{number}: {head}… [{length - MAX_LINE_CHARS} more characters]"
+    return f"{rel}:{number}: {head}"
 
 
 def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
@@ -397,7 +402,7 @@ def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
 
 
 def _grep_worker() -> None:
-    """The child side of ``_python_grep_isolated``: a JSON job on stdin, JSON lines out."""
+    """The child of ``search_child.python_grep_isolated``: a JSON job in, JSON lines out."""
     job = json.loads(sys.stdin.buffer.read())
     scope = _Scope(
         Path(job["workspace"]),

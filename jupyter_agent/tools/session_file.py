@@ -3,8 +3,14 @@
 The agent's ``save_context(reason)`` goes through the registry to this tool. The file is
 ``context.session_context_file_path`` (``.jupyter_agent/session.md`` in the workspace unless the
 program chose another). A relative path, or any path inside the workspace, goes through the
-workspace resolver like every other path, so a symlink planted there cannot redirect the write;
-an absolute path outside the workspace is the programmer's explicit choice and is used as is.
+workspace resolver like every other path, so a symlink planted there cannot redirect the write,
+and is then written relative to the descriptor held on the workspace root (``beneath``), like
+``write_file``: a folder of its path swapped for a symlink after the check fails the call instead
+of redirecting it. An absolute path outside the workspace is the programmer's explicit choice and
+is used as is.
+
+(The module was ``session.py``; it saves the session-context file, which the notebook session —
+a different thing — does not.)
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .arguments import str_arg
-from .atomic import atomic_write
+from .atomic import atomic_write, atomic_write_at
 from .base import BuiltinTool, ToolFailure
+from .beneath import WorkspaceRoot
+from .file_common import _failure
+from .files import _refuse_folder_or_link
 
 __all__ = ["SaveSessionContextTool", "render_session_file"]
 
@@ -45,12 +54,13 @@ class SaveSessionContextTool(BuiltinTool):
         target = self._target()
         text = render_session_file(self.context.session_context, reason)
         data = text.encode("utf-8", "surrogatepass")
-        await asyncio.to_thread(_write, target, data)
-        shown = (
-            self.context.relative(target)
-            if self.context.confinement.contains(str(target))
-            else str(target)
-        )
+        if self.context.confinement.contains(str(target)):
+            shown = self.context.relative(target)
+            held = self.context.confinement.held
+            await asyncio.to_thread(_write_beneath, held, target, shown, data)
+        else:
+            shown = str(target)
+            await asyncio.to_thread(_write, target, data)
         return f"Session context saved to {shown} ({len(data)} bytes). Reason: {reason}"
 
     def _target(self) -> Path:
@@ -67,7 +77,25 @@ def _lexically_inside(path: Path, root: Path) -> bool:
     return normal == str(root) or normal.startswith(str(root).rstrip(os.sep) + os.sep)
 
 
+def _write_beneath(held: WorkspaceRoot, target: Path, shown: str, data: bytes) -> None:
+    """Write the session file inside the workspace, relative to the held root."""
+    if target == held.root:
+        raise ToolFailure("The session file path is the workspace folder itself")
+    try:
+        held.makedirs(target.parent)
+        with held.parent_of(target) as (folder, name):
+            _refuse_folder_or_link(folder, name, shown)
+            atomic_write_at(folder, name, data)
+    except (FileExistsError, NotADirectoryError):
+        raise ToolFailure(
+            f"Cannot save the session context to {shown}: a part of its folder path is a file"
+        ) from None
+    except OSError as exc:
+        raise _failure("save the session context to", shown, exc) from None
+
+
 def _write(target: Path, data: bytes) -> None:
+    """Write the session file at an absolute path outside the workspace the program chose."""
     if target.is_dir():
         raise ToolFailure(f"The session file path {target.name!r} is a folder")
     try:

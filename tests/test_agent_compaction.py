@@ -1,0 +1,89 @@
+"""Compaction on its own, on many random conversations: whatever it cuts, the result is a
+conversation the API accepts (checked by the independent validator of ``fake_anthropic``), the
+latest turn is intact and the user's latest words are kept."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from fake_anthropic import api_problems
+
+from jupyter_agent.agent.context_window import (
+    SUMMARY_PREFIX,
+    ContextOverflowError,
+    compact,
+    messages_tokens,
+    turn_starts,
+)
+
+
+def random_conversation(rng: random.Random) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    ids = 0
+    for turn in range(rng.randint(1, 12)):
+        prompt = {"type": "text", "text": f"prompt {turn} " + "w" * rng.randint(0, 3_000)}
+        if messages and messages[-1]["role"] == "user":
+            messages[-1]["content"].append(prompt)  # results and a prompt in one message
+        else:
+            messages.append({"role": "user", "content": [prompt]})
+        for _ in range(rng.randint(0, 4)):
+            calls = []
+            for _ in range(rng.randint(1, 3)):
+                ids += 1
+                calls.append({"type": "tool_use", "id": f"toolu_{ids}", "name": "t", "input": {}})
+            text = [{"type": "text", "text": "calling"}] if rng.random() < 0.5 else []
+            messages.append({"role": "assistant", "content": [*text, *calls]})
+            results = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": c["id"],
+                    "content": "r" * rng.randint(0, 20_000),
+                }
+                for c in calls
+            ]
+            messages.append({"role": "user", "content": results})
+        if rng.random() < 0.8 or turn == 0:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": "done"}]})
+    return messages
+
+
+async def summarise(transcript: str) -> str:
+    return f"{len(transcript)} characters of history"
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_compaction_always_leaves_a_valid_conversation(seed: int) -> None:
+    rng = random.Random(seed)
+    messages = random_conversation(rng)
+    if messages[-1]["role"] == "assistant" and rng.random() < 0.5:
+        messages.append({"role": "user", "content": [{"type": "text", "text": "latest words"}]})
+    latest = messages[turn_starts(messages)[-1] :]
+    total = messages_tokens(messages)
+    limit = rng.randint(total // 4 + 1, total + 1)
+    try:
+        result = asyncio.run(
+            compact(
+                messages,
+                limit=limit,
+                target=limit // 2,
+                estimate=messages_tokens,
+                summarise=summarise,
+                force=rng.random() < 0.3,
+            )
+        )
+    except ContextOverflowError:
+        return  # the latest turn alone cannot fit: refused, nothing changed
+    body = {"model": "m", "max_tokens": 1, "messages": result.messages}
+    assert api_problems(body) == []
+    assert result.tokens_after <= limit
+    kept = result.messages[turn_starts(result.messages)[-1] :]
+    # the latest turn keeps its shape and the user's words (its results may be shortened)
+    assert [m["role"] for m in kept] == [m["role"] for m in latest]
+    latest_words = [b["text"] for b in latest[0]["content"] if b["type"] == "text"]
+    kept_words = [b["text"] for b in kept[0]["content"] if b["type"] == "text"]
+    assert kept_words[-len(latest_words) :] == latest_words
+    if result.messages[0]["content"][0].get("text", "").startswith(SUMMARY_PREFIX):
+        assert "characters of history" in result.messages[0]["content"][0]["text"]
