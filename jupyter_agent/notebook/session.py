@@ -9,8 +9,8 @@ shell at all:
   ``default``). The chats share what belongs to the session — the tool registry (enabled tools,
   the tools you add, MCP servers' tools), the policy gate (approval policies), the workspace and
   its undo journal, the settings — and keep apart what belongs to a conversation: its messages
-  and its token usage. The
-  tools' context follows the chat that runs (``save_session_context`` saves that chat).
+  and its token usage. The tools' context follows the chat that runs (``save_session_context``
+  saves that chat).
   ``agent`` is the default chat's agent, the one ``get_magics(ip).agent`` hands out.
 - **Providers**, built on the session's one background loop (where their HTTP clients must
   stay) and cached by what tells them apart (kind, model, thinking budget, ...);
