@@ -27,6 +27,7 @@ ORDER = [
     "run_bash",
     "web_fetch",
     "git_commit",
+    "read_notebook",
 ]
 
 

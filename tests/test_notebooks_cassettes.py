@@ -19,7 +19,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from jupyter_agent import ToolContext, create_default_registry
+from jupyter_agent.notebook.history_tool import NotebookHistoryTool
 from jupyter_agent.notebook.kernel_tools import InspectVariableTool, ListVariablesTool
+from jupyter_agent.notebook.propose_cell import CellProposals, ProposeCellTool
+from jupyter_agent.notebook.recorder import CellRecorder
 from jupyter_agent.providers.offline import OfflineProvider, load_cassette
 
 CASSETTES = Path(__file__).resolve().parents[1] / "notebooks" / "cassettes"
@@ -50,7 +53,12 @@ def schemas(tmp_path: Path) -> dict[str, dict[str, Any]]:
     kernel tools that look at the session."""
     context = ToolContext(tmp_path)
     registry = create_default_registry(context)
-    for tool in (ListVariablesTool(context, {}), InspectVariableTool(context, {})):
+    for tool in (
+        ListVariablesTool(context, {}),
+        InspectVariableTool(context, {}),
+        NotebookHistoryTool(context, CellRecorder(None)),
+        ProposeCellTool(context, CellProposals(None)),
+    ):
         registry.register(tool)
     return {tool.name: tool.get_schema()["input_schema"] for tool in registry.list_tools()}
 

@@ -32,9 +32,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Seconds a server may take to start and answer ``initialize`` and ``tools/list`` (or the
-#: entry's call timeout, when shorter).
+#: Seconds a server may take to start and answer ``initialize`` and ``tools/list``: the entry's
+#: call timeout, but at least ``STARTUP_FLOOR_S`` (a Python server needs a second or two just to
+#: import, more on a busy machine: a short call timeout must not fail the start) and at most
+#: ``STARTUP_TIMEOUT_S``.
 STARTUP_TIMEOUT_S = 60.0
+STARTUP_FLOOR_S = 5.0
 #: Seconds ``close`` waits for the owner task (the SDK kills a stuck server within ~4 s).
 CLOSE_TIMEOUT_S = 15.0
 
@@ -146,7 +149,8 @@ class ServerConnection:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
-                async with asyncio.timeout(min(STARTUP_TIMEOUT_S, self.config.timeout)):
+                startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
+                async with asyncio.timeout(startup):
                     result = await session.initialize()
                     tools = await self._list_tools(session)
                 self.instructions = result.instructions or ""

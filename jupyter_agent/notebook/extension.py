@@ -1,8 +1,9 @@
 """The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
 
-Loading registers one ``AgentMagics`` instance (the front end of the notebook's session) and
-tells it about every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``);
-unloading closes the session's connections and its background loop. Loading twice keeps the
+Loading registers one ``AgentMagics`` instance (the front end of the notebook's session), tells
+it about every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``) and starts
+the cell recorder (``notebook_history``) and the cell proposals (``propose_cell``); unloading
+closes the session's connections and its background loop and stops them. Loading twice keeps the
 first instance.
 """
 
@@ -20,6 +21,11 @@ def load_ipython_extension(ip: Any) -> None:
 
     if getattr(ip, _INSTANCE_ATTRIBUTE, None) is not None:
         return
+    from .propose_cell import CellProposals
+    from .recorder import CellRecorder
+
+    CellRecorder(ip).install()
+    CellProposals(ip).install()
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
     ip.events.register("post_run_cell", magics.last_error.post_run_cell)
@@ -35,6 +41,12 @@ def unload_ipython_extension(ip: Any) -> None:
     with contextlib.suppress(ValueError):  # not registered
         ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
+    from .propose_cell import proposals_for
+    from .recorder import recorder_for
+
+    for installed in (recorder_for(ip), proposals_for(ip)):
+        if installed is not None:
+            installed.uninstall()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):
         table = ip.magics_manager.magics[kind]
         for name in names:

@@ -5,7 +5,8 @@ They exist only where there is a live namespace (the magics register them on the
 agent). ``run_python`` changes the user's state, so it is destructive: disabled until the user
 enables it, then asking before each call. Its code runs on the kernel's main thread — where the
 user's objects, matplotlib and widgets expect to be used — through the runner's bridge, and a
-kernel interrupt stops it like any cell.
+kernel interrupt stops it like any cell. It returns the figures the code produced as images
+(``figures.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, ClassVar
 
-from ..tools.base import BuiltinTool, ToolFailure
+from ..tools.base import BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
+from .figures import FigureCapture
 from .runner import MainThreadBridge
 from .summarize import clip, shape_of, summarize, type_name
 
@@ -193,15 +195,28 @@ class RunPythonTool(BuiltinTool):
     destructive: ClassVar[bool] = True
 
     def __init__(
-        self, context: ToolContext, namespace: dict[str, Any], bridge: MainThreadBridge
+        self,
+        context: ToolContext,
+        namespace: dict[str, Any],
+        bridge: MainThreadBridge,
+        shell: Any = None,
     ) -> None:
         super().__init__(context)
         self.namespace = namespace
         self.bridge = bridge
+        self.shell = shell
 
-    async def execute(self, args: dict[str, object]) -> str:
+    async def execute(self, args: dict[str, object]) -> list[str | Image]:
         code = str(args["code"])
-        return await self.bridge.call_on_main(lambda: run_code(self.namespace, code))
+        return await self.bridge.call_on_main(lambda: self._run(code))
+
+    def _run(self, code: str) -> list[str | Image]:
+        """On the main thread: the code's text report, then the figures it produced."""
+        with FigureCapture(self.shell) as capture:
+            text = run_code(self.namespace, code)
+        if capture.images:
+            text += f"\n\n({len(capture.images)} figure(s) produced, sent as images)"
+        return [text, *capture.images]
 
 
 def kernel_tools(
@@ -210,9 +225,21 @@ def kernel_tools(
     bridge: MainThreadBridge,
     shell: Any = None,
 ) -> list[BuiltinTool]:
-    """The three kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``)."""
-    return [
+    """The kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``); with the
+    extension loaded in ``shell``, also ``notebook_history`` and ``propose_cell``."""
+    from .history_tool import NotebookHistoryTool
+    from .propose_cell import ProposeCellTool, proposals_for
+    from .recorder import recorder_for
+
+    tools: list[BuiltinTool] = [
         ListVariablesTool(context, namespace, shell),
         InspectVariableTool(context, namespace, shell),
-        RunPythonTool(context, namespace, bridge),
+        RunPythonTool(context, namespace, bridge, shell),
     ]
+    recorder = recorder_for(shell)
+    if recorder is not None:
+        tools.append(NotebookHistoryTool(context, recorder))
+    proposals = proposals_for(shell)
+    if proposals is not None:
+        tools.append(ProposeCellTool(context, proposals))
+    return tools

@@ -323,8 +323,11 @@ class AgentMagics(Magics):
             self.session.chat(chat)
             self.session.provider(provider, model, think)
         rich = self.use_widgets()
-        renderer: Renderer = RichRenderer(self.render_interval) if rich else TextRenderer()
         poller = KernelCommPoller.for_shell(self.shell) if rich else None
+        stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
+        renderer: Renderer = (
+            RichRenderer(self.render_interval, on_stop=stop) if rich else TextRenderer()
+        )
         self._renderer = renderer
         if self._approvals is not None:
             self._approvals.poller = poller

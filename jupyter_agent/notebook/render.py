@@ -8,6 +8,13 @@ display updates at any streaming speed rather than one per token. Each model rep
 appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a
 ``text/plain`` part.
 
+The live widgets are for the turn only. When the run ends, ``close`` replaces each group's display
+(``update_display`` on its ``display_id``) by a static rendering — HTML and ``text/plain``, with
+each call's title, an excerpt of its result and thumbnails of its images — and closes the widgets:
+a saved notebook then holds no widget view, and reads the same after a kernel restart, in
+nbconvert's HTML and on GitHub. A Stop button (``on_stop``) stands above the answer while the run
+goes on; at the end its display becomes one line, "■ Stopped" when it was used.
+
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
 is a line when it starts and a short block when it ends.
 """
@@ -72,6 +79,7 @@ class RichRenderer:
         interval_s: float = DEFAULT_RENDER_INTERVAL_S,
         *,
         clock: Callable[[], float] = time.monotonic,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         from ._ipython import DisplayHandle
 
@@ -91,6 +99,12 @@ class RichRenderer:
         self._groups: list[tuple[Any, Any]] = []
         #: Display calls and updates made for the answer text (for tests and diagnostics).
         self.text_updates = 0
+        #: Whether the Stop button was clicked.
+        self.stop_clicked = False
+        self._stop_button: Any = None
+        self._stop_handle: Any = None
+        if on_stop is not None:
+            self._show_stop_button(on_stop)
 
     @property
     def text(self) -> str:
@@ -113,7 +127,12 @@ class RichRenderer:
         elif isinstance(event, ToolCallFinished):
             view = self._view(event.call_id)
             if view is not None:
-                view.finish(event.output, is_error=event.is_error, duration_s=event.duration_s)
+                view.finish(
+                    event.output,
+                    is_error=event.is_error,
+                    duration_s=event.duration_s,
+                    images=tuple(getattr(event, "images", ())),
+                )
         elif isinstance(event, TurnFinished):
             self._flush(force=True)
             self._group_closed = True  # the next call belongs to a new reply
@@ -132,8 +151,61 @@ class RichRenderer:
                 if not view.finished:
                     view.mark("interrupted" if interrupted else "error")
         for group, handle in self._groups:
-            handle.update(group)
+            handle.update(group.static_bundle(), raw=True)
+            group.close_all()
         self._group = None
+        self._group_handle = None
+        self._end_stop_button(interrupted=interrupted)
+
+    # -- the Stop button ---------------------------------------------------------------------
+
+    def _show_stop_button(self, on_stop: Callable[[], None]) -> None:
+        import ipywidgets as widgets
+
+        button = widgets.Button(
+            description="Stop",
+            icon="stop",
+            button_style="warning",
+            tooltip="End this turn now (like interrupting the kernel); the conversation is kept",
+            layout=widgets.Layout(width="auto"),
+        )
+
+        def clicked(_button: Any) -> None:
+            if self.stop_clicked:
+                return
+            self.stop_clicked = True
+            button.disabled = True
+            button.description = "Stopping…"
+            on_stop()
+
+        button.on_click(clicked)
+        self._stop_button = button
+        self._stop_handle = self._handle_factory()
+        bundle = {
+            "text/plain": "(running: Stop ends the turn)",
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": button.model_id,
+            },
+        }
+        self._stop_handle.display(bundle, raw=True)
+
+    def _end_stop_button(self, *, interrupted: bool) -> None:
+        if self._stop_handle is None:
+            return
+        from .widgets.tool_call_group import close_tree
+
+        if self.stop_clicked:
+            line = "■ Stopped with the Stop button."
+        elif interrupted:
+            line = "■ Interrupted."
+        else:
+            line = ""
+        self._stop_handle.update({"text/plain": line}, raw=True)
+        close_tree(self._stop_button)
+        self._stop_handle = None
+        self._stop_button = None
 
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
         view = self._view(call_id)
@@ -187,7 +259,7 @@ class RichRenderer:
 
     def _close_group(self) -> None:
         if self._group is not None and self._group_handle is not None:
-            self._group_handle.update(self._group)  # the final text/plain for static viewers
+            self._group_handle.update(self._group)  # the final text/plain for the live view
         self._group = None
         self._group_handle = None
         self._group_closed = True

@@ -28,7 +28,8 @@ same order around other events).
 The same code runs in a Jupyter kernel, in terminal IPython and in a plain script, with or without
 an event loop already running in the calling thread. ``KeyboardInterrupt`` while pumping (the
 kernel's stop button) cancels the background task, waits for its cleanup, and reports the run as
-interrupted.
+interrupted. ``request_stop`` (the cell's own Stop button) does exactly the same from a widget
+callback: the pump sees it at its next wake-up and stops the run as if interrupted.
 """
 
 from __future__ import annotations
@@ -199,6 +200,7 @@ class MainThreadBridge:
         self._text_growth = TEXT_GROWTH_FRACTION
         self._accepting_calls = False
         self._pumping = False
+        self._stop_requested = False
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
         #: Times the pump woke up (for tests and benchmarks).
@@ -241,6 +243,12 @@ class MainThreadBridge:
             loop.call_later(delay, self._wake.set)
         else:
             loop.call_soon_threadsafe(loop.call_later, delay, self._wake.set)
+
+    def request_stop(self) -> None:
+        """End the current run as an interrupt would (the Stop button); no-op when idle."""
+        if self._pumping:
+            self._stop_requested = True
+            self._wake.set()
 
     async def call_on_main(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the main thread during the current run and return its result.
@@ -294,6 +302,7 @@ class MainThreadBridge:
         self._text_timer_set = False
         self._pumping = True
         self._accepting_calls = True
+        self._stop_requested = False
         interrupted = False
         try:
             try:
@@ -311,6 +320,7 @@ class MainThreadBridge:
         finally:
             self._accepting_calls = False
             self._pumping = False
+            self._stop_requested = False
             self._refuse_pending_calls()
         if interrupted:
             return RunOutcome(interrupted=True)
@@ -362,6 +372,8 @@ class MainThreadBridge:
                 return
             if deadline is not None and now > deadline:
                 return
+            if deadline is None and self._stop_requested and not finished:
+                raise KeyboardInterrupt  # the Stop button: the same path as an interrupt
             if not finished:
                 timeout = IDLE_WAKE_S
                 if deadline is not None:

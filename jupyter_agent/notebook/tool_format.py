@@ -6,6 +6,7 @@ call the same way, so the wording lives here once.
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -106,3 +107,49 @@ def plain_text(
         shown = clip(result, result_chars)
         lines.extend("    " + line for line in shown.splitlines() or [""])
     return "\n".join(lines)
+
+
+#: Characters of a result in the static (saved) record of a finished call.
+RECORD_RESULT_CHARS = 600
+#: Characters of the full arguments (behind "arguments") in the static record.
+RECORD_ARGUMENT_CHARS = 4000
+
+_STATUS_COLORS = {"error": "#b00020", "denied": "#b00020", "interrupted": "#8a6d00"}
+
+
+def html_block(
+    name: str,
+    arguments: dict[str, Any],
+    status: str,
+    duration_s: float | None,
+    result: str | None,
+    *,
+    result_chars: int = RECORD_RESULT_CHARS,
+    thumbnails: tuple[str, ...] = (),
+) -> str:
+    """The static HTML of one call, what a saved notebook keeps: its title, an excerpt of the
+    result (escaped) and ``thumbnails`` (ready ``<img>`` tags). No script, no widget state: it
+    reads the same in JupyterLab after a restart, in nbconvert's HTML and on GitHub."""
+    color = _STATUS_COLORS.get(status)
+    style = "margin: 2px 0; font-family: monospace; font-size: 12px;"
+    head = html.escape(title(name, arguments, status, duration_s))
+    if color:
+        head = f'<span style="color: {color};">{head}</span>'
+    parts = [f'<div style="{style}">{head}']
+    if arguments:
+        full = html.escape(clip(pretty_json(arguments), RECORD_ARGUMENT_CHARS))
+        parts.append(
+            '<details style="margin-left: 16px;"><summary>arguments</summary>'
+            f'<pre style="white-space: pre-wrap; margin: 0; font-size: 11px;">{full}</pre>'
+            "</details>"
+        )
+    if result:
+        excerpt = html.escape(clip(result, result_chars))
+        parts.append(
+            '<pre style="white-space: pre-wrap; margin: 0 0 0 16px; max-height: 12em; '
+            f'overflow: auto; font-size: 11px;">{excerpt}</pre>'
+        )
+    if thumbnails:
+        parts.append('<div style="margin-left: 16px;">' + "".join(thumbnails) + "</div>")
+    parts.append("</div>")
+    return "".join(parts)

@@ -21,6 +21,7 @@ from .files import (
 )
 from .git import GitCommitTool
 from .netguard import PrivateNetworkSetting
+from .notebook_file import ReadNotebookTool
 from .registry import ToolRegistry
 from .search import SearchFilesTool, SearchTextTool
 from .session_file import SaveSessionContextTool
@@ -44,6 +45,7 @@ _BUILTIN_TOOLS: tuple[type[BuiltinTool], ...] = (
     RunBashTool,
     WebFetchTool,
     GitCommitTool,
+    ReadNotebookTool,
 )
 
 #: Registered, but off until the user enables them: the built-in tools declared destructive.

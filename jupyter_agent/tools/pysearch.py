@@ -1,10 +1,14 @@
 """The pure-Python search behind ``search_text`` and ``search_files`` when ripgrep cannot run.
 
 It walks the workspace the way ripgrep does (``.gitignore`` rules, ``.git`` skipped, symlinks never
-followed) and greps with Python's ``re``. It imports only the standard library and nothing of this
-package, so that it can also run as a script — ``python -I -S pysearch.py`` with a JSON job on
-stdin — which is how ``search_text`` runs it: in a child process that the deadline can stop, since
-a regex that backtracks for ever holds the GIL and would freeze the kernel if run in a thread.
+followed) and greps with Python's ``re``. It walks by descriptors — each folder opened by name
+relative to the one above, no symlink followed, files opened non-blocking and checked to be
+regular — so a folder swapped for a symlink mid-walk, or a FIFO swapped in, ends that branch
+instead of leading outside the workspace or blocking (without the reader sandbox too). It imports
+only the standard library and nothing of this package, so that it can also run as a script —
+``python -I -S pysearch.py`` with a JSON job on stdin — which is how ``search_text`` runs it: in a
+child process that the deadline can stop, since a regex that backtracks for ever holds the GIL
+and would freeze the kernel if run in a thread.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -289,6 +294,13 @@ def _segment_pieces(segment: str) -> list[str]:
     return out
 
 
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_FOLDER_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+
+
 def _load_ignore(path: Path) -> _IgnoreFile | None:
     try:
         text = path.read_text("utf-8", errors="replace")
@@ -297,52 +309,121 @@ def _load_ignore(path: Path) -> _IgnoreFile | None:
     return _IgnoreFile(text)
 
 
-def _walk_files(scope: _Scope) -> Iterator[tuple[str, str]]:
-    """(absolute path, path relative to the workspace) of each file searched, in rg's order."""
-    root = str(scope.workspace)
-    if scope.target_is_file:
-        yield os.path.join(root, scope.target), scope.target
+def _open_file_at(folder: int, name: str) -> int | None:
+    """A descriptor on the regular file ``name`` in ``folder``; None for anything else.
+
+    No symlink is followed (one swapped in since the listing fails the open), and the file is
+    opened non-blocking and checked on the descriptor, so a FIFO swapped in cannot block.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _load_ignore_at(folder: int) -> _IgnoreFile | None:
+    fd = _open_file_at(folder, ".gitignore")
+    if fd is None:
+        return None
+    with open(fd, "rb") as handle:
+        return _IgnoreFile(handle.read().decode("utf-8", "replace"))
+
+
+def _open_folder_at(folder: int, rel: str) -> int:
+    """The folder ``rel`` below ``folder``, one no-follow open per component (OSError if not)."""
+    current = os.dup(folder)
+    try:
+        for part in [p for p in rel.split("/") if p not in ("", ".")]:
+            following = os.open(part, _FOLDER_FLAGS, dir_fd=current)
+            os.close(current)
+            current = following
+    except BaseException:
+        os.close(current)
+        raise
+    return current
+
+
+def _walk_files(scope: _Scope) -> Iterator[tuple[int, str, str]]:
+    """(folder descriptor, name, path relative to the workspace) of each file, in rg's order.
+
+    The walk holds a descriptor on each folder it is in and opens the next one by name relative
+    to it, never following a symlink: a folder swapped for a symlink mid-walk ends that branch
+    instead of leading outside the workspace. The descriptor is valid only until the next item.
+    """
+    try:
+        root = os.open(scope.workspace, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError:
         return
-    rules = _IgnoreRules(scope)
-    stack: list[tuple[str, _IgnoreFile]] = []
-    yield from _walk_folder(root, scope.target, rules, stack)
+    try:
+        if scope.target_is_file:
+            parent, _, name = scope.target.rpartition("/")
+            try:
+                folder = _open_folder_at(root, parent)
+            except OSError:
+                return
+            try:
+                yield folder, name, scope.target
+            finally:
+                os.close(folder)
+            return
+        try:
+            folder = _open_folder_at(root, scope.target)
+        except OSError:
+            return
+        rules = _IgnoreRules(scope)
+        stack: list[tuple[str, _IgnoreFile]] = []
+        yield from _walk_folder(folder, scope.target, rules, stack)
+    finally:
+        os.close(root)
 
 
 def _walk_folder(
-    root: str, rel: str, rules: _IgnoreRules, stack: list[tuple[str, _IgnoreFile]]
-) -> Iterator[tuple[str, str]]:
-    folder = os.path.join(root, rel) if rel else root
+    folder: int, rel: str, rules: _IgnoreRules, stack: list[tuple[str, _IgnoreFile]]
+) -> Iterator[tuple[int, str, str]]:
+    """Walk the folder open as ``folder`` (closed at the end) at ``rel``."""
     try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
-    pushed = False
-    ignore_file = os.path.join(folder, ".gitignore")
-    if os.path.isfile(ignore_file):
-        spec = _load_ignore(Path(ignore_file))
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        spec = _load_ignore_at(folder)
         if spec is not None:
             stack.append((rel, spec))
-            pushed = True
-    try:
-        for entry in entries:
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                if entry.is_symlink():
+        try:
+            for entry in entries:
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                try:
+                    if entry.is_symlink():
+                        continue
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = entry.is_file(follow_symlinks=False)
+                except OSError:
                     continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file(follow_symlinks=False)
-            except OSError:
-                continue
-            if not (is_dir or is_file) or rules.skipped(child, is_dir, stack):
-                continue
-            if is_dir:
-                yield from _walk_folder(root, child, rules, stack)
-            else:
-                yield entry.path, child
+                if not (is_dir or is_file) or rules.skipped(child, is_dir, stack):
+                    continue
+                if is_dir:
+                    try:
+                        below = os.open(entry.name, _FOLDER_FLAGS, dir_fd=folder)
+                    except OSError:  # swapped for a symlink (or gone) since the listing
+                        continue
+                    yield from _walk_folder(below, child, rules, stack)
+                else:
+                    yield folder, entry.name, child
+        finally:
+            if spec is not None:
+                stack.pop()
     finally:
-        if pushed:
-            stack.pop()
+        os.close(folder)
 
 
 def _python_grep(scope: _Scope, regex: re.Pattern[str], max_results: int) -> list[str]:
@@ -352,18 +433,21 @@ def _python_grep(scope: _Scope, regex: re.Pattern[str], max_results: int) -> lis
 
 def _iter_grep(scope: _Scope, regex: re.Pattern[str], wanted: int) -> Iterator[str]:
     count = 0
-    for absolute, rel in _walk_files(scope):
-        for hit in _grep_file(absolute, rel, regex, wanted - count):
+    for folder, name, rel in _walk_files(scope):
+        for hit in _grep_file(folder, name, rel, regex, wanted - count):
             yield hit
             count += 1
         if count >= wanted:
             return
 
 
-def _grep_file(absolute: str, rel: str, regex: re.Pattern[str], cap: int) -> list[str]:
+def _grep_file(folder: int, name: str, rel: str, regex: re.Pattern[str], cap: int) -> list[str]:
     hits: list[str] = []
+    fd = _open_file_at(folder, name)
+    if fd is None:
+        return []
     try:
-        with open(absolute, "rb") as handle:
+        with open(fd, "rb") as handle:
             for number, raw in enumerate(handle, 1):
                 if b"\0" in raw:
                     return []  # binary
@@ -393,7 +477,7 @@ def _format_long_hit(rel: str, number: int, head: str, length: int) -> str:
 
 def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
     found: list[str] = []
-    for _absolute, rel in _walk_files(scope):
+    for _folder, _name, rel in _walk_files(scope):
         if wanted.matches(rel, False):
             found.append(rel)
         if len(found) >= cap:

@@ -559,12 +559,85 @@ According to the units server:
     ]
 
 
+# -- 05 notebook canvas --------------------------------------------------------------------------
+
+CANVAS_PROMPTS = (
+    "My last cell failed. Look at my recent cells, the error and the plot: what went wrong, what "
+    "does the plot show, and can you propose a fixed cell?",
+    "Read 01_quickstart.ipynb and tell me in two sentences what it covers.",
+)
+CANVAS_FIX = """df["revenue_per_unit"] = df["revenue"] / df["units"]
+df.groupby("product")["revenue_per_unit"].mean().round(2)"""
+
+
+def notebook_canvas() -> list[dict[str, Any]]:
+    import json
+
+    rows = sales()
+    ids = Ids("NC")
+    by_month = totals(rows, "month")
+    months = sorted(by_month)
+    best = max(by_month, key=lambda m: by_month[m])
+    worst = min(by_month, key=lambda m: by_month[m])
+    per_unit: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        per_unit[row["product"]].append(row["revenue"] / row["units"])
+    means = {p: round(sum(v) / len(v), 2) for p, v in sorted(per_unit.items())}
+    listed = ", ".join(f"{product} {eur(value)}" for product, value in means.items())
+    diagnosis = f"""
+**What went wrong.** Your last cell computes `df["revenue"] / df["unit"]`, and pandas raised
+`KeyError: 'unit'`: the column is called **`units`** (the columns are month, region, product,
+units, unit_price and revenue).
+
+**What the plot shows.** Monthly revenue runs from {eur(by_month[months[0]])} in {months[0]} to
+{eur(by_month[months[-1]])} in {months[-1]}; the lowest month is {worst}
+({eur(by_month[worst])}) and the peak is {best} ({eur(by_month[best])}): {pct(by_month[best],
+by_month[worst])} on the low.
+
+**The fix** is in a new cell right below this one (run it when you are ready): it divides by
+`units` and averages the revenue per unit by product — {listed}.
+"""
+    quickstart_nb = json.loads((HERE.parent / "01_quickstart.ipynb").read_text(encoding="utf-8"))
+    cells = quickstart_nb["cells"]
+    prompts = [c for c in cells if "".join(c["source"]).startswith("%%agent")]
+    summary = f"""
+`01_quickstart.ipynb` has {len(cells)} cells, {len(prompts)} of them `%%agent` prompts: it loads
+the extension, asks the agent for an overview of `data/sales.csv` (the agent reads the file with
+its tools) and follows up on the West region. It ends with the `%agent_tools` panel,
+`%agent usage` (tokens and cost) and `%agent reset`.
+"""
+    return [
+        {
+            "prompt": CANVAS_PROMPTS[0],
+            "responses": [
+                reply(
+                    text("I'll look at your recent cells — the error and the plot included."),
+                    call(ids, "notebook_history", last=3),
+                ),
+                reply(
+                    text("The column is `units`, not `unit`. I'll propose the fixed cell."),
+                    call(ids, "propose_cell", code=CANVAS_FIX),
+                ),
+                reply(text(diagnosis)),
+            ],
+        },
+        {
+            "prompt": CANVAS_PROMPTS[1],
+            "responses": [
+                reply(call(ids, "read_notebook", file_path="01_quickstart.ipynb")),
+                reply(text(summary)),
+            ],
+        },
+    ]
+
+
 def main(out_dir: Path = HERE) -> None:
     cassettes = {
         "01_quickstart.json": quickstart(),
         "02_tools.json": tools(),
         "03_custom_tools.json": custom_tools(),
         "04_data_analysis.json": data_analysis(),
+        "05_notebook_canvas.json": notebook_canvas(),
         "06_mcp.json": mcp_servers(),
     }
     for name, exchanges in cassettes.items():

@@ -6,6 +6,7 @@ so ("3 calls in parallel") and indents them under that label.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as widgets
@@ -57,5 +58,39 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
             lines.extend("  " + line for line in view.as_text().splitlines())
         return "\n".join(lines)
 
+    def as_html(self) -> str:
+        calls = "".join(view.as_html() for view in self.views)
+        if not self.parallel:
+            return calls
+        label = html.escape(f"⇉ {self.label_text()}")
+        return (
+            f'<div><i style="font-size: 12px;">{label}</i>'
+            f'<div style="border-left: 2px solid #999; padding-left: 8px;">{calls}</div></div>'
+        )
+
+    def static_bundle(self) -> dict[str, str]:
+        """What a finished reply's calls leave in the cell: HTML and plain text, no widget."""
+        return {"text/html": self.as_html(), "text/plain": self.as_text()}
+
+    def close_all(self) -> None:
+        """Close this group's widgets and their children (their models leave the kernel and
+        the notebook's saved widget state)."""
+        for view in self.views:
+            close_tree(view)
+        close_tree(self)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
+
+
+def close_tree(widget: widgets.Widget) -> None:
+    """Close ``widget`` and every widget below it (``Widget.close`` leaves children open)."""
+    for child in getattr(widget, "children", ()):
+        close_tree(child)
+    layout = getattr(widget, "layout", None)
+    widget.close()
+    if isinstance(layout, widgets.Widget):
+        layout.close()
+    style = getattr(widget, "style", None)
+    if isinstance(style, widgets.Widget):
+        style.close()

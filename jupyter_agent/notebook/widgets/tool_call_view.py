@@ -15,6 +15,7 @@ import ipywidgets as widgets
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from .. import tool_format
+from ..thumbnails import thumbnail_tags
 
 #: Characters added to the visible result by each "show more" click.
 SHOW_MORE_STEP = 10_000
@@ -70,6 +71,10 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
         )
         self._arguments_html = widgets.HTML()
         self._result_html = widgets.HTML()
+        self._thumbnails_html = widgets.HTML(layout=widgets.Layout(display="none"))
+        #: The result's images (``jupyter_agent.Image``) and their thumbnails' ``<img>`` tags.
+        self.images: tuple[Any, ...] = ()
+        self._thumbnails: tuple[str, ...] = ()
         self._show_more = widgets.Button(
             description="show more", layout=widgets.Layout(width="auto", display="none")
         )
@@ -85,7 +90,7 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
         )
         kwargs.setdefault("layout", widgets.Layout(align_items="flex-start"))
         super().__init__(
-            children=[self._header, self._body],
+            children=[self._header, self._thumbnails_html, self._body],
             tool_name=name,
             arguments=dict(arguments),
             **kwargs,
@@ -98,8 +103,23 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
 
     # -- state changes -----------------------------------------------------------------------
 
-    def finish(self, output: str, *, is_error: bool, duration_s: float | None) -> None:
-        """The call ended; an error result that reports a refusal shows as ``denied``."""
+    def finish(
+        self,
+        output: str,
+        *,
+        is_error: bool,
+        duration_s: float | None,
+        images: tuple[Any, ...] = (),
+    ) -> None:
+        """The call ended; an error result that reports a refusal shows as ``denied``.
+
+        ``images`` (the result's ``jupyter_agent.Image`` parts) show as small thumbnails under
+        the title."""
+        if images:
+            self.images = tuple(images)
+            self._thumbnails = thumbnail_tags(self.images)
+            self._thumbnails_html.value = "".join(self._thumbnails)
+            self._thumbnails_html.layout.display = "flex"
         self.set_trait("is_error", is_error)
         self.set_trait("duration_s", duration_s)
         self.set_trait("result", output)
@@ -114,8 +134,23 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
         return self.status in ("done", "error", "denied", "interrupted")
 
     def as_text(self) -> str:
-        return tool_format.plain_text(
+        text = tool_format.plain_text(
             self.tool_name, self.arguments, self.status, self.duration_s, self.result or None
+        )
+        if self.images:
+            kinds = ", ".join(image.media_type for image in self.images)
+            text += f"\n    [{len(self.images)} image(s): {kinds}]"
+        return text
+
+    def as_html(self) -> str:
+        """The static record of this call: no widget state needed to show it."""
+        return tool_format.html_block(
+            self.tool_name,
+            self.arguments,
+            self.status,
+            self.duration_s,
+            self.result or None,
+            thumbnails=self._thumbnails,
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:

@@ -1,0 +1,296 @@
+"""``CellRecorder``: what the session's cells ran and showed, for the agent to look at.
+
+From ``%load_ext jupyter_agent`` on, every executed cell is recorded — its execution count, its
+source and its outputs as the notebook showed them: printed text, rich results (their
+``text/plain`` and their images, kept as the base64 the kernel displayed, never re-encoded here),
+and errors with their traceback. ``notebook_history`` reads them.
+
+How it listens, all on the kernel's main thread and without copying anything:
+
+* IPython's ``pre_run_cell`` / ``post_run_cell`` events open and close a cell's record; the cell
+  that is running (the ``%%agent`` cell asking) is not in the buffer until it has finished;
+* ipykernel's message hooks on the display publisher and the display hook
+  (``register_hook``) see each ``display_data``, ``update_display_data`` and ``execute_result``
+  bundle as it is sent; widget views are skipped (their ``text/plain`` is kept);
+* ``sys.stdout.write`` / ``sys.stderr.write`` of the kernel's streams are wrapped to see the
+  printed text (ipykernel's stream hooks run on its I/O thread, too late and out of order).
+
+Terminal IPython has no message hooks: there the recorder keeps sources, printed text (which
+includes the ``Out[n]:`` lines the terminal prints) and errors.
+
+Memory is capped (``MAX_TOTAL_CHARS``, ``MAX_CELL_CHARS``): a cell stops growing at its cap
+(marked truncated) and the oldest cells are dropped when the total goes over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The whole buffer holds at most this many characters (text and base64 images): about 20 MB.
+MAX_TOTAL_CHARS = 20_000_000
+#: One cell's record holds at most this many characters (about 2 MB); the rest is dropped.
+MAX_CELL_CHARS = 2_000_000
+#: Characters of a traceback kept (its end, where the error is).
+MAX_TRACEBACK_CHARS = 8_000
+
+#: Image types kept from display bundles, in order of preference.
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+_ATTRIBUTE = "_jupyter_agent_recorder"
+
+
+@dataclass
+class RecordedOutput:
+    """One output of a cell: ``kind`` is ``stream``, ``display``, ``result`` or ``error``."""
+
+    kind: str
+    text: str = ""
+    #: ``(media_type, base64 data)`` of the images shown, as displayed.
+    images: list[tuple[str, str]] = field(default_factory=list)
+    display_id: str | None = None
+    #: For streams: the pieces written, joined on read.
+    chunks: list[str] = field(default_factory=list)
+    name: str = ""
+
+    def full_text(self) -> str:
+        return "".join(self.chunks) if self.chunks else self.text
+
+    @property
+    def size(self) -> int:
+        return (
+            len(self.text) + sum(len(c) for c in self.chunks) + sum(len(d) for _, d in self.images)
+        )
+
+
+@dataclass
+class RecordedCell:
+    execution_count: int | None
+    source: str
+    outputs: list[RecordedOutput] = field(default_factory=list)
+    size: int = 0
+    truncated: bool = False
+
+
+class CellRecorder:
+    """A bounded record of the session's executed cells (see the module docstring)."""
+
+    def __init__(
+        self,
+        shell: Any,
+        *,
+        max_total_chars: int = MAX_TOTAL_CHARS,
+        max_cell_chars: int = MAX_CELL_CHARS,
+    ) -> None:
+        self.shell = shell
+        self.max_total_chars = max_total_chars
+        self.max_cell_chars = max_cell_chars
+        self._cells: deque[RecordedCell] = deque()
+        self._total = 0
+        self._current: RecordedCell | None = None
+        self._lock = threading.Lock()
+        self._installed: list[Callable[[], None]] = []
+
+    # -- installing --------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Start listening to ``shell`` (idempotent per recorder)."""
+        if self._installed:
+            return
+        events = self.shell.events
+        events.register("pre_run_cell", self._pre_run_cell)
+        events.register("post_run_cell", self._post_run_cell)
+        self._installed.append(lambda: events.unregister("pre_run_cell", self._pre_run_cell))
+        self._installed.append(lambda: events.unregister("post_run_cell", self._post_run_cell))
+        for attribute in ("display_pub", "displayhook"):
+            hooked: Any = getattr(self.shell, attribute, None)
+            if getattr(hooked, "register_hook", None) is None:
+                continue
+            hooked.register_hook(self._message_hook)
+            self._installed.append(self._unhooker(hooked))
+        for name in ("stdout", "stderr"):
+            self._wrap_stream(name)
+        setattr(self.shell, _ATTRIBUTE, self)
+
+    def _unhooker(self, hooked: Any) -> Callable[[], None]:
+        def unhook() -> None:
+            hooked.unregister_hook(self._message_hook)
+
+        return unhook
+
+    def uninstall(self) -> None:
+        for undo in reversed(self._installed):
+            with contextlib.suppress(Exception):  # already gone (a shell being torn down)
+                undo()
+        self._installed = []
+        if getattr(self.shell, _ATTRIBUTE, None) is self:
+            setattr(self.shell, _ATTRIBUTE, None)
+
+    def _wrap_stream(self, name: str) -> None:
+        stream = getattr(sys, name)
+        original = stream.write
+
+        def write(text: str) -> Any:
+            if self._current is not None and isinstance(text, str) and text:
+                self._add_stream(name, text)
+            return original(text)
+
+        try:
+            stream.write = write
+        except (AttributeError, TypeError):  # a built-in stream (terminal): no printed text
+            return
+
+        def unwrap() -> None:
+            if stream.__dict__.get("write") is write:
+                del stream.write
+
+        self._installed.append(unwrap)
+
+    # -- events (main thread) ----------------------------------------------------------------
+
+    def _pre_run_cell(self, info: Any) -> None:
+        source = getattr(info, "raw_cell", "") or ""
+        count = getattr(self.shell, "execution_count", None)
+        self._current = RecordedCell(count, source, size=len(source))
+
+    def _post_run_cell(self, result: Any) -> None:
+        cell = self._current
+        self._current = None
+        if cell is None:
+            return
+        count = getattr(result, "execution_count", None)
+        if count is not None:
+            cell.execution_count = count
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if error is not None:
+            self._add(cell, RecordedOutput("error", text=format_error(error)))
+        with self._lock:
+            self._cells.append(cell)
+            self._total += cell.size
+            while self._total > self.max_total_chars and len(self._cells) > 1:
+                self._total -= self._cells.popleft().size
+
+    def _message_hook(self, message: dict[str, Any]) -> dict[str, Any]:
+        cell = self._current
+        if cell is None:
+            return message
+        kind = message.get("msg_type") or message.get("header", {}).get("msg_type")
+        if kind in ("display_data", "update_display_data", "execute_result"):
+            with contextlib.suppress(Exception):  # never break the kernel's output over a record
+                self._add_bundle(cell, kind, message.get("content", {}))
+        return message
+
+    def _add_bundle(self, cell: RecordedCell, kind: str, content: dict[str, Any]) -> None:
+        data = content.get("data") or {}
+        display_id = (content.get("transient") or {}).get("display_id")
+        text = data.get("text/plain", "")
+        if not isinstance(text, str):
+            text = "".join(text)
+        if _WIDGET_VIEW in data and not text:
+            return
+        images = []
+        for media_type in IMAGE_TYPES:
+            encoded = data.get(media_type)
+            if isinstance(encoded, str):
+                images.append((media_type, encoded))
+                break
+        if not images and "text/markdown" in data and not text:
+            text = str(data["text/markdown"])
+        output = RecordedOutput(
+            "result" if kind == "execute_result" else "display",
+            text=text,
+            images=images,
+            display_id=display_id,
+        )
+        if kind == "update_display_data":
+            for index, existing in enumerate(cell.outputs):
+                if display_id is not None and existing.display_id == display_id:
+                    cell.size += output.size - existing.size
+                    cell.outputs[index] = output
+                    return
+            return
+        self._add(cell, output)
+
+    def _add_stream(self, name: str, text: str) -> None:
+        cell = self._current
+        if cell is None:
+            return
+        last = cell.outputs[-1] if cell.outputs else None
+        room = self.max_cell_chars - cell.size
+        if room <= 0:
+            cell.truncated = True
+            return
+        if len(text) > room:
+            text = text[:room]
+            cell.truncated = True
+        if last is not None and last.kind == "stream" and last.name == name:
+            last.chunks.append(text)
+        else:
+            cell.outputs.append(RecordedOutput("stream", name=name, chunks=[text]))
+        cell.size += len(text)
+
+    def _add(self, cell: RecordedCell, output: RecordedOutput) -> None:
+        size = output.size
+        if cell.size + size > self.max_cell_chars:
+            cell.truncated = True
+            if output.images or cell.size + 200 > self.max_cell_chars:
+                return
+            output.text = output.text[: self.max_cell_chars - cell.size]
+            size = output.size
+        cell.outputs.append(output)
+        cell.size += size
+
+    # -- reading (any thread) ----------------------------------------------------------------
+
+    @property
+    def total_chars(self) -> int:
+        return self._total
+
+    def cells(
+        self, *, last: int | None = None, counts: Iterable[int] | None = None
+    ) -> list[RecordedCell]:
+        """Finished cells, oldest first: the ``last`` ones, or those with these ``counts``."""
+        with self._lock:
+            cells = list(self._cells)
+        if counts is not None:
+            wanted = set(counts)
+            return [c for c in cells if c.execution_count in wanted]
+        if last is not None:
+            return cells[-last:] if last > 0 else []
+        return cells
+
+    def last_error(self) -> RecordedCell | None:
+        """The most recent finished cell that ended in an error."""
+        with self._lock:
+            cells = list(self._cells)
+        for cell in reversed(cells):
+            if any(o.kind == "error" for o in cell.outputs):
+                return cell
+        return None
+
+
+def format_error(error: BaseException) -> str:
+    """The traceback of ``error`` without IPython's own frames, its end kept within the cap."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if "/IPython/" not in frame.filename.replace("\\", "/")
+    ]
+    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(error), error))
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = "…" + text[-MAX_TRACEBACK_CHARS:]
+    return text.rstrip("\n")
+
+
+def recorder_for(shell: Any) -> CellRecorder | None:
+    """The recorder installed on ``shell``, if any."""
+    recorder = getattr(shell, _ATTRIBUTE, None)
+    return recorder if isinstance(recorder, CellRecorder) else None

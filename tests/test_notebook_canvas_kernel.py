@@ -1,0 +1,213 @@
+"""The notebook as canvas, in a real ipykernel: the saved record, the Stop button, the recorder.
+
+A finished ``%%agent`` cell must hold no widget view (a saved notebook reopened after a kernel
+restart, nbconvert's HTML and GitHub would show "Error displaying widget" for each one), only a
+static HTML rendering with a ``text/plain`` fallback. The Stop button is clicked the way a
+browser clicks it: a ``comm_msg`` to the button's model while the cell runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
+from nbclient import NotebookClient
+from test_notebook_kernel import _Kernel, fake_api, kernel  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.slow
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _run_notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    saved = tmp_path / "executed.ipynb"
+    nbformat.write(nb, saved)
+    return nbformat.read(saved, as_version=4)
+
+
+def test_a_saved_agent_cell_keeps_a_static_record_and_no_widget_view(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    (tmp_path / "notes.txt").write_text("Quarterly sales grew 12%.\n")
+    fake_api.add(
+        Reply(
+            [
+                {"type": "text", "text": "I'll read the notes."},
+                tool_use("toolu_1", "read_file", {"file_path": "notes.txt"}),
+                tool_use("toolu_2", "list_dir", {"path": "."}),
+            ]
+        ),
+        Reply([tool_use("toolu_3", "read_file", {"file_path": "missing.txt"})]),
+        text("Sales grew **12%** this quarter."),
+    )
+    nb = _run_notebook(
+        tmp_path,
+        [
+            "%load_ext jupyter_agent",
+            "%%agent\nSummarise notes.txt",
+            "from ipywidgets.widgets.widget import _instances\n"
+            "print('open widgets:', len(_instances))",
+        ],
+    )
+    outputs = nb.cells[1].outputs
+    assert [o for o in outputs if o.output_type == "error"] == []
+    assert [o for o in outputs if WIDGET_VIEW in o.get("data", {})] == []
+    html = "".join(o.data.get("text/html", "") for o in outputs if "data" in o)
+    plain = "".join(o.data.get("text/plain", "") for o in outputs if "data" in o)
+    for record in (html, plain):
+        assert "read_file" in record and "list_dir" in record
+        assert "Quarterly sales grew 12%." in record  # an excerpt of the result
+        assert "missing.txt" in record
+    assert "error" in html  # the failed call says so
+    assert "2 calls in parallel" in plain
+    # the answer is still there as Markdown
+    markdown = "".join(o.data.get("text/markdown", "") for o in outputs if "data" in o)
+    assert "Sales grew **12%** this quarter." in markdown
+    # the live widgets were closed: nothing of them is left in the kernel (nbclient keeps
+    # closed models in the saved state, JupyterLab does not)
+    assert "".join(o.get("text", "") for o in nb.cells[2].outputs).strip() == "open widgets: 0"
+
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    assert "read_file" in body and "Quarterly sales grew 12%." in body
+    assert "Error displaying widget" not in body
+
+
+def test_stop_button_ends_the_turn_within_a_second(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.3)
+
+    fake_api.add(
+        Reply([{"type": "text", "text": "word " * 400}], chunk=5, gate=SlowGate()),  # type: ignore[arg-type]
+        text("Back again."),
+    )
+    clicked: dict[str, Any] = {"at": None, "button": None}
+
+    def click_stop(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "comm_open":
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == "Stop":
+                clicked["button"] = message["content"]["comm_id"]
+        if (
+            clicked["button"] is not None
+            and clicked["at"] is None
+            and message["msg_type"] in ("display_data", "update_display_data")
+            and "text/markdown" in message["content"].get("data", {})
+        ):
+            clicked["at"] = time.monotonic()
+            kernel.send_comm(clicked["button"], {"method": "custom", "content": {"event": "click"}})
+
+    reply, outputs = kernel.execute("%%agent\nTell me a long story", click_stop)
+    ended = time.monotonic()
+    assert clicked["at"] is not None, "no Stop button was shown"
+    assert ended - clicked["at"] < 1.5  # the click ends it within a second (plus message hops)
+    assert reply["status"] == "ok", outputs
+    assert not [o for o in outputs if o["type"] == "error"]
+    shown = "".join(
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in outputs
+    )
+    assert "Stopped" in shown
+
+    reply, outputs = kernel.execute("%%agent\nAre you there?")
+    assert reply["status"] == "ok", outputs
+    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    assert markdown[-1] == "Back again."
+    assert len(fake_api.requests) == 2  # the fake API accepted the repaired conversation
+
+
+def test_notebook_history_sees_earlier_cells_outputs_errors_and_plots(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    fake_api.add(
+        Reply([tool_use("toolu_1", "notebook_history", {"last": 5})]),
+        text("I saw them."),
+    )
+    cells = [
+        "%load_ext jupyter_agent",
+        "print('hello from cell 2')\n6 * 7",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
+        "{}['missing_key']",
+        "%%agent\nWhat did my cells do?",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    [result] = tool_results(fake_api.requests[1])
+    body = result_text(result)
+    assert "hello from cell 2" in body
+    assert "42" in body
+    assert "KeyError" in body and "missing_key" in body
+    assert "plt.plot([1, 2, 3])" in body
+    assert "What did my cells do?" not in body  # the running %%agent cell is not among them
+    assert body.index("hello from cell 2") < body.index("KeyError")  # oldest first
+    assert body.count("[image/png image") == 1  # the plot, sent as an image part
+    images = [b for b in result["content"] if isinstance(b, dict) and b.get("type") == "image"]
+    assert len(images) == 1
+    assert images[0]["source"]["media_type"] == "image/png"
+
+
+def test_proposals_of_a_turn_become_one_new_cell_in_the_kernel_reply(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    fake_api.add(
+        Reply(
+            [
+                tool_use("toolu_1", "propose_cell", {"code": "import math"}),
+                tool_use("toolu_2", "propose_cell", {"code": "math.sqrt(2)"}),
+            ]
+        ),
+        text("Two steps, one cell."),
+    )
+    reply, outputs = kernel.execute("%%agent\nShow me sqrt(2)")
+    assert reply["status"] == "ok", outputs
+    payloads = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    assert payloads == [
+        {"source": "set_next_input", "text": "import math\n\nmath.sqrt(2)", "replace": False}
+    ]
+
+
+def test_run_python_figures_shown_inline_reach_the_model_and_the_cell(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+    fake_api.add(Reply([tool_use("toolu_1", "run_python", {"code": code})]), text("Plotted."))
+    reply, outputs = kernel.execute(
+        "%agent_tools enable run_python\n%agent_tools policy run_python allow"
+    )
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%%agent\nPlot it")
+    assert reply["status"] == "ok", outputs
+    [result] = tool_results(fake_api.requests[1])
+    images = [b for b in result["content"] if b.get("type") == "image"]
+    assert len(images) == 1 and images[0]["source"]["media_type"] == "image/png"
+    # the user sees the plot in the cell too, and its thumbnail in the saved record
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    records = [o for o in outputs if "text/html" in o.get("data", {})]
+    assert any("data:image/png;base64," in o["data"]["text/html"] for o in records)
