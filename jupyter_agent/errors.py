@@ -10,7 +10,11 @@ tool hit while running, becomes an error result the model can read (see ``ToolRe
     ├── WorkspaceError            a path refused by the workspace resolver
     │   └── PathOutsideWorkspaceError
     ├── ToolInputError            arguments a tool refuses before it runs
-    └── ProviderError             a model request that failed for good
+    ├── ProviderError             a model request that failed for good
+    ├── MCPServerError            an MCP server that cannot be added, started or reached
+    ├── MCPConfigError            an MCP server entry that cannot be used (also a ValueError)
+    └── SessionError              a notebook session refusing a request (bad chat name, no
+                                  workspace, nothing to undo); the magics show it as a UsageError
 """
 
 from __future__ import annotations
@@ -64,3 +68,7 @@ class MCPServerError(JupyterAgentError):
 
 class MCPConfigError(JupyterAgentError, ValueError):
     """An MCP server entry (or a tool name of its server) that cannot be used."""
+
+
+class SessionError(JupyterAgentError):
+    """A notebook session cannot do what was asked; the message says why, in one line."""

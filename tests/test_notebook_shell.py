@@ -174,16 +174,21 @@ def test_agent_tools_changes_the_next_requests_tool_list(
         ("%agent_tools frobnicate", "Unknown %agent_tools command 'frobnicate'"),
         ("%agent frobnicate", "Unknown %agent command 'frobnicate'"),
         ("%agent", "%agent needs a command"),
-        ("%agent reset now", "%agent reset takes no arguments"),
+        ("%agent reset now", "No chat named 'now'; chats: default"),
+        ("%agent reset a b", "%agent reset: unrecognized arguments: b"),
+        ("%agent chats now", "%agent chats: unrecognized arguments: now"),
+        ("%agent save", "%agent save: the following arguments are required: PATH"),
+        ("%agent history nope", "No chat named 'nope'"),
+        ("%%agent --chat 'a b'\nhi", "argument --chat/-c: A chat name is 1 to 64 letters"),
         ("%agent load missing.json", "No saved conversation at 'missing.json'"),
         ("%%agent\n   \n", "%%agent needs a prompt"),
         ("%%agent --bogus\nhi", "unrecognized arguments: --bogus"),
-        ("%%agent --max-turns 0\nhi", "--max-turns must be at least 1"),
+        ("%%agent --max-turns 0\nhi", "argument --max-turns: must be at least 1"),
         ("%%agent --max-turns abc\nhi", "argument --max-turns: invalid int value: 'abc'"),
         ('%%agent --system "Answer in French\nhi', "No closing quotation"),
         ("%agent_tools enable 'run_bash", "No closing quotation"),
-        ("%%agent --out 1x\nhi", "--out needs a variable name"),
-        ("%%agent --provider nope\nhi", "Unknown provider 'nope'"),
+        ("%%agent --out 1x\nhi", "argument --out: needs a variable name, not '1x'"),
+        ("%%agent --provider nope\nhi", "argument --provider/-p: invalid choice: 'nope'"),
     ],
 )
 def test_user_mistakes_are_one_line_usage_errors(
@@ -223,9 +228,18 @@ def test_help_shows_the_options(
         "--max-turns",
         "--system",
         "--out",
+        "--chat",
         "{{name}}",
     ):
         assert option in out
+    # and the line form lists every %agent command with its arguments
+    for usage in (
+        "%agent reset [NAME]",
+        "%agent chats",
+        "%agent error [--chat CHAT]",
+        "%agent undo",
+    ):
+        assert usage in out
 
 
 def test_config_traits_are_settable_with_percent_config(
@@ -454,7 +468,7 @@ def test_unload_removes_the_magics_and_stops_the_loop(shell: InteractiveShell) -
     use_fake(shell, text("hi"))
     run_ok(shell, "%%agent\nhello")
     magics = magics_of(shell)
-    background = magics._background
+    background = magics.session.background
     assert background is not None
     shell.run_line_magic("unload_ext", "jupyter_agent")
     assert background.closed

@@ -103,7 +103,7 @@ def test_usage_names_the_source_and_takes_user_prices(
     from jupyter_agent.notebook.extension import get_magics
 
     magics = get_magics(shell)
-    magics._usage_by_model = {
+    magics.session.usage_by_model = {
         "claude-sonnet-5-5": Usage(input_tokens=1_000_000, output_tokens=100_000),
         "my-local-llama": Usage(input_tokens=2_000_000),
     }

@@ -1,12 +1,15 @@
 """The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
 
-Loading registers one ``AgentMagics`` instance (the session's agent and settings) and starts the
-cell recorder (``notebook_history``) and the cell proposals (``propose_cell``); unloading closes
-its connections and its background loop and stops them. Loading twice keeps the first instance.
+Loading registers one ``AgentMagics`` instance (the front end of the notebook's session), tells
+it about every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``) and starts
+the cell recorder (``notebook_history``) and the cell proposals (``propose_cell``); unloading
+closes the session's connections and its background loop and stops them. Loading twice keeps the
+first instance.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 _INSTANCE_ATTRIBUTE = "_jupyter_agent_magics"
@@ -25,6 +28,7 @@ def load_ipython_extension(ip: Any) -> None:
     CellProposals(ip).install()
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
+    ip.events.register("post_run_cell", magics.last_error.post_run_cell)
     setattr(ip, _INSTANCE_ATTRIBUTE, magics)
 
 
@@ -34,6 +38,8 @@ def unload_ipython_extension(ip: Any) -> None:
     if magics is None:
         return
     setattr(ip, _INSTANCE_ATTRIBUTE, None)
+    with contextlib.suppress(ValueError):  # not registered
+        ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
     from .propose_cell import proposals_for
     from .recorder import recorder_for

@@ -1,21 +1,21 @@
-"""``AgentMagics``: ``%%agent``, ``%agent`` and ``%agent_tools``, and the session's agent.
+"""``AgentMagics``: ``%%agent``, ``%agent`` and ``%agent_tools`` — the front end of a session.
 
-One instance per IPython session holds the agent, its background event loop (``runner.py``) and
-the settings, which are traitlets: ``%config AgentMagics.model = "claude-..."``. Arguments are
-parsed with ``magic_arguments`` (so ``%%agent?`` shows them) and every user mistake raises a
-one-line ``UsageError``.
+What a session *is* (its chats, providers, usage, journal) lives in ``session.py``, free of
+IPython; this class turns lines into calls on it and its events into output. The settings are
+traitlets (``%config AgentMagics.model = "claude-..."``) that forward every change to the
+session. Arguments are parsed with ``magic_arguments`` (so ``%%agent?`` and ``%agent?`` show
+them); ``SUBCOMMANDS`` maps each ``%agent WORD`` to its method; every user mistake is a one-line
+``UsageError``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import json
-import os
 import shlex
 import sys
 import weakref
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
@@ -23,72 +23,156 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, observe, validate
 
 from ..agent.approvals import POLICIES, Policy
-from ..errors import ProviderError
-from ..events import AgentFinished, TurnFinished, TurnStarted, Usage
-from ..providers.base import Provider
+from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
-from .console import OrderedConsole, PrintedText
+from .cell_errors import LastError, error_prompt
 from .kernel_comm import KernelCommPoller
-from .kernel_tools import kernel_tools
-from .pricing import SOURCE, SOURCE_DATE, UNPRICED, estimate_cost, user_prices
-from .prompt_vars import expand_variables
+from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
-from .runner import BackgroundLoop, MainThreadBridge, forward_events
+from .runner import MainThreadBridge
+from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
 if TYPE_CHECKING:
+    from ..agent.agent import Agent
     from .mcp_commands import MCPCommands
+    from .session import NotebookSession, TurnOutcome
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant working inside the user's Jupyter notebook. You can use tools "
-    "to read and change files in the notebook's folder (the workspace) and to look at the "
-    "variables of the user's Python session. Answer in Markdown; be concise and show the code "
-    "or numbers that support your answer."
-)
+_DEFAULTS = SessionSettings()
 
-SESSION_FORMAT = "jupyter-agent-session"
-SESSION_VERSION = 1
-
-OFFLINE_NOTE = (
-    "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
-    "ANTHROPIC_API_KEY (or %config AgentMagics.provider = 'anthropic') to use Claude."
-)
-
-_ROLES = ("user", "assistant")
-_PROVIDERS = ("auto", "anthropic", "offline", "openai")
-_HOUSEKEEPING = ("reset", "history", "usage", "save", "load", "config", "mcp")
+INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _identifier(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
+    return text
+
+
+def _thinking_budget(value: int | str) -> int:
+    """A thinking budget the API accepts (checked where the provider checks it)."""
+    from ..providers.anthropic import MIN_THINKING_BUDGET  # imports the SDK: only when used
+
+    try:
+        budget = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {value!r}") from None
+    if budget < MIN_THINKING_BUDGET:
+        raise TraitError(f"a thinking budget is at least {MIN_THINKING_BUDGET} tokens")
+    return budget
+
+
+def _think(text: str) -> int:
+    try:
+        return _thinking_budget(text)
+    except TraitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _chat_name(text: str) -> str:
+    try:
+        return check_chat_name(text)
+    except SessionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _as_usage_errors() -> Iterator[None]:
+    """A session's refusal reaches the user as a one-line ``UsageError``."""
+    try:
+        yield
+    except SessionError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @magics_class
 class AgentMagics(Magics):
     """Talk to a Claude agent from notebook cells."""
 
+    # -- settings: the session's (forwarded by _on_session_setting) ---------------------------
     provider = Enum(
-        ["auto", "anthropic", "offline", "openai"],
-        default_value="auto",
+        list(PROVIDER_KINDS),
+        default_value=_DEFAULTS.provider,
         help="Which model serves the agent. 'auto': Claude when ANTHROPIC_API_KEY is set, "
         "else the offline demo model.",
     ).tag(config=True)
-    model = Unicode("", help="Model name; empty for the provider's default.").tag(config=True)
+    model = Unicode(_DEFAULTS.model, help="Model name; empty for the provider's default.").tag(
+        config=True
+    )
     workspace = Unicode(
-        "", help="Folder the agent's file tools work in; empty: the notebook's folder."
+        _DEFAULTS.workspace, help="Folder the agent's file tools work in; empty: the notebook's."
     ).tag(config=True)
     # ``min``: a bad %config value is refused before it is set (an observer raising would be
     # too late: the value would stick and break the next cell).
-    max_turns = Int(20, min=1, help="Model turns one %%agent cell may take.").tag(config=True)
-    system_prompt = Unicode(DEFAULT_SYSTEM_PROMPT, help="The agent's system prompt.").tag(
+    max_turns = Int(_DEFAULTS.max_turns, min=1, help="Model turns one %%agent cell may take.").tag(
+        config=True
+    )
+    system_prompt = Unicode(_DEFAULTS.system_prompt, help="The agent's system prompt.").tag(
         config=True
     )
     offline_cassette = Unicode(
-        "", help="A recorded session (JSON cassette) for the offline model to replay."
+        _DEFAULTS.offline_cassette,
+        help="A recorded session (JSON cassette) for the offline model to replay.",
     ).tag(config=True)
     allow_private_network = Bool(
-        False, help="Let web_fetch reach loopback and private addresses (your own services)."
+        _DEFAULTS.allow_private_network,
+        help="Let web_fetch reach loopback and private addresses (your own services).",
     ).tag(config=True)
+    variable_budget = Int(
+        _DEFAULTS.variable_budget,
+        min=0,
+        help="Characters of {{variable}} summaries one prompt may carry.",
+    ).tag(config=True)
+    prices = Dict(
+        {},
+        help="Your own prices in dollars per million tokens, by model name or prefix: "
+        "{'my-model': {'input': 1, 'output': 5}} (optional 'cache_write', 'cache_read'); they "
+        "override the built-in list prices in %agent usage.",
+    ).tag(config=True)
+    tool_timeout = Float(
+        _DEFAULTS.tool_timeout,
+        allow_none=True,
+        help="Seconds one tool call may run before it is cancelled (None: no limit).",
+    ).tag(config=True)
+    max_result_chars = Int(
+        _DEFAULTS.max_result_chars,
+        allow_none=True,
+        min=1000,
+        help="The longest tool result the model sees, in characters; longer ones are cut in the "
+        "middle, marked (None: no cap).",
+    ).tag(config=True)
+    context_window = Int(
+        _DEFAULTS.context_window,
+        allow_none=True,
+        min=1000,
+        help="The model's context window in tokens; the conversation is compacted to fit "
+        "(None: the model's documented window).",
+    ).tag(config=True)
+    thinking_budget = Int(
+        _DEFAULTS.thinking_budget,
+        allow_none=True,
+        help="Tokens Claude may think before answering (extended thinking, at least 1024; "
+        "None: off). %%agent --think N sets it for one cell.",
+    ).tag(config=True)
+
+    # -- settings: the front end's own ---------------------------------------------------------
+    mcp_servers = Dict(
+        {},
+        help="MCP servers in the shared mcpServers shape: {'name': {'command': ..., 'args': [...], "
+        "'env': {...}}} or {'name': {'url': ...}}, plus an optional 'policy' (default 'ask'); "
+        "connected on first use. See %agent mcp.",
+    ).tag(config=True)
+
     render_interval = Float(
         DEFAULT_RENDER_INTERVAL_S,
         min=0.0,
@@ -99,23 +183,35 @@ class AgentMagics(Magics):
         default_value="auto",
         help="'widgets' in Jupyter, 'text' in terminal IPython; 'auto' picks by the shell.",
     ).tag(config=True)
-    prices = Dict(
-        {},
-        help="Your own prices in dollars per million tokens, by model name or prefix: "
-        "{'my-model': {'input': 1, 'output': 5}} (optional 'cache_write', 'cache_read'); they "
-        "override the built-in list prices in %agent usage.",
-    ).tag(config=True)
-    mcp_servers = Dict(
-        {},
-        help="MCP servers in the shared mcpServers shape: {'name': {'command': ..., 'args': [...], "
-        "'env': {...}}} or {'name': {'url': ...}}, plus an optional 'policy' (default 'ask'); "
-        "connected on first use. See %agent mcp.",
-    ).tag(config=True)
-    variable_budget = Int(
-        8000, min=0, help="Characters of {{variable}} summaries one prompt may carry."
-    ).tag(config=True)
 
-    _agent_settings: ClassVar[tuple[str, ...]] = ("workspace", "allow_private_network")
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        # Before super().__init__: loading the shell's config fires _on_session_setting.
+        self._session: NotebookSession | None = None
+        super().__init__(shell=shell, **kwargs)
+        self.last_error = LastError()
+        self._approvals: NotebookApprovals | None = None
+        self._renderer: Renderer | None = None
+        self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._mcp_commands: MCPCommands | None = None
+
+    @property
+    def session(self) -> NotebookSession:
+        """The notebook session this front end drives, built on first use (with the settings).
+
+        Built lazily so that ``%load_ext`` imports no more than registering the magics needs.
+        """
+        if self._session is None:
+            from .session import NotebookSession
+
+            settings = SessionSettings(**{name: getattr(self, name) for name in SETTING_NAMES})
+            self._session = NotebookSession(
+                settings,
+                namespace=getattr(self.shell, "user_ns", None),
+                shell=self.shell,
+                approvals=self._make_approvals,
+            )
+            self._session.on_rebuild.append(self._rebind_panels)
+        return self._session
 
     @validate("prices")
     def _check_prices(self, proposal: dict[str, Any]) -> dict[str, Any]:
@@ -125,219 +221,149 @@ class AgentMagics(Magics):
             raise TraitError(str(exc)) from None
         return dict(proposal["value"])
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
-        # Before super().__init__: loading the shell's config fires the observers below.
-        self._agent: Any = None
-        self._agent_stale = False
-        self._custom_provider: Provider | None = None
-        super().__init__(shell=shell, **kwargs)
-        self._start_dir = os.getcwd()
-        self._background: BackgroundLoop | None = None
-        self._bridge: MainThreadBridge | None = None
-        self._providers: dict[tuple[Any, ...], Provider] = {}
-        self._usage_by_model: dict[str, Usage] = {}
-        self._renderer: Renderer | None = None
-        self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._offline_noted = False
-        self._mcp: MCPCommands | None = None
+    @validate("tool_timeout")
+    def _check_tool_timeout(self, proposal: dict[str, Any]) -> float | None:
+        value = proposal["value"]
+        if value is not None and value <= 0:
+            raise TraitError("tool_timeout must be a positive number of seconds, or None")
+        return value  # type: ignore[no-any-return]
 
-    # -- settings ----------------------------------------------------------------------------
+    @validate("thinking_budget")
+    def _check_thinking_budget(self, proposal: dict[str, Any]) -> int | None:
+        value = proposal["value"]
+        return _thinking_budget(value) if value is not None else None
 
-    @observe("workspace", "allow_private_network")
-    def _on_agent_setting(self, change: dict[str, Any]) -> None:
-        self._agent_stale = True
+    @observe(*SETTING_NAMES)
+    def _on_session_setting(self, change: dict[str, Any]) -> None:
+        if self._session is not None:  # else it starts with the traits' values
+            self._session.configure(**{change["name"]: change["new"]})
 
-    @observe("max_turns")
-    def _on_max_turns(self, change: dict[str, Any]) -> None:
-        if self._agent is not None:
-            self._agent.max_turns = change["new"]
+    # -- what notebooks and the README use ---------------------------------------------------
 
-    @observe("system_prompt")
-    def _on_system_prompt(self, change: dict[str, Any]) -> None:
-        if self._agent is not None:
-            self._agent.set_system_prompt(change["new"])
+    @property
+    def agent(self) -> Agent:
+        """The default chat's ``Agent`` (created on first use)."""
+        with _as_usage_errors():
+            return self.session.agent
 
-    @observe("provider", "model", "offline_cassette")
-    def _on_provider_setting(self, change: dict[str, Any]) -> None:
-        self._custom_provider = None
+    @property
+    def bridge(self) -> MainThreadBridge:
+        """The session's bridge to its background loop (where the agent and its tools run)."""
+        return self.session.bridge
 
-    def workspace_path(self) -> Path:
-        return Path(self.workspace or self._start_dir).expanduser()
+    def use_provider(self, provider: Any) -> None:
+        """Serve the agent from ``provider`` (until a provider/model setting changes).
 
-    def _user_ns(self) -> dict[str, Any]:
-        if self.shell is None:
-            raise UsageError("the agent magics need an IPython shell")
-        namespace: dict[str, Any] = self.shell.user_ns
-        return namespace
+        The hook for providers the settings can't describe, such as an ``AnthropicProvider``
+        with a client of your own (a proxy, a custom transport).
+        """
+        self.session.use_provider(provider)
+
+    def close(self) -> None:
+        """End the MCP servers, release the providers' connections, stop the background loop."""
+        if self._session is not None:
+            self._session.close()
+        self._mcp_commands = None
+
+    @property
+    def mcp(self) -> MCPCommands:
+        """The ``%agent mcp`` commands; servers run on the session's background loop."""
+        if self._mcp_commands is None:
+            from .mcp_commands import MCPCommands
+
+            background = self.session.bridge.background
+            self._mcp_commands = MCPCommands(lambda coro: background.run(coro))
+        return self._mcp_commands
+
+    def _connect_mcp_servers(self) -> None:
+        """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
+        if not self.mcp_servers:
+            return
+        for problem in self.mcp.connect_configured(self.session.agent, self.mcp_servers):
+            print(problem, file=sys.stderr)
 
     def use_widgets(self) -> bool:
         if self.ui != "auto":
             return bool(self.ui == "widgets")
         return getattr(self.shell, "kernel", None) is not None
 
-    # -- the session's machinery -------------------------------------------------------------
+    # -- the session's hooks -----------------------------------------------------------------
 
-    @property
-    def bridge(self) -> MainThreadBridge:
-        if self._bridge is None:
-            self._background = BackgroundLoop()
-            self._bridge = MainThreadBridge(self._background)
-        return self._bridge
-
-    @property
-    def agent(self) -> Any:
-        """The session's ``Agent`` (created on first use)."""
-        return self._ensure_agent()
-
-    def use_provider(self, provider: Provider) -> None:
-        """Serve the agent from ``provider`` (until a provider/model setting changes).
-
-        The hook for providers the settings can't describe, such as an ``AnthropicProvider``
-        with a client of your own (a proxy, a custom transport).
-        """
-        self._custom_provider = provider
-        if self._agent is not None:
-            self._agent.provider = provider
-
-    def _provider_key(self, kind: str, model: str) -> tuple[Any, ...]:
-        if kind != "auto":
-            return (kind, model, self.offline_cassette)
-        env = os.environ
-        return (
-            kind,
-            model,
-            self.offline_cassette,
-            env.get("JUPYTER_AGENT_PROVIDER", ""),
-            bool(env.get("ANTHROPIC_API_KEY")),
-            env.get("ANTHROPIC_BASE_URL", ""),
-        )
-
-    def _provider_for(self, kind: str, model: str) -> Provider:
-        key = self._provider_key(kind, model)
-        provider = self._providers.get(key)
-        if provider is None:
-            provider = self.bridge.background.run(self._build_provider(kind, model))
-            self._providers[key] = provider
-        return provider
-
-    async def _build_provider(self, kind: str, model: str) -> Provider:
-        """Built on the background loop, where the provider's HTTP client will live."""
-        cassette = self.offline_cassette or None
-        try:
-            if kind == "auto":
-                from ..providers.auto import select_default_provider
-
-                return select_default_provider(cassette=cassette, model=model or None)
-            if kind == "anthropic":
-                from ..providers.anthropic import AnthropicProvider
-
-                return AnthropicProvider(model or None)
-            if kind == "openai":
-                from ..providers.openai_compat import OpenAIProvider
-
-                return OpenAIProvider(model or None)
-            from ..providers.offline import OfflineProvider
-
-            return OfflineProvider(cassette)
-        except (ValueError, ImportError, OSError, ProviderError) as exc:
-            raise UsageError(f"Cannot use provider {kind!r}: {_one_line(str(exc))}") from None
-        except Exception as exc:  # e.g. the SDK refusing to start without a key
-            raise UsageError(f"Cannot use provider {kind!r}: {_one_line(str(exc))}") from None
-
-    def _session_provider(self, kind: str | None = None, model: str | None = None) -> Provider:
-        if kind is None and model is None and self._custom_provider is not None:
-            return self._custom_provider
-        return self._provider_for(kind or self.provider, model if model is not None else self.model)
-
-    def _ensure_agent(self) -> Any:
-        if self._agent is not None and not self._agent_stale:
-            return self._agent
-        from ..agent.agent import Agent
-        from ..tools.factory import create_default_registry
-
-        workspace = self.workspace_path()
-        if not workspace.is_dir():
-            raise UsageError(f"The workspace {str(workspace)!r} is not an existing folder")
-        bridge = self.bridge
-        approvals = NotebookApprovals(
+    def _make_approvals(self, bridge: MainThreadBridge) -> NotebookApprovals:
+        self._approvals = NotebookApprovals(
             bridge, self.shell, use_widgets=self.use_widgets, on_waiting=self._mark_waiting
         )
-        agent = Agent(
-            self._session_provider(),
-            workspace=workspace,
-            system_prompt=self.system_prompt,
-            max_turns=self.max_turns,
-            approval_handler=approvals,
-        )
-        if self.allow_private_network:
-            agent.registry = create_default_registry(agent.context, allow_private_network=True)
-        if self.shell is not None:
-            for tool in kernel_tools(agent.context, self.shell.user_ns, bridge, self.shell):
-                agent.add_tool(tool)
-            agent.disable_tool("run_python")
-        previous = self._agent
-        if previous is not None:  # settings changed: keep the conversation and the choices
-            if self._mcp is not None:
-                from ..mcp import manager_for
-
-                manager_for(previous).move_to(agent)
-            agent.messages = previous.messages
-            agent.usage = previous.usage
-            for name in agent.registry.get_tool_names():
-                if previous.registry.has_tool(name):
-                    agent.registry.set_enabled(name, previous.registry.is_tool_enabled(name))
-                    agent.set_policy(name, previous.get_policy(name))
-        self._agent = agent
-        self._approvals = approvals
-        self._agent_stale = False
-        for panel in list(self._panels):
-            panel.rebind(agent)
-        return agent
-
-    @property
-    def mcp(self) -> MCPCommands:
-        """The ``%agent mcp`` commands; servers run on the session's background loop."""
-        if self._mcp is None:
-            from .mcp_commands import MCPCommands
-
-            background = self.bridge.background
-            self._mcp = MCPCommands(lambda coro: background.run(coro))
-        return self._mcp
-
-    def _connect_mcp_servers(self, agent: Any) -> None:
-        """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
-        if not self.mcp_servers:
-            return
-        for problem in self.mcp.connect_configured(agent, self.mcp_servers):
-            print(problem, file=sys.stderr)
+        return self._approvals
 
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
         if self._renderer is not None:
             self._renderer.mark_waiting(call_id, waiting)
 
-    def close(self) -> None:
-        """Release the providers' connections and stop the background loop."""
-        background = self._background
-        if background is None:
-            return
-        providers = {id(p): p for p in [*self._providers.values(), self._custom_provider] if p}
-        if self._mcp is not None and self._agent is not None:
-            with contextlib.suppress(Exception):
-                self._mcp.close(self._agent)  # the servers' processes end here
-            self._mcp = None
+    def _rebind_panels(self, _primary: Agent) -> None:
+        for panel in list(self._panels):
+            panel.rebind(self.session)
 
-        async def close_all() -> None:
-            for provider in providers.values():
-                with contextlib.suppress(Exception):
-                    await provider.aclose()
+    # -- one turn, rendered ------------------------------------------------------------------
 
-        with contextlib.suppress(Exception):
-            background.run(close_all(), timeout=10)
-        background.close()
-        self._background = None
-        self._bridge = None
-        self._agent = None
-        self._providers.clear()
+    def _cell_label(self) -> str | None:
+        count = getattr(self.shell, "execution_count", None)
+        return f"cell {count}" if isinstance(count, int) else None
+
+    def _run_turn(
+        self,
+        prompt: str,
+        *,
+        chat: str = DEFAULT_CHAT,
+        provider: str | None = None,
+        model: str | None = None,
+        max_turns: int | None = None,
+        think: int | None = None,
+    ) -> TurnOutcome:
+        with _as_usage_errors():  # refusals before anything is shown
+            self.session.chat(chat)
+            self.session.provider(provider, model, think)
+        rich = self.use_widgets()
+        poller = KernelCommPoller.for_shell(self.shell) if rich else None
+        stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
+        renderer: Renderer = (
+            RichRenderer(self.render_interval, on_stop=stop) if rich else TextRenderer()
+        )
+        self._renderer = renderer
+        if self._approvals is not None:
+            self._approvals.poller = poller
+
+        def on_idle() -> None:
+            renderer.tick()
+            if poller is not None:
+                poller.poll(0)
+
+        try:
+            outcome = self.session.run(
+                prompt,
+                chat=chat,
+                provider=provider,
+                model=model,
+                max_turns=max_turns,
+                think=think,
+                label=self._cell_label(),
+                on_event=renderer.handle,
+                on_idle=on_idle,
+                # a terminal prints text as it comes; the widgets' throttle is for displays
+                text_growth=None if rich else 0.0,
+            )
+        except SessionError as exc:
+            renderer.close(interrupted=False)
+            raise UsageError(str(exc)) from None
+        finally:
+            self._renderer = None
+            if self._approvals is not None:
+                self._approvals.poller = None
+            if poller is not None:
+                poller.close()
+        renderer.close(interrupted=outcome.interrupted)
+        if outcome.interrupted:
+            print(INTERRUPTED_NOTE)
+        return outcome
 
     # -- %%agent -----------------------------------------------------------------------------
 
@@ -347,278 +373,237 @@ class AgentMagics(Magics):
         "--provider",
         "-p",
         default=None,
+        choices=PROVIDER_KINDS,
         help="Provider for this cell only: auto, anthropic, offline or openai.",
     )
-    @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
-    @argument("--max-turns", type=int, default=None, help="Model turns for this cell only.")
+    @argument(
+        "--chat",
+        "-c",
+        default=DEFAULT_CHAT,
+        type=_chat_name,
+        help="The conversation to continue (created on first use); default: 'default'.",
+    )
+    @argument("--new", action="store_true", help="Empty this chat's conversation first.")
+    @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
+    @argument(
+        "--think",
+        type=_think,
+        default=None,
+        metavar="N",
+        help="Let Claude think up to N tokens first (extended thinking), for this cell.",
+    )
     @argument("--system", default=None, help="Replace the system prompt (from this cell on).")
-    @argument("--out", default=None, help="Store the final answer in this variable.")
+    @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
     def agent_magic(self, line: str, cell: str | None = None) -> None:
-        """Ask the agent: the cell body is the prompt; the conversation carries over.
+        """Ask the agent: the cell body is the prompt; the chat's conversation carries over.
 
         In the prompt, ``{{name}}`` brings in a summary of the kernel variable ``name``.
 
-        Line form (housekeeping): ``%agent reset`` (new conversation), ``%agent history``,
-        ``%agent usage`` (tokens and cost), ``%agent save PATH``, ``%agent load PATH``,
-        ``%agent config``, ``%agent mcp add|list|remove`` (MCP servers).
+        Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
+        ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
+        ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
+        ``%agent mcp add|list|remove`` (listed below).
         """
         if cell is None:
-            self._housekeeping(line)
+            self._subcommand(line)
             return None
         args = parse_argstring(self.agent_magic, line)
         prompt = cell.strip()
         if not prompt:
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
-        if args.provider is not None and args.provider not in _PROVIDERS:
-            raise UsageError(
-                f"Unknown provider {args.provider!r}; use auto, anthropic, offline or openai"
-            )
-        if args.max_turns is not None and args.max_turns < 1:
-            raise UsageError("--max-turns must be at least 1")
-        if args.out is not None and not args.out.isidentifier():
-            raise UsageError(f"--out needs a variable name, not {args.out!r}")
-        agent = self._ensure_agent()
-        self._connect_mcp_servers(agent)
-        if args.new:
-            agent.clear_context()
-        if args.system is not None:
-            self.system_prompt = args.system
-        # Resolved for every cell: %config changes, a key set since, or this cell's options.
-        agent.provider = self._session_provider(args.provider, args.model)
-        saved_max_turns = agent.max_turns
-        if args.max_turns is not None:
-            agent.max_turns = args.max_turns
-        try:
-            text = self._run_chat(agent, prompt)
-        finally:
-            agent.max_turns = saved_max_turns
-        if args.out is not None and text is not None:
-            self._user_ns()[args.out] = text
+        with _as_usage_errors():
+            agent = self.session.chat(args.chat)
+            self._connect_mcp_servers()
+            if args.new:
+                agent.clear_context()
+            if args.system is not None:
+                self.system_prompt = args.system
+            expanded = self.session.expand(prompt)
+        outcome = self._run_turn(
+            expanded,
+            chat=args.chat,
+            provider=args.provider,
+            model=args.model,
+            max_turns=args.max_turns,
+            think=args.think,
+        )
+        if args.out is not None and outcome.answer is not None and self.shell is not None:
+            self.shell.user_ns[args.out] = outcome.answer
         return None
 
-    def _run_chat(self, agent: Any, prompt: str) -> str | None:
-        expanded = expand_variables(prompt, self._user_ns(), self.variable_budget)
-        provider = agent.provider
-        announced = bool(getattr(provider, "notice", False))  # it says so in its answers
-        if provider.name == "offline" and not announced and not self._offline_noted:
-            self._offline_noted = True
-            print(OFFLINE_NOTE)
-        rich = self.use_widgets()
-        poller = KernelCommPoller.for_shell(self.shell) if rich else None
-        renderer: Renderer = (
-            RichRenderer(self.render_interval, on_stop=self.bridge.request_stop if poller else None)
-            if rich
-            else TextRenderer()
-        )
-        self._renderer = renderer
-        self._approvals.poller = poller
-        final: dict[str, Any] = {"text": None, "model": agent.provider.model}
+    # -- %agent COMMAND ----------------------------------------------------------------------
 
-        def on_event(event: object) -> None:
-            if isinstance(event, PrintedText):
-                event.show()
-                return
-            if isinstance(event, TurnStarted) and event.model:
-                final["model"] = event.model
-            elif isinstance(event, TurnFinished):
-                model = str(final["model"])
-                self._usage_by_model[model] = self._usage_by_model.get(model, Usage()) + event.usage
-            elif isinstance(event, AgentFinished):
-                final["text"] = event.text
-            renderer.handle(event)
-
-        def on_idle() -> None:
-            renderer.tick()
-            if poller is not None:
-                poller.poll(0)
-
-        bridge = self.bridge
-        try:
-            with OrderedConsole(bridge.post):
-                outcome = bridge.run(
-                    forward_events(agent.stream_chat(expanded.text), bridge),
-                    on_event,
-                    on_idle=on_idle,
-                    # a terminal prints text as it comes; the widgets' throttle is for displays
-                    text_growth=None if rich else 0.0,
-                )
-        except ProviderError as exc:
-            renderer.close(interrupted=False)
-            raise UsageError(f"The model request failed: {_one_line(str(exc))}") from None
-        finally:
-            self._renderer = None
-            self._approvals.poller = None
-            if poller is not None:
-                poller.close()
-        if outcome.interrupted:
-            renderer.close(interrupted=True)
-            print("■ Interrupted. The conversation keeps what happened so far; run %%agent again.")
-            return None
-        renderer.close(interrupted=False)
-        text = final["text"]
-        return text if text is not None else renderer.text
-
-    # -- %agent housekeeping -----------------------------------------------------------------
-
-    def _housekeeping(self, line: str) -> None:
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"%agent: {exc}") from None
+    def _subcommand(self, line: str) -> None:
+        words = line.strip().split(None, 1)
+        commands = ", ".join(self.SUBCOMMANDS)
         if not words:
-            commands = ", ".join(_HOUSEKEEPING)
             raise UsageError(f"%agent needs a command: {commands} (use %%agent for a prompt)")
-        command, rest = words[0], words[1:]
-        handlers: dict[str, Callable[[list[str]], None]] = {
-            "reset": self._cmd_reset,
-            "history": self._cmd_history,
-            "usage": self._cmd_usage,
-            "save": self._cmd_save,
-            "load": self._cmd_load,
-            "config": self._cmd_config,
-            "mcp": self._cmd_mcp,
-        }
-        handler = handlers.get(command)
+        handler = self.SUBCOMMANDS.get(words[0])
         if handler is None:
             raise UsageError(
-                f"Unknown %agent command {command!r}; use one of: {', '.join(_HOUSEKEEPING)} "
+                f"Unknown %agent command {words[0]!r}; use one of: {commands} "
                 "(to ask the agent, use a %%agent cell)"
             )
-        handler(rest)
+        with _as_usage_errors():
+            handler(self, words[1] if len(words) > 1 else "")
 
     @staticmethod
-    def _no_arguments(command: str, rest: list[str]) -> None:
-        if rest:
-            raise UsageError(f"%agent {command} takes no arguments (got {' '.join(rest)!r})")
+    def _parse(handler: Callable[..., Any], rest: str) -> Any:
+        """``rest`` parsed by ``handler``'s ``magic_arguments``; errors name the command."""
+        try:
+            return parse_argstring(handler, rest)
+        except UsageError as exc:
+            command = handler.parser.prog  # type: ignore[attr-defined]
+            raise UsageError(f"%{command}: {exc}") from None
 
-    def _cmd_reset(self, rest: list[str]) -> None:
-        self._no_arguments("reset", rest)
-        if self._agent is not None:
-            self._agent.clear_context()
-        print("The conversation was cleared; the next %%agent cell starts a new one.")
+    @magic_arguments("agent reset")
+    @argument(
+        "name",
+        nargs="?",
+        default=None,
+        type=_chat_name,
+        metavar="NAME",
+        help="The chat; all when omitted.",
+    )
+    def _reset(self, rest: str) -> None:
+        """Empty a conversation: the chat's next %%agent cell starts afresh."""
+        args = self._parse(self._reset, rest)
+        cleared = self.session.reset(args.name)
+        if args.name is None and len(cleared) > 1:
+            print(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
+        else:
+            print("The conversation was cleared; the next %%agent cell starts a new one.")
 
-    def _cmd_history(self, rest: list[str]) -> None:
-        self._no_arguments("history", rest)
-        agent = self._agent
-        if agent is None or not agent.messages:
+    @magic_arguments("agent chats")
+    def _chats(self, rest: str) -> None:
+        """List the conversations: name, messages, tokens used."""
+        self._parse(self._chats, rest)
+        chats = self.session.chats()
+        if not chats:
+            print("No chats yet: the first %%agent cell starts 'default'.")
+            return
+        width = max(len("chat"), *(len(chat.name) for chat in chats))
+        lines = [f"{'chat'.ljust(width)}  {'messages':>8}  {'input':>9}  {'output':>9}"]
+        for chat in chats:
+            lines.append(
+                f"{chat.name.ljust(width)}  {chat.messages:>8}  {chat.usage.input_tokens:>9}  "
+                f"{chat.usage.output_tokens:>9}"
+            )
+        lines.append("input, output: tokens this chat sent to and received from the model")
+        print("\n".join(lines))
+
+    @magic_arguments("agent history")
+    @argument(
+        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+    )
+    def _history(self, rest: str) -> None:
+        """Show a conversation as a transcript."""
+        args = self._parse(self._history, rest)
+        agent = self.session.existing_chat(args.name)
+        if not agent.messages:
             print("(the conversation is empty)")
             return
         display(MarkdownText(agent.session_context))
 
-    def _cmd_usage(self, rest: list[str]) -> None:
-        self._no_arguments("usage", rest)
-        if not self._usage_by_model:
-            print("No tokens used yet in this session.")
-            return
-        lines = [f"{'model':<28} {'input':>9} {'output':>9} {'cache r/w':>13} {'cost':>9}"]
-        total_cost: float | None = 0.0
-        total = Usage()
-        prices = user_prices(self.prices)
-        for model, usage in self._usage_by_model.items():
-            total = total + usage
-            cost = estimate_cost(model, usage, prices)
-            if cost is None:
-                total_cost = None
-            elif total_cost is not None:
-                total_cost += cost
-            cache = f"{usage.cache_read_input_tokens}/{usage.cache_creation_input_tokens}"
-            cost_text = "unpriced" if cost is None else f"${cost:.4f}"
-            lines.append(
-                f"{model:<28} {usage.input_tokens:>9} {usage.output_tokens:>9} {cache:>13} "
-                f"{cost_text:>9}"
+    @magic_arguments("agent usage")
+    def _usage(self, rest: str) -> None:
+        """Tokens and estimated cost per model, for this session."""
+        self._parse(self._usage, rest)
+        print(self.session.usage_report())
+
+    @magic_arguments("agent error")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
+    def _error(self, rest: str) -> None:
+        """Send the last exception (its cell and traceback) to the agent to explain and fix."""
+        args = self._parse(self._error, rest)
+        failed = self.last_error.last()
+        if failed is None:
+            raise UsageError("No error yet: %agent error explains the last exception a cell raised")
+        self._run_turn(error_prompt(failed), chat=args.chat)
+
+    @magic_arguments("agent compact")
+    @argument(
+        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+    )
+    def _compact(self, rest: str) -> None:
+        """Shorten a conversation now: old tool results become stubs, old turns a summary."""
+        args = self._parse(self._compact, rest)
+        compacted = self.session.compact(args.name)
+        if compacted is None:
+            print(f"Nothing to compact in chat {args.name!r}.")
+        else:
+            print(
+                f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
+                f"{compacted.tokens_after:,} tokens."
             )
-        if len(self._usage_by_model) > 1:
-            cost_text = "unpriced" if total_cost is None else f"${total_cost:.4f}"
-            cache = f"{total.cache_read_input_tokens}/{total.cache_creation_input_tokens}"
-            lines.append(
-                f"{'total':<28} {total.input_tokens:>9} {total.output_tokens:>9} {cache:>13} "
-                f"{cost_text:>9}"
-            )
-        lines.append(
-            "input/output: tokens sent and received; cache r/w: tokens read from / written to "
-            "the prompt cache;"
-        )
-        lines.append(
-            f"cost: an estimate from the list prices at {SOURCE} (as of {SOURCE_DATE}) and "
-            "AgentMagics.prices; 'unpriced': no published price"
-        )
-        for model in self._usage_by_model:
-            if model in UNPRICED:
-                lines.append(f"({model}: {UNPRICED[model]})")
-        print("\n".join(lines))
 
-    def _cmd_save(self, rest: list[str]) -> None:
-        if len(rest) != 1:
-            raise UsageError("usage: %agent save PATH")
-        agent = self._ensure_agent()
-        path = Path(rest[0]).expanduser()
-        payload = {
-            "format": SESSION_FORMAT,
-            "version": SESSION_VERSION,
-            "system_prompt": agent.system_prompt,
-            "provider": agent.provider.name,
-            "model": agent.provider.model,
-            "messages": agent.messages,
-        }
+    def _mcp(self, rest: str) -> None:
+        """%agent mcp add NAME [...] -- COMMAND ARGS... | add NAME --url URL | list | remove NAME
+
+        MCP servers (their own parser, in ``mcp_commands.py``: the words after ``--`` are the
+        server's command line, left as typed).
+        """
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"Cannot save the conversation to {str(path)!r}: {exc}") from None
-        print(f"Saved {len(agent.messages)} messages to {path}")
+            words = shlex.split(rest)
+        except ValueError as exc:
+            raise UsageError(f"%agent mcp: {exc}") from None
+        agent = self.session.agent
+        self._connect_mcp_servers()
+        print(self.mcp.command(agent, words))
 
-    def _cmd_load(self, rest: list[str]) -> None:
-        if len(rest) != 1:
-            raise UsageError("usage: %agent load PATH")
-        path = Path(rest[0]).expanduser()
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UsageError(f"No saved conversation at {str(path)!r}") from None
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"Cannot read {str(path)!r}: {_one_line(str(exc))}") from None
-        messages = payload.get("messages") if isinstance(payload, dict) else None
-        if (
-            not isinstance(payload, dict)
-            or payload.get("format") != SESSION_FORMAT
-            or not isinstance(messages, list)
-            or not all(isinstance(m, dict) and m.get("role") in _ROLES for m in messages)
-        ):
-            raise UsageError(f"{str(path)!r} is not a conversation saved by %agent save")
-        agent = self._ensure_agent()
-        agent.messages = list(messages)
-        system_prompt = payload.get("system_prompt")
-        if isinstance(system_prompt, str):
-            self.system_prompt = system_prompt
-            agent.set_system_prompt(system_prompt)
-        print(f"Loaded {len(messages)} messages from {path}; the next %%agent cell continues it.")
+    @magic_arguments("agent undo")
+    def _undo(self, rest: str) -> None:
+        """Restore the files the last %%agent cell changed through the file tools."""
+        self._parse(self._undo, rest)
+        print(self.session.undo())
 
-    def _cmd_mcp(self, rest: list[str]) -> None:
-        agent = self._ensure_agent()
-        self._connect_mcp_servers(agent)
-        print(self.mcp.command(agent, rest))
+    @magic_arguments("agent save")
+    @argument("path", metavar="PATH", help="The JSON file to write.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to save.")
+    def _save(self, rest: str) -> None:
+        """Save a conversation to a file (%agent load brings it back)."""
+        args = self._parse(self._save, rest)
+        count = self.session.save(args.path, args.chat)
+        print(f"Saved {count} messages to {args.path}")
 
-    def _cmd_config(self, rest: list[str]) -> None:
-        self._no_arguments("config", rest)
+    @magic_arguments("agent load")
+    @argument("path", metavar="PATH", help="A file written by %agent save.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
+    def _load(self, rest: str) -> None:
+        """Replace a chat's conversation with a saved one."""
+        args = self._parse(self._load, rest)
+        count = self.session.load(args.path, args.chat)
+        print(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
+
+    @magic_arguments("agent config")
+    def _config(self, rest: str) -> None:
+        """The settings (%config AgentMagics.NAME = ...) and the live agent."""
+        self._parse(self._config, rest)
         rows: list[tuple[str, str]] = []
         for name in sorted(self.class_trait_names(config=True)):
             value = getattr(self, name)
             if name == "system_prompt" and len(value) > 60:
                 value = value[:59] + "…"
             rows.append((f"AgentMagics.{name}", repr(value)))
-        if self._agent is not None:
-            agent = self._agent
-            rows.append(("agent provider", f"{agent.provider.name} ({agent.provider.model})"))
-            rows.append(("agent workspace", str(agent.context.workspace)))
-            registry = agent.registry
-            enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
-            rows.append(("enabled tools", ", ".join(enabled) or "none"))
-            rows.append(("messages", str(len(agent.messages))))
-        else:
-            rows.append(("agent", "not created yet (the first %%agent cell creates it)"))
+        rows.extend(self.session.describe())
         width = max(len(key) for key, _ in rows)
         print("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+
+    #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
+    SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
+        "reset": _reset,
+        "chats": _chats,
+        "history": _history,
+        "usage": _usage,
+        "error": _error,
+        "compact": _compact,
+        "undo": _undo,
+        "save": _save,
+        "load": _load,
+        "config": _config,
+        "mcp": _mcp,
+    }
 
     # -- %agent_tools ------------------------------------------------------------------------
 
@@ -628,47 +613,49 @@ class AgentMagics(Magics):
 
         ``%agent_tools`` (a panel of toggles), ``%agent_tools list`` (a table),
         ``%agent_tools enable NAME [NAME...]``, ``%agent_tools disable NAME [NAME...]``,
-        ``%agent_tools policy NAME allow|ask|deny``.
+        ``%agent_tools policy NAME allow|ask|deny``. Every chat shares the tools and policies.
         """
         try:
             words = shlex.split(line)
         except ValueError as exc:
             raise UsageError(f"%agent_tools: {exc}") from None
-        agent = self._ensure_agent()
-        self._connect_mcp_servers(agent)
+        session = self.session
+        with _as_usage_errors():
+            registry = session.registry
+            self._connect_mcp_servers()
         if not words:
             if self.use_widgets():
                 from .widgets.tool_panel import ToolPanel
 
-                panel = ToolPanel(agent)
+                panel = ToolPanel(session)
                 self._panels.add(panel)
                 display(panel)
             else:
-                self._print_tools(agent)
+                self._print_tools()
             return
         command, names = words[0], words[1:]
         if command == "list":
             if names:
                 raise UsageError("%agent_tools list takes no arguments")
-            self._print_tools(agent)
+            self._print_tools()
             return
         if command in ("enable", "disable"):
             if not names:
                 raise UsageError(f"usage: %agent_tools {command} NAME [NAME...]")
-            self._check_tool_names(agent, names)
+            self._check_tool_names(names)
             for name in names:
-                agent.registry.set_enabled(name, command == "enable")
+                registry.set_enabled(name, command == "enable")
             if command == "enable":
-                states = ", ".join(f"{name} (policy {agent.get_policy(name)})" for name in names)
+                states = ", ".join(f"{name} (policy {session.get_policy(name)})" for name in names)
                 print(f"enabled: {states}")
             else:
                 print(f"disabled: {', '.join(names)}")
         elif command == "policy":
             if len(names) != 2 or names[1] not in POLICIES:
                 raise UsageError("usage: %agent_tools policy NAME allow|ask|deny")
-            self._check_tool_names(agent, names[:1])
+            self._check_tool_names(names[:1])
             policy: Policy = names[1]
-            agent.set_policy(names[0], policy)
+            session.set_policy(names[0], policy)
             print(f"{names[0]}: policy {policy}")
         else:
             raise UsageError(
@@ -678,16 +665,30 @@ class AgentMagics(Magics):
         for panel in list(self._panels):
             panel.refresh()
 
-    @staticmethod
-    def _check_tool_names(agent: Any, names: list[str]) -> None:
-        known = agent.registry.get_tool_names()
+    def _check_tool_names(self, names: list[str]) -> None:
+        known = self.session.registry.get_tool_names()
         unknown = [name for name in names if name not in known]
         if unknown:
             listed = ", ".join(repr(name) for name in unknown)
             raise UsageError(f"Unknown tool {listed}; valid names: {', '.join(known) or '(none)'}")
 
-    @staticmethod
-    def _print_tools(agent: Any) -> None:
+    def _print_tools(self) -> None:
         from .widgets.tool_panel import tools_table
 
-        print(tools_table(agent))
+        print(tools_table(self.session))
+
+
+def _subcommand_help() -> str:
+    """One usage line per ``%agent`` command, for ``%agent?``."""
+    lines = ["", "", "%agent commands:", ""]
+    for handler in AgentMagics.SUBCOMMANDS.values():
+        parser = getattr(handler, "parser", None)
+        if parser is None:  # a command with a parser of its own: its docstring's first line
+            lines.append("  " + (handler.__doc__ or "").strip().splitlines()[0])
+            continue
+        usage = parser.format_usage()
+        lines.append("  " + " ".join(usage.split()).removeprefix(":: ").removeprefix("usage: "))
+    return "\n".join(lines)
+
+
+AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help()

@@ -332,6 +332,14 @@ def summarise_text(text: str, name: str) -> str:
     )
 
 
+#: The line under every final demo answer (``answer_only`` in ``offline.py`` takes it off).
+DEMO_FOOTER = (
+    "This answer came from the offline demo model, which can only list, find and read "
+    "files, summarise, total and rank CSV data and write a short report. Set "
+    "`ANTHROPIC_API_KEY` to use Claude."
+)
+
+
 class DemoModel:
     """Decides each turn from the request alone, so it is deterministic and stateless."""
 
@@ -365,11 +373,7 @@ class DemoModel:
 
     @staticmethod
     def _footer() -> str:
-        return (
-            "This answer came from the offline demo model, which can only list, find and read "
-            "files, summarise, total and rank CSV data and write a short report. Set "
-            "`ANTHROPIC_API_KEY` to use Claude."
-        )
+        return DEMO_FOOTER
 
     def _plan(self, prompt: str, tools: set[str]) -> tuple[str, list[dict[str, Any]]]:
         calls: list[dict[str, Any]] = []

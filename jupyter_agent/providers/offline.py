@@ -28,7 +28,7 @@ from typing import Any
 
 from ..events import TextDelta, Usage
 from .base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from .demo_model import DemoModel, find_prompt
+from .demo_model import DEMO_FOOTER, DemoModel, find_prompt
 
 OFFLINE_NOTICE = "*(offline demo model — set `ANTHROPIC_API_KEY` to use Claude)*"
 REPLAY_NOTICE = (
@@ -121,6 +121,17 @@ def text_chunks(text: str, size: int) -> list[str]:
     if current:
         pieces.append(current)
     return pieces
+
+
+def answer_only(text: str) -> str:
+    """``text`` without the offline model's notices and the demo model's footer.
+
+    What a user keeps of an offline answer (``%%agent --out VAR``): the answer, not the labels
+    that say which model gave it.
+    """
+    for label in (OFFLINE_NOTICE, REPLAY_NOTICE, f"---\n*{DEMO_FOOTER}*"):
+        text = text.replace(label, "")
+    return text.strip()
 
 
 class OfflineProvider:

@@ -1,0 +1,589 @@
+"""``NotebookSession``: the notebook's conversations, providers, usage and undo — without IPython.
+
+The magics (``magics.py``) are a front end: they parse a line, render events and print. Everything
+a notebook session *is* lives here, in a plain object that a script or a test can drive with no
+shell at all:
+
+- **Settings** (``SessionSettings``), changed through ``configure`` (``%config AgentMagics.*``).
+- **Conversations.** One ``Agent`` per chat name (``%%agent --chat NAME``; the first is
+  ``default``). The chats share what belongs to the session — the tool registry (enabled tools,
+  the tools you add, MCP servers' tools), the policy gate (approval policies), the workspace and
+  its undo journal, the settings — and keep apart what belongs to a conversation: its messages
+  and its token usage. The tools' context follows the chat that runs (``save_session_context``
+  saves that chat).
+  ``agent`` is the default chat's agent, the one ``get_magics(ip).agent`` hands out.
+- **Providers**, built on the session's one background loop (where their HTTP clients must
+  stay) and cached by what tells them apart (kind, model, thinking budget, ...);
+  ``use_provider`` plugs in one of your own.
+- **MCP servers** live on the default chat's agent (``jupyter_agent.mcp``), their tools in the
+  shared registry; they move with it when the agents are rebuilt and end with ``close``.
+- **Usage** per model, for ``%agent usage``.
+- **Undo**: the workspace's change journal (``tools/journal.py``) on the tools' shared context,
+  an entry per turn (per ``%%agent`` cell), whichever chat ran it.
+
+Every refusal is a ``SessionError`` with a one-line message (the magics show it as a
+``UsageError``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..agent.agent import Agent
+from ..agent.approvals import ApprovalHandler, Policy
+from ..errors import ProviderError, SessionError, WorkspaceError
+from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
+from ..providers.base import Provider
+from ..tools.journal import ChangeJournal
+from .console import OrderedConsole, PrintedText
+from .conversation_file import read_conversation, save_conversation
+from .kernel_tools import kernel_tools
+from .pricing import user_prices
+from .prompt_vars import expand_variables
+from .runner import BackgroundLoop, MainThreadBridge, forward_events
+from .settings import (
+    DEFAULT_CHAT,
+    PROVIDER_KINDS,
+    SETTING_NAMES,
+    SessionSettings,
+    check_chat_name,
+)
+from .usage_report import usage_report
+
+OFFLINE_NOTE = (
+    "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
+    "ANTHROPIC_API_KEY (or %config AgentMagics.provider = 'anthropic') to use Claude."
+)
+
+#: Settings whose change needs new agents (a new registry bound to the new workspace).
+_REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
+#: Settings that choose the provider: a change drops a provider given with ``use_provider``.
+_PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
+#: Settings every chat's agent holds as an attribute of the same name, changed in place.
+_AGENT_SETTINGS = frozenset({"max_turns", "tool_timeout", "max_result_chars", "context_window"})
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one turn ended: the full final text and the answer alone (``None`` if interrupted)."""
+
+    text: str | None
+    #: ``text`` without what only labels it (the offline model's notice and footer).
+    answer: str | None
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    name: str
+    messages: int
+    usage: Usage
+
+
+class NotebookSession:
+    """The agents, providers, usage and journal of one notebook session."""
+
+    def __init__(
+        self,
+        settings: SessionSettings | None = None,
+        *,
+        namespace: dict[str, Any] | None = None,
+        shell: Any = None,
+        approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
+        notify: Callable[[str], None] = print,
+        start_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """``namespace``: the user's variables (the kernel tools and ``{{name}}`` read them);
+        ``approvals``: builds the handler that asks the user, given the session's bridge;
+        ``notify``: how a one-line note reaches the user."""
+        self.settings = settings if settings is not None else SessionSettings()
+        self.namespace = namespace
+        self._shell = shell
+        self._make_approvals = approvals
+        self._approvals: ApprovalHandler | None = None
+        self._notify = notify
+        self._start_dir = Path(start_dir if start_dir is not None else os.getcwd())
+        self._background: BackgroundLoop | None = None
+        self._bridge: MainThreadBridge | None = None
+        self._chats: dict[str, Agent] = {}
+        self._stale = False
+        self._providers: dict[tuple[Any, ...], Provider] = {}
+        self._custom_provider: Provider | None = None
+        self._offline_noted = False
+        self._journal_problem = ""
+        self._turns = 0
+        #: Called with the default chat's agent whenever the agents are (re)built.
+        self.on_rebuild: list[Callable[[Agent], None]] = []
+        self.usage_by_model: dict[str, Usage] = {}
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def configure(self, **changes: Any) -> None:
+        """Change settings; the agents follow (now, or at their next turn)."""
+        for name, value in changes.items():
+            if name not in SETTING_NAMES:
+                raise SessionError(
+                    f"Unknown setting {name!r}; settings: {', '.join(SETTING_NAMES)}"
+                )
+            setattr(self.settings, name, value)
+            if name in _REBUILD_SETTINGS:
+                self._stale = True
+            if name in _PROVIDER_SETTINGS:
+                self._custom_provider = None
+            if name == "system_prompt":
+                for agent in self._chats.values():
+                    agent.set_system_prompt(value)
+            if name in _AGENT_SETTINGS:
+                for agent in self._chats.values():
+                    setattr(agent, name, value)
+
+    def workspace_path(self) -> Path:
+        return Path(self.settings.workspace or self._start_dir).expanduser()
+
+    # -- the background loop -----------------------------------------------------------------
+
+    @property
+    def bridge(self) -> MainThreadBridge:
+        """The queue between the session's background loop and the main thread."""
+        if self._bridge is None:
+            self._background = BackgroundLoop()
+            self._bridge = MainThreadBridge(self._background)
+        return self._bridge
+
+    @property
+    def background(self) -> BackgroundLoop | None:
+        """The session's event loop, once started (providers and tool calls run there)."""
+        return self._background
+
+    # -- providers ---------------------------------------------------------------------------
+
+    def use_provider(self, provider: Provider) -> None:
+        """Serve every chat from ``provider`` (until a provider/model setting changes)."""
+        self._custom_provider = provider
+        for agent in self._chats.values():
+            agent.provider = provider
+
+    def provider(
+        self, kind: str | None = None, model: str | None = None, think: int | None = None
+    ) -> Provider:
+        """The provider for ``kind``/``model`` (the settings' when ``None``), built once.
+
+        ``think``: a thinking budget for this turn (else ``settings.thinking_budget``); it
+        applies to Claude (``AnthropicProvider``) and is ignored, with a note, by the others.
+        """
+        budget = think if think is not None else self.settings.thinking_budget
+        if kind is None and model is None and self._custom_provider is not None:
+            return self._with_thinking(self._custom_provider, budget)
+        kind = kind or self.settings.provider
+        if kind not in PROVIDER_KINDS:
+            raise SessionError(f"Unknown provider {kind!r}; use auto, anthropic, offline or openai")
+        model = model if model is not None else self.settings.model
+        key = self._provider_key(kind, model, budget)
+        provider = self._providers.get(key)
+        if provider is None:
+            built = self.bridge.background.run(self._build_provider(kind, model))
+            provider = self._with_thinking(built, budget)
+            self._providers[key] = provider
+        return provider
+
+    def _with_thinking(self, provider: Provider, budget: int | None) -> Provider:
+        """``provider`` thinking with ``budget``: itself, or a cached copy sharing its client."""
+        if not hasattr(provider, "thinking_budget"):
+            if budget is not None:
+                self._notify(
+                    f"jupyter-agent: extended thinking is for Claude; the {provider.name} "
+                    "provider answers without it."
+                )
+            return provider
+        if provider.thinking_budget == budget:
+            return provider
+        key = ("variant", id(provider), budget)
+        variant = self._providers.get(key)
+        if variant is None:
+            variant = copy.copy(provider)  # the same client, on the same loop
+            try:
+                variant.thinking_budget = budget
+            except ValueError as exc:
+                raise SessionError(_one_line(str(exc))) from None
+            self._providers[key] = variant
+        return variant
+
+    def _provider_key(self, kind: str, model: str, thinking: int | None) -> tuple[Any, ...]:
+        cassette = self.settings.offline_cassette
+        if kind != "auto":
+            return (kind, model, thinking, cassette)
+        env = os.environ
+        return (
+            kind,
+            model,
+            thinking,
+            cassette,
+            env.get("JUPYTER_AGENT_PROVIDER", ""),
+            bool(env.get("ANTHROPIC_API_KEY")),
+            env.get("ANTHROPIC_BASE_URL", ""),
+        )
+
+    async def _build_provider(self, kind: str, model: str) -> Provider:
+        """Built on the background loop, where the provider's HTTP client will live."""
+        cassette = self.settings.offline_cassette or None
+        try:
+            if kind == "auto":
+                from ..providers.auto import select_default_provider
+
+                return select_default_provider(cassette=cassette, model=model or None)
+            if kind == "anthropic":
+                from ..providers.anthropic import AnthropicProvider
+
+                return AnthropicProvider(model or None)
+            if kind == "openai":
+                from ..providers.openai_compat import OpenAIProvider
+
+                return OpenAIProvider(model or None)
+            from ..providers.offline import OfflineProvider
+
+            return OfflineProvider(cassette)
+        except Exception as exc:  # a bad cassette, a missing SDK, one refusing to start
+            raise SessionError(f"Cannot use provider {kind!r}: {_one_line(str(exc))}") from None
+
+    # -- conversations -----------------------------------------------------------------------
+
+    @property
+    def agent(self) -> Agent:
+        """The default chat's ``Agent`` (created on first use)."""
+        return self.chat(DEFAULT_CHAT)
+
+    def chat(self, name: str = DEFAULT_CHAT) -> Agent:
+        """The agent of chat ``name``, created on first use."""
+        check_chat_name(name)
+        primary = self._primary()
+        agent = self._chats.get(name)
+        if agent is None:
+            agent = self._new_agent(primary)
+            self._chats[name] = agent
+        return agent
+
+    def existing_chat(self, name: str) -> Agent:
+        """The agent of a chat that exists; a ``SessionError`` naming the chats otherwise."""
+        agent = self._chats.get(check_chat_name(name))
+        if agent is not None:
+            return agent
+        if not self._chats and name == DEFAULT_CHAT:
+            return self.agent
+        known = ", ".join(self._chats) or DEFAULT_CHAT
+        raise SessionError(f"No chat named {name!r}; chats: {known}")
+
+    def chats(self) -> list[ChatSummary]:
+        """Every chat: its name, how many messages it holds, the tokens it used."""
+        return [
+            ChatSummary(name, len(agent.messages), agent.usage)
+            for name, agent in self._chats.items()
+        ]
+
+    def reset(self, name: str | None = None) -> list[str]:
+        """Empty chat ``name`` (every chat when ``None``); the names of the chats emptied."""
+        if name is None:
+            for agent in self._chats.values():
+                agent.clear_context()
+            return list(self._chats)
+        if self._chats or name != DEFAULT_CHAT:
+            self.existing_chat(name).clear_context()
+        return [name]
+
+    # -- tools and policies (what %agent_tools and the tool panel act on) ---------------------
+
+    @property
+    def registry(self) -> Any:
+        """The tool registry every chat shares."""
+        return self.agent.registry
+
+    def get_policy(self, name: str) -> Policy:
+        return self.agent.get_policy(name)
+
+    def set_policy(self, name: str, policy: Policy) -> None:
+        """Set the approval policy of tool ``name`` (for every chat: they share one gate)."""
+        self.agent.set_policy(name, policy)
+
+    # -- building the agents -----------------------------------------------------------------
+
+    def _primary(self) -> Agent:
+        """The default chat's agent: built first, it owns the registry the other chats share."""
+        primary = self._chats.get(DEFAULT_CHAT)
+        if primary is not None and not self._stale:
+            return primary
+        workspace = self.workspace_path()
+        if not workspace.is_dir():
+            raise SessionError(f"The workspace {str(workspace)!r} is not an existing folder")
+        previous = dict(self._chats)
+        old_primary = previous.get(DEFAULT_CHAT)
+        primary = self._make_agent(self.provider(), workspace=workspace)
+        if self.settings.allow_private_network:
+            from ..tools.factory import create_default_registry
+
+            primary.registry = create_default_registry(primary.context, allow_private_network=True)
+        if self.namespace is not None:
+            for tool in kernel_tools(primary.context, self.namespace, self.bridge, self._shell):
+                primary.add_tool(tool)
+            primary.disable_tool("run_python")
+        self._attach_journal(primary)
+        if old_primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
+            from ..mcp import manager_for
+
+            manager_for(old_primary).move_to(primary)  # the servers stay connected
+        if old_primary is not None:  # settings changed: keep the choices made
+            for name in primary.registry.get_tool_names():
+                if old_primary.registry.has_tool(name):
+                    enabled = old_primary.registry.is_tool_enabled(name)
+                    primary.registry.set_enabled(name, enabled)
+                    primary.set_policy(name, old_primary.get_policy(name))
+        self._chats = {DEFAULT_CHAT: primary}
+        self._stale = False
+        for name, old in previous.items():  # ... and every conversation
+            agent = primary if name == DEFAULT_CHAT else self._new_agent(primary)
+            agent.messages = old.messages
+            agent.usage = old.usage
+            self._chats[name] = agent
+        for callback in self.on_rebuild:
+            callback(primary)
+        return primary
+
+    def _new_agent(self, primary: Agent) -> Agent:
+        """A chat's agent on the primary's registry, policy gate and tool context."""
+        agent = self._make_agent(
+            primary.provider, workspace=primary.context.workspace, registry=primary.registry
+        )
+        agent.context = primary.context
+        agent.gate = primary.gate  # one set of policies, whoever sets them
+        return agent
+
+    def _make_agent(self, provider: Provider, **options: Any) -> Agent:
+        settings = {name: getattr(self.settings, name) for name in _AGENT_SETTINGS}
+        try:
+            return Agent(
+                provider,
+                system_prompt=self.settings.system_prompt,
+                approval_handler=self._approval_handler(),
+                **settings,
+                **options,
+            )
+        except ValueError as exc:  # a setting out of range (the magics' traits refuse them)
+            raise SessionError(_one_line(str(exc))) from None
+
+    def _approval_handler(self) -> ApprovalHandler | None:
+        if self._approvals is None and self._make_approvals is not None:
+            self._approvals = self._make_approvals(self.bridge)
+        return self._approvals
+
+    # -- undo --------------------------------------------------------------------------------
+
+    def _attach_journal(self, agent: Agent) -> None:
+        """A change journal for the workspace, on the tools' shared context.
+
+        It lives on disk (``.jupyter_agent/undo``), so a new one for the same workspace — after a
+        settings change or a kernel restart — undoes what the earlier ones recorded.
+        """
+        try:
+            agent.context.journal = ChangeJournal(agent.context.confinement)
+            self._journal_problem = ""
+        except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
+            agent.context.journal = None
+            self._journal_problem = _one_line(str(exc))
+
+    def undo(self) -> str:
+        """Restore what the file tools changed in the last ``%%agent`` cell; says what it did."""
+        journal = self.agent.context.journal
+        if journal is None:
+            raise SessionError(f"Undo is not available: {self._journal_problem}")
+        return journal.undo().message
+
+    # -- a turn ------------------------------------------------------------------------------
+
+    def expand(self, prompt: str) -> str:
+        """``prompt`` with its ``{{name}}`` references to the user's variables brought in."""
+        if self.namespace is None:
+            return prompt
+        return expand_variables(prompt, self.namespace, self.settings.variable_budget).text
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        chat: str = DEFAULT_CHAT,
+        provider: str | None = None,
+        model: str | None = None,
+        max_turns: int | None = None,
+        think: int | None = None,
+        label: str | None = None,
+        on_event: Callable[[object], None] | None = None,
+        on_idle: Callable[[], None] | None = None,
+        text_growth: float | None = None,
+    ) -> TurnOutcome:
+        """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
+
+        ``provider``/``model``/``max_turns``/``think`` apply to this turn only; each turn is one
+        undo step, named ``label`` (the magics pass ``"cell N"``). Prints from the agent's
+        threads reach the main thread in order (``console.py``). An interrupt ends the turn
+        (``TurnOutcome.interrupted``) with the conversation valid; a failed model request is a
+        ``SessionError``. ``text_growth``: see ``MainThreadBridge.run`` (0 for a terminal).
+        """
+        if max_turns is not None and max_turns < 1:
+            raise SessionError("--max-turns must be at least 1")
+        agent = self.chat(chat)
+        # Resolved for every turn: %config changes, a key set since, or this cell's options.
+        agent.provider = self.provider(provider, model, think)
+        agent.context.bind(agent)  # the shared tool context follows the chat that runs
+        self._note_offline(agent.provider)
+        self._turns += 1
+        if agent.context.journal is not None:  # each turn is one step of %agent undo
+            agent.context.journal.begin(label or f"turn {self._turns}")
+        final: dict[str, Any] = {"text": None, "model": agent.provider.model}
+        streamed: list[str] = []
+
+        def handle(event: object) -> None:
+            if isinstance(event, PrintedText):
+                event.show()
+                return
+            if isinstance(event, TextDelta):
+                streamed.append(event.text)
+            elif isinstance(event, TurnStarted) and event.model:
+                final["model"] = event.model
+            elif isinstance(event, TurnFinished):
+                model_name = str(final["model"])
+                self.usage_by_model[model_name] = (
+                    self.usage_by_model.get(model_name, Usage()) + event.usage
+                )
+            elif isinstance(event, AgentFinished):
+                final["text"] = event.text
+            if on_event is not None:
+                on_event(event)
+
+        bridge = self.bridge
+        turns = max_turns if max_turns is not None else self.settings.max_turns
+        try:
+            with OrderedConsole(bridge.post):
+                outcome = bridge.run(
+                    forward_events(agent.stream_chat(prompt, max_turns=turns), bridge),
+                    handle,
+                    on_idle=on_idle,
+                    text_growth=text_growth,
+                )
+        except ProviderError as exc:
+            raise SessionError(f"The model request failed: {_one_line(str(exc))}") from None
+        if outcome.interrupted:
+            return TurnOutcome(None, None, interrupted=True)
+        text = final["text"] if final["text"] is not None else "".join(streamed)
+        return TurnOutcome(text, self._answer_only(agent.provider, text))
+
+    def _note_offline(self, provider: Provider) -> None:
+        announced = bool(getattr(provider, "notice", False))  # it says so in its answers
+        if provider.name == "offline" and not announced and not self._offline_noted:
+            self._offline_noted = True
+            self._notify(OFFLINE_NOTE)
+
+    @staticmethod
+    def _answer_only(provider: Provider, text: str) -> str:
+        if provider.name != "offline":
+            return text
+        from ..providers.offline import answer_only
+
+        return answer_only(text)
+
+    def compact(self, chat: str = DEFAULT_CHAT) -> ContextCompacted | None:
+        """Shorten chat ``chat`` now (old tool results to stubs, old turns summarised).
+
+        ``None`` when there was nothing to shorten; ``SessionError`` if the summary request
+        fails or the user interrupts it (the conversation is left as it was).
+        """
+        agent = self.existing_chat(chat)
+        agent.provider = self.provider()
+        try:
+            outcome = self.bridge.run(agent.compact(), lambda _event: None)
+        except ProviderError as exc:
+            raise SessionError(f"Compacting failed: {_one_line(str(exc))}") from None
+        if outcome.interrupted:
+            raise SessionError("Compacting was interrupted; the conversation is unchanged")
+        return outcome.value
+
+    # -- usage, saving, describing ------------------------------------------------------------
+
+    def usage_report(self) -> str:
+        return usage_report(self.usage_by_model, user_prices(self.settings.prices))
+
+    def save(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
+        """Write chat ``chat`` to ``path``; the number of messages written."""
+        agent = self.existing_chat(chat)
+        save_conversation(
+            Path(path).expanduser(),
+            agent.messages,
+            system_prompt=agent.system_prompt,
+            provider=agent.provider.name,
+            model=agent.provider.model,
+        )
+        return len(agent.messages)
+
+    def load(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
+        """Replace chat ``chat``'s conversation with the one saved at ``path``."""
+        saved = read_conversation(Path(path).expanduser())
+        agent = self.chat(chat)
+        agent.messages = saved.messages
+        if saved.system_prompt is not None:
+            self.configure(system_prompt=saved.system_prompt)
+        return len(saved.messages)
+
+    def describe(self) -> list[tuple[str, str]]:
+        """Rows about the live agents for ``%agent config``."""
+        primary = self._chats.get(DEFAULT_CHAT)
+        if primary is None:
+            return [("agent", "not created yet (the first %%agent cell creates it)")]
+        registry = primary.registry
+        enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
+        return [
+            ("agent provider", f"{primary.provider.name} ({primary.provider.model})"),
+            ("agent workspace", str(primary.context.workspace)),
+            ("enabled tools", ", ".join(enabled) or "none"),
+            (
+                "chats",
+                ", ".join(f"{n} ({len(a.messages)} messages)" for n, a in self._chats.items()),
+            ),
+        ]
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the providers' connections and stop the background loop."""
+        background = self._background
+        if background is None:
+            return
+        providers: Mapping[int, Provider] = {
+            id(p): p for p in [*self._providers.values(), self._custom_provider] if p
+        }
+        primary = self._chats.get(DEFAULT_CHAT)
+
+        async def close_all() -> None:
+            if primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
+                from ..mcp import manager_for
+
+                with contextlib.suppress(Exception):
+                    await manager_for(primary).aclose()  # the servers' processes end here
+            for provider in providers.values():
+                with contextlib.suppress(Exception):
+                    await provider.aclose()
+
+        with contextlib.suppress(Exception):
+            background.run(close_all(), timeout=10)
+        background.close()
+        self._background = None
+        self._bridge = None
+        self._chats.clear()
+        self._providers.clear()
+        self._approvals = None
