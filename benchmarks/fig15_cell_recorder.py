@@ -3,8 +3,9 @@
 Each sample is the mean, over 20 cells, of the recorder's own work for one cell that prints
 100 KB of text and displays a PNG (about 80 KB as base64): the ``pre_run_cell`` and
 ``post_run_cell`` handlers, what the stream-write wrapper adds (``_add_stream``), and the
-display-publisher hook receiving the ``display_data`` message as ipykernel hands it over. The text and the image are kept by
-reference (no copy, no re-encoding), so the cost should not grow with the output's size.
+display-publisher hook receiving the ``display_data`` message as ipykernel hands it over. The
+text and the image are kept by reference (no copy, no re-encoding), so the cost should not grow
+with the output's size.
 """
 
 from __future__ import annotations
