@@ -12,6 +12,10 @@ import os
 
 import pytest
 
+#: Tutorials copy notebooks into their git-ignored scratch folders when they run; those copies
+#: are not tutorials of their own (a second run of the suite would otherwise collect them).
+collect_ignore_glob = ["scratch/*"]
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
