@@ -63,3 +63,47 @@ def test_a_short_answer_still_updates_every_interval(shell: InteractiveShell) ->
     # 150 tokens at 50 tokens/s: 3 s of streaming, short text, so the 0.15 s pace applies.
     markdown, _ = stream_answer([f"w{i} " for i in range(150)], 50)
     assert len(markdown) >= 15
+
+
+def test_thinking_shows_collapsed_and_a_compaction_says_what_it_did(
+    shell: InteractiveShell,
+) -> None:
+    """Issue 12: the notebook shows thinking as a collapsed block (never in the answer) and a
+    compaction as a notice with the token counts before and after."""
+    from jupyter_agent.events import ContextCompacted, ThinkingDelta
+
+    clock = SimulatedClock()
+    renderer = RichRenderer(clock=clock)
+    with capture_output() as captured:
+        renderer.handle(TurnStarted(turn=1))
+        renderer.handle(ContextCompacted(tokens_before=180_000, tokens_after=42_000))
+        for piece in ("Let me ", "check the <data> first."):
+            clock.now += 0.01
+            renderer.handle(ThinkingDelta(piece))
+        renderer.handle(TextDelta("The answer."))
+        renderer.handle(TurnFinished(turn=1, stop_reason="end_turn"))
+        renderer.handle(AgentFinished(text="The answer.", stop="end_turn", turns=1))
+        renderer.close(interrupted=False)
+    html = [o.data["text/html"] for o in captured.outputs if "text/html" in o.data]
+    thinking = [h for h in html if h.startswith("<details>")]
+    assert thinking and "Let me check the &lt;data&gt; first." in thinking[-1]
+    assert "<summary><i>Thinking (30 characters)</i></summary>" in thinking[-1]
+    notices = [h for h in html if "Context compacted" in h]
+    assert notices and "180,000 → 42,000 tokens" in notices[0]
+    assert renderer.text == "The answer."  # thinking never joins the answer
+
+
+def test_the_terminal_says_so_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from jupyter_agent.events import ContextCompacted, ThinkingDelta
+    from jupyter_agent.notebook.render import TextRenderer
+
+    renderer = TextRenderer()
+    renderer.handle(ContextCompacted(tokens_before=1000, tokens_after=400))
+    renderer.handle(ThinkingDelta("hmm"))
+    renderer.handle(ThinkingDelta("mm"))
+    renderer.handle(TextDelta("Done."))
+    renderer.close(interrupted=False)
+    out = capsys.readouterr().out
+    assert "1,000 → 400 tokens" in out
+    assert out.count("[thinking …]") == 1 and "hmm" not in out
+    assert out.rstrip().endswith("Done.")

@@ -29,7 +29,9 @@ from typing import Any, Protocol, TextIO
 from ..events import (
     AgentError,
     AgentFinished,
+    ContextCompacted,
     TextDelta,
+    ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
@@ -54,6 +56,52 @@ class MarkdownText:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {"text/markdown": self.text, "text/plain": self.text}
+
+
+class ThinkingBlock:
+    """The model's extended thinking, collapsed under a summary line (HTML) or one line (text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        import html
+
+        chars = len(self.text)
+        return {
+            "text/html": (
+                f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
+                '<pre style="white-space: pre-wrap; font-size: 12px; margin: 0;">'
+                f"{html.escape(self.text)}</pre></details>"
+            ),
+            "text/plain": f"[thinking: {chars:,} characters]",
+        }
+
+
+def compaction_notice(event: ContextCompacted) -> str:
+    """What a cell says when the conversation was compacted to fit the context window."""
+    return (
+        f"Context compacted to fit the model's window: about {event.tokens_before:,} → "
+        f"{event.tokens_after:,} tokens (older tool results shortened, older turns summarised; "
+        "your recent messages are kept)."
+    )
+
+
+class Notice:
+    """A one-line, static notice in the cell (HTML and plain text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        import html
+
+        return {
+            "text/html": (
+                f"<div style='color: #666; font-style: italic;'>{html.escape(self.text)}</div>"
+            ),
+            "text/plain": f"[{self.text}]",
+        }
 
 
 class Renderer(Protocol):
@@ -86,6 +134,9 @@ class RichRenderer:
         self._handle_factory = DisplayHandle
         self.interval_s = interval_s
         self._clock = clock
+        self._thinking: list[str] = []
+        self._thinking_handle: Any = None
+        self._thinking_shown = 0.0
         self._parts: list[str] = []
         self._segment: list[str] = []
         self._segment_chars = 0
@@ -113,6 +164,15 @@ class RichRenderer:
     # -- events ------------------------------------------------------------------------------
 
     def handle(self, event: object) -> None:
+        if isinstance(event, ThinkingDelta):
+            self._think(event.text)
+            return
+        if self._thinking:
+            self._end_thinking()
+        if isinstance(event, ContextCompacted):
+            self._end_segment()
+            self._handle_factory().display(Notice(compaction_notice(event)))
+            return
         if isinstance(event, TextDelta):
             if not event.text:
                 return
@@ -143,6 +203,28 @@ class RichRenderer:
 
     def tick(self) -> None:
         self._flush(force=False)
+
+    # -- thinking ----------------------------------------------------------------------------
+
+    def _think(self, text: str) -> None:
+        """Thinking streams into one collapsed block per turn, updated at the renderer's pace."""
+        if not self._thinking:
+            self._end_segment()
+        self._thinking.append(text)
+        now = self._clock()
+        if self._thinking_handle is None:
+            self._thinking_handle = self._handle_factory()
+            self._thinking_handle.display(ThinkingBlock("".join(self._thinking)))
+            self._thinking_shown = now
+        elif now - self._thinking_shown >= self.interval_s:
+            self._thinking_handle.update(ThinkingBlock("".join(self._thinking)))
+            self._thinking_shown = now
+
+    def _end_thinking(self) -> None:
+        if self._thinking_handle is not None:
+            self._thinking_handle.update(ThinkingBlock("".join(self._thinking)))
+        self._thinking = []
+        self._thinking_handle = None
 
     def close(self, *, interrupted: bool) -> None:
         self._end_segment()
@@ -288,6 +370,7 @@ class TextRenderer:
         self._calls_this_reply = 0
         #: Started calls whose line is not written yet, with their "⇉" prefix.
         self._unannounced: list[tuple[ToolCallStarted, str]] = []
+        self._thinking_noted = False
 
     @property
     def stream(self) -> TextIO:
@@ -317,6 +400,15 @@ class TextRenderer:
         self._unannounced = []
 
     def handle(self, event: object) -> None:
+        if isinstance(event, ThinkingDelta):
+            if not self._thinking_noted:
+                self._thinking_noted = True
+                self._line("[thinking …]")
+            return
+        self._thinking_noted = False
+        if isinstance(event, ContextCompacted):
+            self._line(f"[{compaction_notice(event)}]")
+            return
         if isinstance(event, ToolCallStarted):
             self._calls[event.call_id] = event
             self._calls_this_reply += 1
