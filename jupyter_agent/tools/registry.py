@@ -214,8 +214,22 @@ class ToolRegistry:
         return None
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _measure(args: Mapping[str, object]) -> str | None:
     """Why ``args`` are too deep or too large to check, or None; one pass, no recursion."""
+    if type(args) is dict and len(args) <= 64:
+        # the usual call: a few plain values; nothing nests, so only the text can be too large
+        text = 0
+        for key, value in args.items():
+            kind = type(value)
+            if kind not in _SCALARS or type(key) is not str:
+                break
+            text += len(key) + (len(value) if isinstance(value, str) else 0)
+        else:
+            if text <= MAX_ARGUMENT_CHARS:
+                return None
     items = 0
     chars = 0
     pending: list[tuple[object, int]] = [(args, 1)]
