@@ -141,12 +141,13 @@ def run(ctx: BenchContext) -> list[Row]:
                 "path (the name lookup and the tool-use tracing span)."
             ),
             miss_note=(
-                "Since issue 11 `registry.call` also measures each call's arguments (nesting depth, "
-                "number of values, size of text) before validating them, so that hostile arguments "
-                "cannot make the validator recurse or build huge messages; a flat dict of plain "
-                "values takes a fast path (about 0.2 µs). What is left is that check plus the "
-                "jsonschema validator against pydantic's `validate_call`: within a few percent either "
-                "way (0.88× in a run of figure 1 alone, 1.01× in this full run)."
+                "Since issue 11 `registry.call` also measures each call's arguments (nesting "
+                "depth, number of values, size of text) before validating them, so that "
+                "hostile arguments cannot make the validator recurse or build huge messages; "
+                "a flat dict of plain values takes a fast path (about 0.2 µs). What is left "
+                "is that check plus the jsonschema validator against pydantic's "
+                "`validate_call`: within a few percent either way (0.88× in a run of figure 1 "
+                "alone, 1.01× in this full run)."
             ),
             profile_target=profile_once,
         ),
