@@ -340,16 +340,9 @@ class MkdirTool(BuiltinTool):
                     return f"Folder {where} already exists"
         except FileNotFoundError:
             if not parents:
-                raise ToolFailure(
-                    f"Cannot create folder {shown}: its parent folder does not exist "
-                    "(set parents to true to create it)"
-                ) from None
-        except NotADirectoryError:
-            raise ToolFailure(
-                f"Cannot create folder {shown}: a part of its path is a file"
-            ) from None
+                raise _mkdir_failure(shown, FileNotFoundError()) from None
         except OSError as exc:
-            raise _failure("create folder", shown, exc) from None
+            raise _mkdir_failure(shown, exc) from None
         try:
             with recording(self.context.journal) as record:
                 created = record.missing_folders(held, path)
@@ -358,20 +351,23 @@ class MkdirTool(BuiltinTool):
                 with held.parent_of(path) as (folder, name):
                     os.mkdir(name, 0o777, dir_fd=folder)
                 record.created_folders(created)
-        except FileExistsError:
-            raise ToolFailure(f"Cannot create folder {shown}: a file of that name exists") from None
-        except FileNotFoundError:
-            raise ToolFailure(
-                f"Cannot create folder {shown}: its parent folder does not exist "
-                "(set parents to true to create it)"
-            ) from None
-        except NotADirectoryError:
-            raise ToolFailure(
-                f"Cannot create folder {shown}: a part of its path is a file"
-            ) from None
         except OSError as exc:
-            raise _failure("create folder", shown, exc) from None
+            raise _mkdir_failure(shown, exc) from None
         return f"Created folder {where}{record.note}"
+
+
+def _mkdir_failure(shown: str, exc: OSError) -> ToolFailure:
+    """Why ``mkdir`` could not create ``shown``, in the words the model acts on."""
+    if isinstance(exc, FileExistsError):
+        return ToolFailure(f"Cannot create folder {shown}: a file of that name exists")
+    if isinstance(exc, FileNotFoundError):
+        return ToolFailure(
+            f"Cannot create folder {shown}: its parent folder does not exist "
+            "(set parents to true to create it)"
+        )
+    if isinstance(exc, NotADirectoryError):
+        return ToolFailure(f"Cannot create folder {shown}: a part of its path is a file")
+    return _failure("create folder", shown, exc)
 
 
 def _entry(held: WorkspaceRoot, path: Path) -> os.stat_result | None:
