@@ -90,6 +90,13 @@ def arena(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     (outside / f"{SECRET}.txt").write_text("only outside\n")
     (workspace / "link").symlink_to(outside, target_is_directory=True)
     _REAL_DIR_INODE[str(workspace)] = (workspace / "dir").stat().st_ino
+    with swapping(workspace, outside):
+        yield workspace, outside
+
+
+@contextlib.contextmanager
+def swapping(workspace: Path, outside: Path) -> Iterator[None]:
+    """Run the swapper on ``workspace`` for the block; afterwards ``outside`` must be unchanged."""
     before = snapshot(outside)
     stop = multiprocessing.get_context("fork").Event()
     swapper = multiprocessing.get_context("fork").Process(
@@ -97,7 +104,7 @@ def arena(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     )
     swapper.start()
     try:
-        yield workspace, outside
+        yield
     finally:
         stop.set()
         swapper.join(5)

@@ -9,13 +9,12 @@ called hundreds of times: nothing outside may be created or changed.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_hostile_races import _swapper, snapshot
+from test_hostile_races import swapping
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
@@ -35,20 +34,8 @@ def swapped(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     outside.mkdir()
     (outside / "session.md").write_text("the user's own file\n")
     (workspace / "link").symlink_to(outside, target_is_directory=True)
-    before = snapshot(outside)
-    stop = multiprocessing.get_context("fork").Event()
-    swapper = multiprocessing.get_context("fork").Process(
-        target=_swapper, args=(str(workspace), stop), daemon=True
-    )
-    swapper.start()
-    try:
+    with swapping(workspace, outside):
         yield workspace, outside
-    finally:
-        stop.set()
-        swapper.join(5)
-        if swapper.is_alive():
-            swapper.kill()
-    assert snapshot(outside) == before, "something outside the workspace was changed"
 
 
 async def test_a_racing_swap_never_writes_the_session_file_outside(
