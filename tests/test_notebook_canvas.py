@@ -56,6 +56,7 @@ def test_the_recorder_keeps_sources_printed_text_results_and_errors(
     assert "KeyError: 'nope'" in error.text
     assert "interactiveshell.py" not in error.text  # IPython's own frames are left out
     assert recorder.cells(counts=[first.execution_count]) == [first]
+    assert recorder.last_error() is second  # what %agent error will send
 
 
 def test_the_recorder_caps_a_cell_and_drops_the_oldest_cells(
