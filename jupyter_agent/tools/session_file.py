@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .arguments import str_arg
-from .atomic import atomic_write, atomic_write_at
+from .atomic import atomic_write
 from .base import BuiltinTool, ToolFailure
 from .beneath import WorkspaceRoot
-from .file_common import _failure
-from .files import _refuse_folder_or_link
+from .files import _write_file
 
 __all__ = ["SaveSessionContextTool", "render_session_file"]
 
@@ -78,20 +77,11 @@ def _lexically_inside(path: Path, root: Path) -> bool:
 
 
 def _write_beneath(held: WorkspaceRoot, target: Path, shown: str, data: bytes) -> None:
-    """Write the session file inside the workspace, relative to the held root."""
+    """Write the session file inside the workspace, through write_file's own descriptor-relative
+    writer (no journal: the session file is the tool's output, not a change to undo)."""
     if target == held.root:
         raise ToolFailure("The session file path is the workspace folder itself")
-    try:
-        held.makedirs(target.parent)
-        with held.parent_of(target) as (folder, name):
-            _refuse_folder_or_link(folder, name, shown)
-            atomic_write_at(folder, name, data)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolFailure(
-            f"Cannot save the session context to {shown}: a part of its folder path is a file"
-        ) from None
-    except OSError as exc:
-        raise _failure("save the session context to", shown, exc) from None
+    _write_file(held, target, shown, data, None)
 
 
 def _write(target: Path, data: bytes) -> None:
