@@ -471,3 +471,15 @@ class BenchContext:
     def log(self, message: str) -> None:
         if self.verbose:
             print(f"  … {message}", file=sys.stderr, flush=True)
+
+
+def per_call_us(call: Callable[[], Awaitable[Any]], n: int) -> Callable[[], Awaitable[float]]:
+    """A sampler for ``paired_async``: ``n`` awaited calls, the mean in microseconds per call."""
+
+    async def sample() -> float:
+        started = time.perf_counter()
+        for _ in range(n):
+            await call()
+        return (time.perf_counter() - started) / n * 1e6
+
+    return sample

@@ -16,10 +16,19 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
-from ._harness import REPO_ROOT, BenchContext, Row, Stats, compare, paired_async, require
+from ._harness import (
+    REPO_ROOT,
+    BenchContext,
+    Row,
+    Stats,
+    compare,
+    paired_async,
+    per_call_us,
+    require,
+)
 
 FIGURE = "14"
 SERVER = str(REPO_ROOT / "notebooks" / "mcp_servers" / "units_server.py")
@@ -29,16 +38,6 @@ SERVER = str(REPO_ROOT / "notebooks" / "mcp_servers" / "units_server.py")
 async def _devnull() -> AsyncIterator[TextIO]:
     with open(os.devnull, "w") as devnull:
         yield devnull
-
-
-def _batch(call: Callable[[], Awaitable[Any]], n: int) -> Callable[[], Awaitable[float]]:
-    async def sample() -> float:
-        started = time.perf_counter()
-        for _ in range(n):
-            await call()
-        return (time.perf_counter() - started) / n * 1e6
-
-    return sample
 
 
 async def _agent() -> Any:
@@ -75,7 +74,7 @@ async def _measure_calls(calls: int, repetitions: int) -> tuple[list[float], lis
                 assert not result.is_error
 
             return await paired_async(
-                _batch(ours, calls), _batch(theirs, calls), repetitions, warmup=1
+                per_call_us(ours, calls), per_call_us(theirs, calls), repetitions, warmup=1
             )
     finally:
         await manager_for(agent).aclose()

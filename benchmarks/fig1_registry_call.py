@@ -10,11 +10,10 @@ the tool-use span, ``BetaAsyncToolRunner._run_tool`` (pydantic ``validate_call``
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ._harness import BenchContext, Row, Stats, compare, paired_async, require
+from ._harness import BenchContext, Row, Stats, compare, paired_async, per_call_us, require
 
 FIGURE = "1"
 WHAT = "`registry.call` overhead, trivial async `@tool` with schema validation"
@@ -89,27 +88,17 @@ async def _theirs_call(*, with_span: bool) -> tuple[Callable[[], Awaitable[Any]]
     return (call_with_span if with_span else call), client
 
 
-def _batch(call: Callable[[], Awaitable[Any]], n: int) -> Callable[[], Awaitable[float]]:
-    async def sample() -> float:
-        started = time.perf_counter()
-        for _ in range(n):
-            await call()
-        return (time.perf_counter() - started) / n * 1e6
-
-    return sample
-
-
 def run(ctx: BenchContext) -> list[Row]:
     calls_per_sample = ctx.size(5_000, 50)
     repetitions = ctx.reps(9, 2)
 
     async def measure() -> tuple[list[float], list[float], list[float], list[float]]:
-        ours = _batch(await _ours_call(), calls_per_sample)
+        ours = per_call_us(await _ours_call(), calls_per_sample)
         bare, client = await _theirs_call(with_span=False)
         full, client2 = await _theirs_call(with_span=True)
         try:
-            a, b = await paired_async(ours, _batch(bare, calls_per_sample), repetitions)
-            c, d = await paired_async(ours, _batch(full, calls_per_sample), repetitions)
+            a, b = await paired_async(ours, per_call_us(bare, calls_per_sample), repetitions)
+            c, d = await paired_async(ours, per_call_us(full, calls_per_sample), repetitions)
             return a, b, c, d
         finally:
             await client.close()
