@@ -2,9 +2,11 @@
 
 100,000 empty files, 100 to a folder, three folder levels; one in 200 is a ``.csv`` — 500, fewer
 than the tool's 1,000-path cap, so every side lists the whole tree. Ours is
-``SearchFilesTool.execute`` (``rg --files`` underneath, the glob matched in Python), timed
-in-process; ``find . -name '*.csv'`` and ``rg --files -g '*.csv'`` run directly from the same
-process. The tree is in the dentry cache for every run.
+``SearchFilesTool.execute``: ``rg --files`` in the reader sandbox, told to list only names ending
+in ``.csv`` by a file type (which, unlike ``-g``, leaves ``.gitignore`` in force), the whole glob
+matched in Python on what it lists; timed in-process. ``find . -name '*.csv'`` and
+``rg --files -g '*.csv'`` run directly from the same process. The tree is in the dentry cache for
+every run.
 """
 
 from __future__ import annotations
@@ -94,18 +96,13 @@ def run(ctx: BenchContext) -> list[Row]:
                 max_ratio=1.5,
                 note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
                 miss_note=(
-                    "Since issue 11 ripgrep runs in a bubblewrap sandbox that shows it only the "
-                    "workspace (so a folder swapped for a symlink mid-walk leads nowhere): the "
-                    "namespace and bind-mount setup costs several milliseconds per search and "
-                    "took this row from 1.43× to about 2.5×; we keep the sandbox. Before that: "
-                    "`ripgrep_find` (tools/ripgrep.py) has ripgrep list every file and matches "
-                    "the glob in Python, so that both backends agree exactly on glob semantics; "
-                    "names that cannot end like the glob (`.csv`) are dropped before decoding "
-                    "(since commit 861df83: 2.7× → 1.2–1.5× here). What remains is reading "
-                    "100,000 NUL-separated names from the pipe and rg's own listing, which is "
-                    "slower than `find` on this tree (`rg --files` alone: the next row). Passing "
-                    "the glob to ripgrep (`-g`) would close the rest, but ripgrep's `-g` "
-                    "overrides .gitignore, which this tool promises to respect."
+                    "ripgrep runs in a bubblewrap sandbox that shows it only the workspace (so a "
+                    "folder swapped for a symlink mid-walk leads nowhere), which costs several "
+                    "milliseconds per search; rg is told to list only names ending like the glob "
+                    "(a file type: unlike `-g` it leaves .gitignore in force), and the whole glob "
+                    "is matched in Python on what it lists, so both backends agree exactly. What "
+                    "remains is the sandbox and rg's own walk, which is slower than `find` on "
+                    "this tree when the machine is busy (`rg --files -g` alone: the next row)."
                 ),
                 profile_target=profile_once,
             ),

@@ -152,6 +152,16 @@ async def test_a_racing_swap_never_reaches_outside(arena: tuple[Path, Path], too
     assert not leaked, f"{tool} returned outside content: {leaked[0][:300]}"
 
 
+@pytest.mark.parametrize("tool", ["search_text", "search_files"])
+async def test_searches_hold_without_the_sandbox(
+    arena: tuple[Path, Path], tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where bubblewrap is missing (macOS, some containers) ripgrep would walk by path with nothing
+    # around it: the default backend must then be one that holds by itself.
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "subreaper")
+    await test_a_racing_swap_never_reaches_outside(arena, tool)
+
+
 def _restore_inside(workspace: Path) -> None:
     """Put back what a tool moved or removed inside ``dir``, without racing the swapper.
 

@@ -414,3 +414,49 @@ def test_non_ascii_names_match_byte_by_byte_as_in_ripgrep() -> None:
     assert _Glob("??.txt").matches("é.txt", False)
     assert _Glob("*.txt").matches("é.txt", False)
     assert _Glob("é.txt").matches("é.txt", False)
+
+
+_ODD_NAMES = [
+    "a{b},c.txt",
+    "we*rd.csv",
+    "q?.md",
+    "[x].csv",
+    "bang!.txt",
+    "back\\slash.txt",
+    "é.txt",
+    "x.é",
+    "sub/plain.csv",
+    "sub/ignored.csv",
+]
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "**/*},c.txt",
+        "**/a{b},c.txt",
+        "**/*\\*rd.csv",
+        "**/[[]x].csv",
+        "**/*!.txt",
+        "**/*\\\\slash.txt",
+        "**/*.é",
+        "*é.txt",
+        "**/*.csv",
+        "sub/*.csv",
+        "**/q\\?.md",
+    ],
+)
+async def test_backends_agree_on_names_with_glob_characters(tmp_path: Path, pattern: str) -> None:
+    # ripgrep is told to list only names ending like the glob (a file type, so .gitignore still
+    # applies): the ending must reach it escaped, or it lists other files or none.
+    for rel in _ODD_NAMES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / ".gitignore").write_text("ignored.csv\n")
+    context = ToolContext(tmp_path)
+    rg = await SearchFilesTool(context, backend="ripgrep").execute({"pattern": pattern})
+    py = await SearchFilesTool(context, backend="python").execute({"pattern": pattern})
+    assert rg == py
+    assert not py.startswith("No files match"), py
+    assert "ignored.csv" not in py

@@ -286,7 +286,11 @@ def _segment_pieces(segment: str) -> list[str]:
                 body = segment[i + 1 : end]
                 if body.startswith("!"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                # escaped: a backslash is literal in a glob's class; "[", "&&", "~~" and "||"
+                # are set syntax that Python's re reserves (and warns about)
+                for special in "\\[&~|":
+                    body = body.replace(special, "\\" + special)
+                out.append("[" + body + "]")
                 i = end
         else:
             out.append(re.escape(char))

@@ -73,6 +73,30 @@ def _common_options(scope: _Scope, *, sort: bool = True) -> list[str]:
     return args
 
 
+#: Characters with a meaning in ripgrep's globs, escaped in a literal name ending.
+_GLOB_SPECIALS = frozenset("*?[]{}!,\\")
+
+
+def _name_filter(suffix: bytes) -> list[str]:
+    """rg options that list only files whose name ends with the last part of ``suffix``.
+
+    Most of a big tree cannot match a glob such as ``**/*.csv``; having ripgrep drop those names
+    saves writing, reading and decoding every one of them. A file type (``--type-add``) is used,
+    not ``--glob``: a ``--glob`` that matches overrides ``.gitignore``, a type is applied after
+    it. The type matches the file name only, so it is a superset of what the glob takes; every
+    name rg lists is still matched against the whole glob.
+    """
+    ending = suffix.rsplit(b"/", 1)[-1]
+    if not ending:
+        return []
+    try:
+        text = ending.decode("utf-8")
+    except UnicodeDecodeError:  # the ending starts inside a character: rg could not take it
+        return []
+    escaped = "".join("\\" + char if char in _GLOB_SPECIALS else char for char in text)
+    return ["--type-add", f"jupyteragentname:*{escaped}", "--type", "jupyteragentname"]
+
+
 def _target(scope: _Scope) -> str:
     return scope.target or "."
 
@@ -182,12 +206,20 @@ async def ripgrep_find(
 ) -> tuple[list[str], bool]:
     """The files ``wanted`` matches, in path order, at most ``cap``: (found, timed_out)."""
     # Unsorted, so rg walks with all its threads; sorting by path components afterwards gives
-    # exactly the order of --sort=path (each folder's entries by name, depth first).
-    argv = ["--files", "--null", *_common_options(scope, sort=False), "--", _target(scope)]
+    # exactly the order of --sort=path (each folder's entries by name, depth first). rg lists
+    # only names ending like the glob (_name_filter); the glob itself is matched here.
+    suffix = wanted.literal_suffix
+    argv = [
+        "--files",
+        "--null",
+        *_common_options(scope, sort=False),
+        *_name_filter(suffix),
+        "--",
+        _target(scope),
+    ]
     process = await spawn_reader([rg, *argv], scope.workspace, extra=[rg])
     assert process.stdout is not None
     found: list[str] = []
-    suffix = wanted.literal_suffix
 
     async def read() -> None:
         assert process.stdout is not None

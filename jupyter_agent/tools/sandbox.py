@@ -209,6 +209,11 @@ _SYSTEM_FOLDERS = (
 )
 
 
+def reader_sandbox_works() -> bool:
+    """Whether ``reader_sandbox`` wraps commands (bubblewrap chosen and working)."""
+    return _chosen() == "bwrap" and shutil.which("bwrap") is not None
+
+
 def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = ()) -> list[str]:
     """``argv`` wrapped so that it sees only the workspace (read-only) and what it needs to run.
 
@@ -216,10 +221,11 @@ def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = 
     folder swapped for a symlink mid-walk would lead them outside. In this sandbox there *is* no
     outside — a symlink to ``/home/you`` or ``/tmp/x`` finds nothing. ``extra`` are further
     read-only paths the program needs (its binary, an interpreter's prefix). Without bubblewrap
-    the command is returned as it is (the README says what that costs).
+    the command is returned as it is: the searches then run the Python backend, which walks by
+    descriptors and needs no sandbox to stay inside (``search``).
     """
     bwrap = shutil.which("bwrap")
-    if bwrap is None or _chosen() != "bwrap":
+    if bwrap is None or not reader_sandbox_works():
         return list(argv)
     options = [
         "--unshare-all",

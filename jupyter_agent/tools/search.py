@@ -6,7 +6,10 @@ the same answers when ``rg`` is missing or cannot take a pattern (``rg`` has no 
 back-references; the pattern is always checked with Python's ``re`` first, so an invalid regex is
 the same clean error either way). Both run as child processes in a sandbox that shows only the
 workspace (``search_child``), stopped at the deadline: a regex that backtracks for ever cannot
-freeze the kernel. ``DEFAULT_BACKEND`` (or the ``backend=`` argument of the tool classes) forces
+freeze the kernel. Where that sandbox cannot run (no bubblewrap), ``auto`` picks the Python
+search: ripgrep walks by path and could be led outside by a folder swapped for a symlink
+mid-walk; the Python walk opens each folder relative to its parent's descriptor, never following
+a link. ``DEFAULT_BACKEND`` (or the ``backend=`` argument of the tool classes) forces
 one of the two, which is how the tests check that they agree. This module holds the tools: what
 a search is (its scope and globs), which backend runs it, and how its result reads.
 
@@ -47,6 +50,7 @@ from .context import ToolContext
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
 from .pysearch import _Glob, _python_find, _Scope
 from .ripgrep import RipgrepCannot, TooManyMatches, find_ripgrep, ripgrep_find, ripgrep_grep
+from .sandbox import reader_sandbox_works
 from .search_child import python_grep_isolated
 
 __all__ = [
@@ -133,6 +137,10 @@ class _SearchTool(BuiltinTool):
     def _ripgrep(self) -> str | None:
         backend = self.backend or DEFAULT_BACKEND
         if backend == "python":
+            return None
+        if backend == "auto" and not reader_sandbox_works():
+            # ripgrep walks by path: only the sandbox keeps a folder swapped for a symlink
+            # mid-walk from leading it outside. The Python walk holds descriptors instead.
             return None
         rg = find_ripgrep()
         if rg is None and backend == "ripgrep":
