@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from jupyter_agent.tools.base import ToolResult
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
+from jupyter_agent.tools.sandbox import bwrap_works
 from jupyter_agent.tools.web import CONVERTER_SCRIPT, WebFetchTool, start_converter
 from jupyter_agent.tools.web_convert import (
     MAX_HTML_BYTES,
@@ -130,20 +131,34 @@ async def fetch(
     return await with_ticker(asyncio.wait_for(call, timeout_s + 15))
 
 
-def converter_children() -> list[int]:
-    """Our child processes that are conversion children still running."""
-    mine = str(os.getpid())
-    found = []
+def _parents() -> dict[int, int]:
+    parents = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            continue
-        if ppid == mine and CONVERTER_SCRIPT.encode() in cmdline:
-            found.append(int(entry.name))
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def converter_children() -> list[int]:
+    """Our descendant processes that are conversion children still running (in the sandbox the
+    converter is bubblewrap's child, not ours)."""
+    parents = _parents()
+
+    def ours(pid: int) -> bool:
+        while pid in parents and pid > 1:
+            pid = parents[pid]
+            if pid == os.getpid():
+                return True
+        return False
+
+    found = []
+    for pid in parents:
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if ours(pid) and CONVERTER_SCRIPT.encode() in cmdline:
+                found.append(pid)
     return found
 
 
@@ -203,6 +218,53 @@ async def test_converter_child_sees_no_environment(monkeypatch: pytest.MonkeyPat
         process.kill()
         await process.wait()
     assert b"SECRET-IN-PARENT" not in environ
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot run here")
+async def test_converter_child_runs_in_the_sandbox(tmp_path: Path) -> None:
+    # The converter parses a hostile page; whatever it could be made to do, it does it with no
+    # network and a filesystem that shows only what Python needs (not the user's home, not /tmp).
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the user's")
+    process = await start_converter()  # waits on stdin
+    try:
+        await asyncio.sleep(0.3)
+        converters = [pid for pid in converter_children() if pid != process.pid] or [process.pid]
+        namespaces = {
+            kind: {os.readlink(f"/proc/{pid}/ns/{kind}") for pid in converters}
+            for kind in ("net", "mnt", "pid")
+        }
+        sees_secret = [os.path.exists(f"/proc/{pid}/root{secret}") for pid in converters]
+    finally:
+        process.kill()
+        await process.wait()
+    for kind, seen in namespaces.items():
+        assert os.readlink(f"/proc/self/ns/{kind}") not in seen, f"the converter shares our {kind}"
+    assert not any(sees_secret), "the converter can read files outside what Python needs"
+    assert converter_children() == []
+
+
+async def test_a_conversion_cancelled_at_any_moment_leaves_no_process() -> None:
+    # Cancelled while bubblewrap is still setting the sandbox up, the converter used to live on,
+    # blocked on a stdin that nobody closed, and the cancelled call waited 5 s for it.
+    from jupyter_agent.tools.web import convert_in_child
+
+    slowest = 0.0
+    for attempt in range(30):
+        task = asyncio.ensure_future(
+            convert_in_child({"kind": "html", "charset": "utf-8"}, b"<p>x</p>" * 50_000, "u")
+        )
+        await asyncio.sleep(0.001 * (attempt % 10))
+        task.cancel()
+        started = time.monotonic()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(task, 10)
+        slowest = max(slowest, time.monotonic() - started)
+    assert slowest < 2, f"a cancelled conversion took {slowest:.1f} s to end"
+    deadline = time.monotonic() + 5
+    while converter_children() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert converter_children() == []
 
 
 # -- the clean-up is linear and means what markdownify means -----------------------------------

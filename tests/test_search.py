@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -460,3 +465,48 @@ async def test_backends_agree_on_names_with_glob_characters(tmp_path: Path, patt
     assert rg == py
     assert not py.startswith("No files match"), py
     assert "ignored.csv" not in py
+
+
+def _descendants_running(program: str) -> list[int]:
+    """Our descendant processes whose command line names ``program``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found = []
+    for pid in parents:
+        ancestor = pid
+        while ancestor in parents and ancestor > 1:
+            ancestor = parents[ancestor]
+            if ancestor == os.getpid():
+                with contextlib.suppress(OSError):
+                    if program.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(pid)
+                break
+    return found
+
+
+@needs_rg
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_search_cancelled_at_any_moment_leaves_no_process(tmp_path: Path) -> None:
+    # A search cancelled while its sandbox was still being set up left the sandbox's first
+    # process behind, holding the pipes, and the cancelled call waited on them for ever.
+    for n in range(200):
+        (tmp_path / f"f{n}.txt").write_text("needle\n" * 100)
+    tool = SearchTextTool(ToolContext(tmp_path), backend="ripgrep")
+    slowest = 0.0
+    for attempt in range(30):
+        task = asyncio.ensure_future(tool.execute({"pattern": "needle"}))
+        await asyncio.sleep(0.001 * (attempt % 10))
+        task.cancel()
+        started = time.monotonic()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, 10)
+        slowest = max(slowest, time.monotonic() - started)
+    assert slowest < 2, f"a cancelled search took {slowest:.1f} s to end"
+    deadline = time.monotonic() + 5
+    while _descendants_running("bwrap") and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert _descendants_running("bwrap") == []

@@ -25,14 +25,18 @@ variable ``JUPYTER_AGENT_SANDBOX`` = ``bwrap`` | ``subreaper`` (default: ``bwrap
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SANDBOX_ENV_VAR = "JUPYTER_AGENT_SANDBOX"
 
@@ -214,15 +218,18 @@ def reader_sandbox_works() -> bool:
     return _chosen() == "bwrap" and shutil.which("bwrap") is not None
 
 
-def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = ()) -> list[str]:
+def reader_sandbox(
+    argv: Sequence[str], workspace: Path | None, extra: Sequence[str] = ()
+) -> list[str]:
     """``argv`` wrapped so that it sees only the workspace (read-only) and what it needs to run.
 
     For the searches (ripgrep, the Python regex worker): they walk the workspace by path, so a
     folder swapped for a symlink mid-walk would lead them outside. In this sandbox there *is* no
     outside — a symlink to ``/home/you`` or ``/tmp/x`` finds nothing. ``extra`` are further
-    read-only paths the program needs (its binary, an interpreter's prefix). Without bubblewrap
-    the command is returned as it is: the searches then run the Python backend, which walks by
-    descriptors and needs no sandbox to stay inside (``search``).
+    read-only paths the program needs (its binary, an interpreter's prefix). With ``workspace``
+    None it sees no workspace at all (``web_fetch``'s page converter). No network either way.
+    Without bubblewrap the command is returned as it is: the searches then run the Python
+    backend, which walks by descriptors and needs no sandbox to stay inside (``search``).
     """
     bwrap = shutil.which("bwrap")
     if bwrap is None or not reader_sandbox_works():
@@ -237,9 +244,44 @@ def reader_sandbox(argv: Sequence[str], workspace: Path, extra: Sequence[str] = 
     ]  # fmt: skip
     for path in (*_SYSTEM_FOLDERS, *extra):
         options += ["--ro-bind-try", path, path]
-    root = str(workspace)
-    options += ["--ro-bind", root, root, "--chdir", root]
+    if workspace is not None:
+        root = str(workspace)
+        options += ["--ro-bind", root, root, "--chdir", root]
     return [bwrap, *options, "--", *argv]
+
+
+async def start_reader(argv: Sequence[str], **options: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec(*argv, **options)`` in a process group of its own, and
+    that a cancellation cannot cut short.
+
+    ``bwrap`` killed during its set-up can leave the namespace's first process behind (its
+    ``--die-with-parent`` not yet armed), holding our pipes open: asyncio, cancelled while it
+    starts a process, kills it and waits for those pipes for ever. So the start is always
+    completed, and ``end_reader`` kills the whole group — that first process included, and with it
+    everything in the namespace.
+    """
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(*argv, start_new_session=True, **options)
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await end_reader(await spawn)
+        raise
+
+
+async def end_reader(process: asyncio.subprocess.Process) -> None:
+    """Kill a process ``start_reader`` started, with its group, and reap it in bounded time."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # start_new_session: its pid is the group's id
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    if process.stdin is not None:
+        process.stdin.close()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(process.wait()), 1)
 
 
 def git_sandbox(

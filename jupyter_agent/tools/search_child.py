@@ -21,7 +21,7 @@ from pathlib import Path
 from . import pysearch
 from .base import ToolFailure
 from .pysearch import _python_grep, _Scope
-from .sandbox import reader_sandbox
+from .sandbox import end_reader, reader_sandbox, start_reader
 
 __all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader", "stop"]
 
@@ -41,8 +41,8 @@ async def spawn_reader(
     The searches walk by path, so a folder swapped for a symlink while they walk must lead
     nowhere: in that sandbox there is no outside to reach.
     """
-    return await asyncio.create_subprocess_exec(
-        *reader_sandbox(argv, workspace, extra=extra),
+    return await start_reader(
+        reader_sandbox(argv, workspace, extra=extra),
         cwd=workspace,
         stdin=asyncio.subprocess.DEVNULL if stdin is None else stdin,
         stdout=asyncio.subprocess.PIPE,
@@ -71,10 +71,7 @@ async def read_within_deadline(
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-    await process.wait()
+    await end_reader(process)
 
 
 async def python_grep_isolated(

@@ -22,8 +22,8 @@ The URL may come from a prompt injection, so the fetch is bounded in every direc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import os
 import ssl
 import sys
 import zlib
@@ -43,6 +43,7 @@ from .netguard import (
     check_url_characters,
     parse_target,
 )
+from .sandbox import end_reader, reader_sandbox, start_reader
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -407,14 +408,17 @@ CONVERTER_SCRIPT = web_convert.__file__
 
 
 async def start_converter() -> asyncio.subprocess.Process:
-    """Start one conversion child. The only place it is started, so that a sandbox can wrap it.
+    """Start one conversion child: the only place it is started.
 
-    Its environment is empty: it needs nothing of the user's, and must not see their keys.
+    It parses a page whoever the model was sent to wrote, so it runs in the reader sandbox
+    (bubblewrap, where it works): no network, no workspace, nothing of the filesystem but what
+    Python and its libraries need. Its environment is empty: it needs nothing of the user's, and
+    must not see their keys.
     """
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        CONVERTER_SCRIPT,
+    # python -I finds its libraries (bs4, markdownify) under these prefixes only
+    visible = [sys.prefix, sys.base_prefix, os.path.dirname(CONVERTER_SCRIPT)]
+    return await start_reader(
+        reader_sandbox([sys.executable, "-I", CONVERTER_SCRIPT], None, extra=visible),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -429,9 +433,7 @@ async def convert_in_child(header: dict[str, Any], body: bytes, url: str) -> str
         stdout, stderr = await process.communicate(json.dumps(header).encode() + b"\n" + body)
     finally:
         if process.returncode is None:
-            process.kill()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(process.wait()), 5)
+            await end_reader(process)
     if process.returncode != 0:
         if process.returncode is not None and process.returncode < 0:
             reason = f"the converter process was ended by signal {-process.returncode}"
