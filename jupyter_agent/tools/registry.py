@@ -151,8 +151,11 @@ class ToolRegistry:
                 True,
                 _clock() - started,
             )
+        # One copy, checked and then handed to the tool: a tool may not change the caller's dict
+        # (the agent keeps it in the history), and jsonschema wants a dict, not any Mapping.
+        copied: dict[str, Any] = {}
         try:
-            refusal = self._refusal(name, args)
+            refusal = self._refusal(name, args, copied)
         except (Exception, RecursionError) as exc:  # e.g. a Mapping whose iteration raises
             refusal = (
                 f"Error: invalid arguments for {name}: they could not be read "
@@ -161,8 +164,7 @@ class ToolRegistry:
         if refusal is not None:
             return ToolResult(refusal, True, _clock() - started)
         try:
-            # A copy: a tool may not change the caller's dict (the agent keeps it in the history).
-            output = await self._tools[name].execute(dict(args))
+            output = await self._tools[name].execute(copied)
         except ToolInputError as exc:
             return ToolResult(
                 f"Error: invalid arguments for {name}: {exc}", True, _clock() - started
@@ -184,8 +186,11 @@ class ToolRegistry:
         text, images = parts
         return ToolResult(text, False, _clock() - started, images)
 
-    def _refusal(self, name: str, args: Mapping[str, object]) -> str | None:
-        """Why a call cannot run (unknown, disabled, bad arguments), or None if it can."""
+    def _refusal(self, name: str, args: Mapping[str, object], copied: dict[str, Any]) -> str | None:
+        """Why a call cannot run (unknown, disabled, bad arguments), or None if it can.
+
+        ``copied`` receives a copy of ``args``, the one that was checked.
+        """
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self.get_tool_names()) or "none"
@@ -200,12 +205,12 @@ class ToolRegistry:
         problem = _measure(args)
         if problem is not None:
             return f"Error: invalid arguments for {name}: {problem}"
+        copied.update(args)
         validator = self._validators[name]
         if validator is not None:
             try:
-                instance: dict[str, Any] = dict(args)  # jsonschema wants a dict, not any Mapping
-                if not validator.is_valid(instance):
-                    return _schema_error_message(name, validator, instance)
+                if not validator.is_valid(copied):
+                    return _schema_error_message(name, validator, copied)
             except (Exception, RecursionError) as exc:  # a value that breaks the checker
                 return (
                     f"Error: invalid arguments for {name}: they could not be checked "
@@ -215,6 +220,7 @@ class ToolRegistry:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def _measure(args: Mapping[str, object]) -> str | None:
@@ -224,9 +230,13 @@ def _measure(args: Mapping[str, object]) -> str | None:
         text = 0
         for key, value in args.items():
             kind = type(value)
-            if kind not in _SCALARS or type(key) is not str:
+            if kind is str:
+                text += len(value)
+            elif kind not in _SCALAR_TYPES:
                 break
-            text += len(key) + (len(value) if isinstance(value, str) else 0)
+            if type(key) is not str:
+                break
+            text += len(key)
         else:
             if text <= MAX_ARGUMENT_CHARS:
                 return None
