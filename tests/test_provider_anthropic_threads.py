@@ -24,6 +24,7 @@ from notebook_fake_server import serve
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.events import AgentError, TextDelta
 from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.providers.base import ModelRequest
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
 
@@ -68,9 +69,7 @@ async def client(base_url: str) -> AsyncIterator[anthropic.AsyncAnthropic]:
 def make_agent(provider: AnthropicProvider, workspace: Path) -> Agent:
     registry = ToolRegistry()
     registry.register(probe)
-    return Agent(
-        provider, workspace=workspace, system_prompt="You check items.", registry=registry
-    )
+    return Agent(provider, workspace=workspace, system_prompt="You check items.", registry=registry)
 
 
 def continued_from(body: dict[str, Any]) -> str | None:
@@ -146,15 +145,26 @@ async def test_an_edited_conversation_is_sent_whole(
 async def test_compaction_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
-    fake.add(calls(1, 0, 1), calls(2, 2), text("Done."), text("Summary."), text("Still fine."))
+    fake.add(calls(1, 0, 1), calls(2, 2), text("Done."), text("Still fine."))
     agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
     await agent.chat("Check.")
-    event = await agent.compact()
-    assert event is not None
-    summary_request = fake.wire[-1]
-    assert "thread" not in summary_request  # a one-off request does not touch the thread
+    assert await agent.compact() is not None  # the old tool results are stubs now
     assert await agent.chat("Anything else?") == "Still fine."
     assert_full_create(fake.wire[-1], agent)
+    assert fake.held_messages() == agent.messages
+
+
+async def test_a_summary_request_goes_alone_and_leaves_the_thread(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    fake.add(calls(1, 0), text("Done."), text("A summary."), text("More."))
+    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    await agent.chat("Check.")
+    summary = ModelRequest("Summarise.", [{"role": "user", "content": "..."}], [], "summary")
+    _ = [event async for event in agent.provider.stream(summary)]
+    assert "thread" not in fake.wire[-1]
+    assert await agent.chat("More?") == "More."
+    assert continued_from(fake.wire[-1]) is not None and len(fake.wire[-1]["messages"]) == 1
     assert fake.held_messages() == agent.messages
 
 
@@ -182,7 +192,11 @@ async def test_another_providers_turns_are_sent_as_new_messages(
 
 @pytest.mark.parametrize("server", ["unknown", "unsupported"])
 async def test_a_server_that_refuses_threads_gets_whole_conversations(
-    base_url: str, client: anthropic.AsyncAnthropic, fake: FakeAnthropic, tmp_path: Path, server: str
+    base_url: str,
+    client: anthropic.AsyncAnthropic,
+    fake: FakeAnthropic,
+    tmp_path: Path,
+    server: str,
 ) -> None:
     fake.threads = server
     fake.add(calls(1, 0), calls(2, 1), text("Done."), text("Again."))
@@ -228,7 +242,9 @@ async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(
-        text("Searching first.", stop_reason="pause_turn"), text("Found it."), text("You're welcome.")
+        text("Searching first.", stop_reason="pause_turn"),
+        text("Found it."),
+        text("You're welcome."),
     )
     agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
     assert await agent.chat("Find it.") == "Searching first.\n\nFound it."
