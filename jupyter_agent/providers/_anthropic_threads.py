@@ -11,19 +11,22 @@ conversation and its reply under the reply's ``id``; one with ``{"type": "contin
 
 ``Thread`` remembers what the server holds — the agent's own message dicts that were sent, then
 the reply — and ``held_prefix`` says how many leading messages of the next request those are.
-The agent keeps earlier message dicts identical between requests, so the check is by identity,
-with no serialisation, and conservative: an earlier message counts as held only while it is the
-same dict holding the same values, its content the same list of the same blocks, each block
-holding the same values. An edit in place of a block's field, a replaced block or message, a
-dropped or inserted message: each fails the check, and the request goes whole under a new thread.
-The reply must equal, value for value, what the server sent. Not seen: an edit in place *below* a
-block's own fields (a key of a tool call's ``input`` dict changed in that dict) — replace the
-block instead. A change of model, system prompt, tools or thinking starts a new thread as well.
+The agent keeps earlier message dicts identical between requests, so the check needs no
+serialisation (C-level comparisons that stop at the first object that is the very one seen
+before), and it is conservative: an earlier message counts as held only while it is the same
+dict, holding the values it held when it was sent, its content a list of the blocks it held then,
+each block holding the values it held then. An edit in place of a block's field, a replaced block
+or message, a dropped or inserted message: each fails the check, and the request goes whole under
+a new thread. The reply must equal, value for value, what the server sent. Not seen: an edit in
+place *below* a block's own fields (a key of a tool call's ``input`` dict changed in that dict) —
+replace the block instead. A change of model, system prompt, tools or thinking starts a new thread
+as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_, methodcaller
 from typing import Any
 
 #: The beta that lets a request carry ``thread``.
@@ -44,86 +47,89 @@ CREATE: dict[str, str] = {"type": "create"}
 Message = dict[str, Any]
 
 
-class _Held:
-    """One message of the agent's that the server holds, as it was when it was sent."""
+_content = methodcaller("get", "content")
 
-    __slots__ = ("block_values", "blocks", "fields", "message")
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        self.fields = tuple(message.values())
-        content = message.get("content")
-        blocks = tuple(content) if isinstance(content, list) else ()
-        self.blocks = blocks
-        self.block_values = tuple(
-            tuple(block.values()) if isinstance(block, dict) else () for block in blocks
-        )
-
-    def holds(self, message: Message) -> bool:
-        """Whether ``message`` is still this message, unedited down to its blocks' values."""
-        if message is not self.message or len(message) != len(self.fields):
-            return False
-        if not all(map(_same, message.values(), self.fields)):
-            return False
-        content = message.get("content")
-        if not isinstance(content, list):
-            return True
-        if len(content) != len(self.blocks) or not all(map(_same, content, self.blocks)):
-            return False
-        for block, values in zip(content, self.block_values, strict=True):
-            if isinstance(block, dict) and (
-                len(block) != len(values) or not all(map(_same, block.values(), values))
-            ):
-                return False
-        return True
+#: A conversation as the check compares it: each message's values, then every block of every
+#: list content, then each such block's values.
+Parts = tuple[list[tuple[object, ...]], list[object], list[tuple[object, ...]]]
 
 
-def _same(a: object, b: object) -> bool:
-    return a is b
+def _parts(messages: Sequence[Message]) -> Parts:
+    """What ``held_prefix`` compares (C-level maps, no serialisation). Raises ``TypeError`` for a
+    message or a block that is not a dict."""
+    fields = list(map(tuple, map(dict.values, messages)))
+    blocks = [
+        block for content in map(_content, messages) if type(content) is list for block in content
+    ]
+    return fields, blocks, list(map(tuple, map(dict.values, blocks)))
 
 
 class Thread:
     """What the server holds under the reply ``reply_id``: ``held`` (the agent's messages that were
-    sent) followed by that reply's ``reply`` content, for requests made with ``key``."""
+    sent, as ``parts`` saw them then) followed by that reply's ``reply`` content, for requests made
+    with ``key``."""
 
-    __slots__ = ("held", "key", "reply", "reply_id")
+    __slots__ = ("held", "key", "parts", "reply", "reply_id")
 
     def __init__(
-        self, reply_id: str, key: tuple[object, ...], held: list[_Held], reply: list[Message]
+        self,
+        reply_id: str,
+        key: tuple[object, ...],
+        held: list[Message],
+        parts: Parts,
+        reply: list[Message],
     ) -> None:
         self.reply_id = reply_id
         self.key = key
         self.held = held
+        self.parts = parts
         self.reply = reply
 
     def held_prefix(self, messages: Sequence[Message], key: tuple[object, ...]) -> int | None:
         """How many leading messages of ``messages`` the server holds (the reply included), or
         ``None`` when ``messages`` do not extend this thread."""
         held = self.held
-        if key != self.key or len(messages) <= len(held):
+        count = len(held)
+        if key != self.key or len(messages) <= count:
             return None
-        for entry, message in zip(held, messages, strict=False):
-            if not entry.holds(message):
+        prefix = messages[:count]
+        try:
+            if not all(map(is_, prefix, held)) or _parts(prefix) != self.parts:
                 return None
-        reply = messages[len(held)]
-        if reply != {"role": "assistant", "content": self.reply}:
+        except TypeError:
             return None
-        return len(held) + 1
+        if messages[count] != {"role": "assistant", "content": self.reply}:
+            return None
+        return count + 1
 
     def continuation(
         self, messages: Sequence[Message], reply_id: str, reply: list[Message]
-    ) -> Thread:
-        """This thread once ``messages`` (which extend it) got the reply ``reply_id``."""
-        held = self.held
-        held.extend(_Held(message) for message in messages[len(held) :])
-        return Thread(reply_id, self.key, held, reply)
+    ) -> Thread | None:
+        """This thread once ``messages`` (which extend it) got the reply ``reply_id`` (``None``
+        when the new messages are not ones the check can follow)."""
+        new = messages[len(self.held) :]
+        fields, blocks, values = self.parts
+        try:
+            more_fields, more_blocks, more_values = _parts(new)
+        except TypeError:
+            return None
+        fields += more_fields
+        blocks += more_blocks
+        values += more_values
+        self.held += new
+        return Thread(reply_id, self.key, self.held, self.parts, reply)
 
 
 def new_thread(
     messages: Sequence[Message], key: tuple[object, ...], reply_id: str, reply: list[Message]
-) -> Thread:
-    """The thread a ``create`` with the whole of ``messages`` started."""
-    return Thread(reply_id, key, [_Held(message) for message in messages], reply)
+) -> Thread | None:
+    """The thread a ``create`` with the whole of ``messages`` started (``None`` for messages the
+    check cannot follow)."""
+    try:
+        parts = _parts(messages)
+    except TypeError:
+        return None
+    return Thread(reply_id, key, list(messages), parts, reply)
 
 
 def error_code(body: object) -> str | None:

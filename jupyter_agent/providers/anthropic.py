@@ -10,6 +10,17 @@ is not honoured), retries of an ``overloaded_error`` that arrives inside a 200 s
 the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
 ``ProviderError`` with a message that names the API's error type.
 
+Server-side threads (``threads=True``, the default, as in the SDK's tool runner): a request that
+extends the previous one continues its thread and sends only the new messages; any other is sent
+whole under a new thread (``_anthropic_threads.py`` says how it tells, cheaply and
+conservatively). The agent still owns the whole conversation: the thread only saves re-sending
+and re-serialising what the server already holds. A thread error (the server lost the thread,
+the reply was already continued) sends the request whole under a new thread; a server or proxy
+that does not take threads (``thread_unsupported_request``, or a client error naming the field)
+gets the same request whole without one, and ``threads`` turns ``False``. ``threads=False`` is
+for a proxy that would drop the field without a word (it would pass on only the new messages).
+Summary requests (compaction) never touch the thread.
+
 One event loop per client (``_event_loops.py``): a provider that built its client builds a fresh
 one when ``asyncio.run`` is called again, so a script can chat in several ``asyncio.run`` calls; a
 client you passed in is used as is, with a ``RuntimeWarning`` when the loop changes (create it
@@ -314,6 +325,7 @@ class AnthropicProvider:
             )
         if thread_field is not None and _continuable(message):
             if thread is not None and start is not None:
+                # a continuation sends only dicts the check can follow (else it failed)
                 self._thread = thread.continuation(request.messages, message.id, content)
             else:
                 self._thread = new_thread(request.messages, key, message.id, content)
