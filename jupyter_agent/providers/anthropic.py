@@ -218,7 +218,7 @@ class AnthropicProvider:
             }
         else:
             params = self.build_params(request)
-            thread_field = CREATE if threading else None
+            thread_field = dict(CREATE) if threading else None
         #: The error of the threaded request that a request without a thread is trying again.
         refused: anthropic.APIStatusError | None = None
         attempt = 0
@@ -241,7 +241,7 @@ class AnthropicProvider:
                     if code in REPLAY_ERROR_CODES and start is not None:
                         # the server no longer holds the thread as we left it: send it all
                         start = None
-                        params, thread_field = self.build_params(request), CREATE
+                        params, thread_field = self.build_params(request), dict(CREATE)
                         continue
                     if code == UNSUPPORTED_ERROR_CODE:
                         self.threads = False
@@ -264,7 +264,7 @@ class AnthropicProvider:
                     if start is not None:
                         # the server may have begun the continuation: start a new thread
                         start = None
-                        params, thread_field = self.build_params(request), CREATE
+                        params, thread_field = self.build_params(request), dict(CREATE)
                     continue
                 raise ProviderError(_describe_status_error(exc, attempt)) from exc
             except anthropic.APITimeoutError as exc:
