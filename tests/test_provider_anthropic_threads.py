@@ -12,11 +12,13 @@ cancelled turn, which needs the fake's gate in the test's own event loop, goes t
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 from fake_anthropic import THREADS_BETA, FakeAnthropic, Reply, text, thinking, tool_use
 from notebook_fake_server import serve
@@ -310,3 +312,84 @@ async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
         if "cache_control" in block
     ]
     assert len(marked) == 1 and marked[0] is fake.wire[1]["messages"][-1]["content"][-1]
+
+
+@pytest.mark.parametrize("change", ["system prompt", "tool set", "model"])
+async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, change: str
+) -> None:
+    fake.add(calls(1, 0), text("Done."), text("Understood."))
+    provider = AnthropicProvider("claude-test", client=client)
+    agent = make_agent(provider, tmp_path)
+    await agent.chat("Check.")
+    if change == "system prompt":
+        agent.set_system_prompt("New rules.")
+    elif change == "tool set":
+        agent.disable_tool("probe")
+    else:
+        provider.model = "claude-other"
+    assert await agent.chat("Noted?") == "Understood."
+    assert_full_create(fake.wire[-1], agent)
+    assert fake.held_messages() == agent.messages
+    if change == "system prompt":
+        assert fake.wire[-1]["system"][0]["text"] == "New rules."
+    if change == "tool set":
+        assert "tools" not in fake.wire[-1]
+
+
+class OverloadedOnce:
+    """Serves ``fake``, except that request number ``nth`` gets a 200 stream that breaks with an
+    ``overloaded_error`` event (the SDK does not retry that; the provider does)."""
+
+    def __init__(self, fake: FakeAnthropic, nth: int) -> None:
+        self.fake = fake
+        self.nth = nth
+        self.seen = 0
+        self.failed: dict[str, Any] = {}
+
+    async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        self.seen += 1
+        if self.seen != self.nth:
+            return await self.fake.handle(request)
+        self.failed = json.loads(await request.aread())
+        start = {
+            "type": "message_start",
+            "message": {
+                "id": "msg_overloaded",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "claude-test",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        }
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        body = "".join(
+            f"event: {name}\ndata: {json.dumps(data)}\n\n"
+            for name, data in (("message_start", start), ("error", error))
+        )
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body.encode()
+        )
+
+
+async def test_an_overloaded_continuation_is_retried_whole(tmp_path: Path) -> None:
+    """An error inside the 200 stream of a continuation: the retry starts a new thread (the
+    server may have begun the continuation)."""
+    fake = FakeAnthropic(calls(1, 0), text("Done."))
+    server = OverloadedOnce(fake, nth=2)
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-test",
+        base_url="https://api.anthropic.test",
+        max_retries=1,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle)),
+    )
+    agent = make_agent(
+        AnthropicProvider("claude-test", client=client, max_retry_wait=0.01), tmp_path
+    )
+    assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
+    assert continued_from(server.failed) is not None
+    assert_full_create(fake.wire[1], agent)
+    assert fake.held_messages() == agent.messages
