@@ -246,7 +246,7 @@ class AnthropicProvider:
                     if code == UNSUPPORTED_ERROR_CODE:
                         self.threads = False
                     if code == UNSUPPORTED_ERROR_CODE or _refuses_threads(exc):
-                        # a server (or proxy) without threads: the same request, whole, without
+                        # a server (or proxy) without threads: the same request, whole, without one
                         start, refused = None, exc
                         params, thread_field = self.build_params(request), None
                         continue
