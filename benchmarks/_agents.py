@@ -1,6 +1,7 @@
 """Both sides of the agent-loop figures (2 and 3), pointed at the same loopback server.
 
-Ours: ``Agent`` + ``AnthropicProvider`` with a registry holding one ``@tool``. Theirs: the SDK's
+Ours: ``Agent`` + ``AnthropicProvider`` (its defaults: server-side threads, like the SDK runner's)
+with a registry holding one ``@tool``. Theirs: the SDK's
 ``client.beta.messages.tool_runner`` with the equivalent ``@beta_async_tool``, streaming like ours
 (``stream=True``; each streamed reply is read to the end, as a UI would). Each side gets its own
 ``AsyncAnthropic`` client (no retries) so connection reuse is the same for both.

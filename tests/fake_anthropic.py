@@ -9,6 +9,19 @@ events ``message_start``, ``content_block_start``/``delta``/``stop`` with ``text
 ``input_json_delta``, ``message_delta`` with usage, ``message_stop``) or an HTTP error.
 
 The validator here is written independently of ``jupyter_agent.agent.conversation`` on purpose.
+
+It also holds conversations the way the API's server-side threads do (beta
+``message-threads-2026-08-12``, as the SDK's ``lib/threads`` speaks it): a request with ``"thread":
+{"type": "create"}`` stores the conversation and its reply under the reply's ``id``; one with
+``{"type": "continue", "previous_message_id": id}`` carries only the messages after that reply and
+no ``system`` or ``tools`` (the thread keeps them); each reply can be continued once. ``wire`` holds
+the bodies as sent; ``requests`` the conversation as the model sees it (the held messages, then the
+new ones), so every check above applies to the whole conversation either way. ``threads="unknown"``
+plays an API or proxy that does not know the field (a 400 ``Extra inputs are not permitted``), and
+``threads="unsupported"`` one that refuses to thread this request (``thread_unsupported_request``).
+Prompt caching of a thread is modelled on the assumption that the server reads back what it holds:
+a continue carries, on the held part, one breakpoint where the previous request's prompt ended (the
+held messages keep none of the ``cache_control`` they were sent with).
 """
 
 from __future__ import annotations
@@ -259,20 +272,154 @@ def _pieces(value: str, size: int) -> list[str]:
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
+THREADS_BETA = "message-threads-2026-08-12"
+#: Keys of a block that hold blocks (whose ``cache_control`` a held conversation drops).
+_BLOCK_KEYS = ("content",)
+
+
+def without_cache_control(value: Any) -> Any:
+    """A copy of messages or blocks without any ``cache_control``."""
+    if isinstance(value, dict):
+        return {
+            k: without_cache_control(v) if k in _BLOCK_KEYS else v
+            for k, v in value.items()
+            if k != "cache_control"
+        }
+    if isinstance(value, list):
+        return [without_cache_control(item) for item in value]
+    return value
+
+
+@dataclass
+class HeldThread:
+    """What the fake server holds under one reply id."""
+
+    messages: list[dict[str, Any]]
+    system: Any
+    tools: Any
+    model: str
+    #: Where the request that got this reply ended (its prompt), as an index into ``messages``.
+    prompt_end: int
+    continued: bool = False
+
+
 class FakeAnthropic:
-    """Scripted replies over ``httpx2.MockTransport``; ``requests`` holds every body received."""
+    """Scripted replies over ``httpx2.MockTransport``; ``requests`` holds every body received
+    (a thread continuation with the held conversation filled in), ``wire`` each as sent."""
 
     def __init__(
-        self, *script: Script, model: str = "claude-test", context_limit: int | None = None
+        self,
+        *script: Script,
+        model: str = "claude-test",
+        context_limit: int | None = None,
+        threads: bool | str = True,
     ) -> None:
         self.script: list[Script] = list(script)
         #: Enforce a context window like the API: a larger prompt gets 400 "prompt is too long",
         #: and replies report the prompt's size (``request_tokens``) as their input tokens.
         self.context_limit = context_limit
         self.requests: list[dict[str, Any]] = []
+        self.wire: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.model = model
+        #: ``True``: hold threads; ``"unknown"``: refuse the field; ``"unsupported"``: refuse to
+        #: thread (``thread_unsupported_request``).
+        self.threads = threads
+        #: reply id -> the conversation held under it
+        self.held: dict[str, HeldThread] = {}
+        self.last_reply_id: str | None = None
         self._ids = 0
+
+    def held_messages(self, reply_id: str | None = None) -> list[dict[str, Any]]:
+        """The conversation the server holds under ``reply_id`` (default: the latest reply)."""
+        return self.held[reply_id or str(self.last_reply_id)].messages
+
+    def _thread_error(self, status: int, kind: str, code: str, message: str) -> httpx2.Response:
+        return httpx2.Response(
+            status,
+            headers={"request-id": "req_fake_error"},
+            json={
+                "type": "error",
+                "error": {"type": kind, "message": message, "details": {"error_code": code}},
+            },
+        )
+
+    def _resolve_thread(
+        self, body: dict[str, Any], headers: httpx2.Headers
+    ) -> tuple[dict[str, Any], httpx2.Response | None]:
+        """The body with a continued thread's conversation filled in, or the API's refusal."""
+        thread = body.get("thread")
+        if thread is None:
+            return body, None
+        if self.threads == "unknown":
+            return body, self._error(
+                400, "invalid_request_error", "thread: Extra inputs are not permitted"
+            )
+        if THREADS_BETA not in headers.get("anthropic-beta", ""):
+            return body, self._error(
+                400, "invalid_request_error", f"thread: requires the beta {THREADS_BETA}"
+            )
+        if self.threads == "unsupported":
+            response = self._thread_error(
+                400,
+                "invalid_request_error",
+                "thread_unsupported_request",
+                "Threads do not support this request",
+            )
+            return body, response
+        if thread.get("type") == "create":
+            return body, None
+        if thread.get("type") != "continue":
+            return body, self._error(400, "invalid_request_error", "thread.type: invalid")
+        held = self.held.get(str(thread.get("previous_message_id")))
+        if held is None:
+            return body, self._thread_error(
+                404, "not_found_error", "thread_not_found", "No usable Thread state was found"
+            )
+        if held.continued:
+            return body, self._thread_error(
+                400,
+                "invalid_request_error",
+                "thread_already_continued",
+                "The response that previous_message_id names has already been continued",
+            )
+        for field_name in ("system", "tools"):
+            if field_name in body:
+                return body, self._error(
+                    400,
+                    "invalid_request_error",
+                    f"{field_name}: cannot be sent on a thread continue",
+                )
+        if body.get("model") != held.model:
+            return body, self._thread_error(
+                400,
+                "invalid_request_error",
+                "thread_fingerprint_mismatch",
+                "model differs from the thread's",
+            )
+        messages = [dict(m) for m in held.messages]
+        _mark_prompt_end(messages, held.prompt_end)
+        effective = {**body, "messages": [*messages, *body.get("messages", [])]}
+        for field_name, value in (("system", held.system), ("tools", held.tools)):
+            if value is not None:
+                effective[field_name] = value
+        return effective, None
+
+    def _hold(self, body: dict[str, Any], message_id: str, reply: Reply) -> None:
+        thread = body.get("thread")
+        if thread is None:
+            return
+        if thread.get("type") == "continue":
+            self.held[str(thread["previous_message_id"])].continued = True
+        messages = without_cache_control(body["messages"])
+        self.held[message_id] = HeldThread(
+            messages=[*messages, {"role": "assistant", "content": reply.content}],
+            system=body.get("system"),
+            tools=body.get("tools"),
+            model=str(body.get("model")),
+            prompt_end=len(messages) - 1,
+        )
+        self.last_reply_id = message_id
 
     def add(self, *script: Script) -> None:
         self.script.extend(script)
@@ -291,8 +438,12 @@ class FakeAnthropic:
                 404, "not_found_error", f"no route {request.method} {request.url.path}"
             )
         body = json.loads(await request.aread())
-        self.requests.append(body)
+        self.wire.append(body)
         self.headers.append(dict(request.headers))
+        body, refusal = self._resolve_thread(body, request.headers)
+        self.requests.append(body)
+        if refusal is not None:
+            return refusal
         problems = api_problems(body)
         if problems:
             return self._error(400, "invalid_request_error", "; ".join(problems))
@@ -314,12 +465,14 @@ class FakeAnthropic:
             )
         if isinstance(reply, ErrorReply):
             return self._error(reply.status, reply.type, reply.message, reply.headers)
+        message = self._message(reply)
+        self._hold(body, message["id"], reply)
         if not body.get("stream"):
-            return httpx2.Response(200, json=self._message(reply))
+            return httpx2.Response(200, json=message)
         return httpx2.Response(
             200,
             headers={"content-type": "text/event-stream", "request-id": "req_fake"},
-            content=self._events(reply),
+            content=self._events(reply, message),
         )
 
     def _error(
@@ -344,8 +497,7 @@ class FakeAnthropic:
             "usage": reply.usage,
         }
 
-    async def _events(self, reply: Reply) -> AsyncIterator[bytes]:
-        message = self._message(reply)
+    async def _events(self, reply: Reply, message: dict[str, Any]) -> AsyncIterator[bytes]:
         start_usage = {**reply.usage, "output_tokens": 1}
         yield _sse(
             "message_start",
@@ -417,6 +569,19 @@ class FakeAnthropic:
             },
         )
         yield _sse("message_stop", {"type": "message_stop"})
+
+
+def _mark_prompt_end(messages: list[dict[str, Any]], index: int) -> None:
+    """Put a breakpoint on the last block of ``messages[index]`` that can carry one."""
+    if index < 0:
+        return
+    content = messages[index]["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    for position in range(len(blocks) - 1, -1, -1):
+        if blocks[position].get("type") not in ("thinking", "redacted_thinking"):
+            blocks[position] = {**blocks[position], "cache_control": {"type": "ephemeral"}}
+            messages[index] = {**messages[index], "content": blocks}
+            return
 
 
 # -- prompt caching, the way the API does it (added for "caching holds for wide turns") ----------

@@ -104,6 +104,8 @@ def repair(messages: list[Message], *, missing_result: str = NOT_RUN) -> bool:
       ``tool_result`` blocks that answer no call of the previous assistant message.
 
     The result may end with either role; ``add_user_text`` then appends or merges the prompt.
+    A valid conversation is left as it is, its dicts included (so a provider can tell that the
+    next request extends the previous one).
     """
     original = [dict(m) for m in messages]
     current = original
@@ -113,8 +115,10 @@ def repair(messages: list[Message], *, missing_result: str = NOT_RUN) -> bool:
         if repaired == current:
             break
         current = repaired
+    if current == original:
+        return False
     messages[:] = current
-    return current != original
+    return True
 
 
 def _repair_once(messages: list[Message], missing_result: str) -> list[Message]:

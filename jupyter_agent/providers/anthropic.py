@@ -10,6 +10,17 @@ is not honoured), retries of an ``overloaded_error`` that arrives inside a 200 s
 the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
 ``ProviderError`` with a message that names the API's error type.
 
+Server-side threads (``threads=True``, the default, as in the SDK's tool runner): a request that
+extends the previous one continues its thread and sends only the new messages; any other is sent
+whole under a new thread (``_anthropic_threads.py`` says how it tells, cheaply and
+conservatively). The agent still owns the whole conversation: the thread only saves re-sending
+and re-serialising what the server already holds. A thread error (the server lost the thread,
+the reply was already continued) sends the request whole under a new thread; a server or proxy
+that does not take threads (``thread_unsupported_request``, or a client error naming the field)
+gets the same request whole without one, and ``threads`` turns ``False``. ``threads=False`` is
+for a proxy that would drop the field without a word (it would pass on only the new messages).
+Summary requests (compaction) never touch the thread.
+
 One event loop per client (``_event_loops.py``): a provider that built its client builds a fresh
 one when ``asyncio.run`` is called again, so a script can chat in several ``asyncio.run`` calls; a
 client you passed in is used as is, with a ``RuntimeWarning`` when the loop changes (create it
@@ -20,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import warnings
 from collections.abc import AsyncIterator, Callable
@@ -27,6 +39,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
 from ..events import TextDelta, ThinkingDelta, Usage
+from ._anthropic_threads import (
+    CREATE,
+    REPLAY_ERROR_CODES,
+    THREADS_BETA,
+    UNSUPPORTED_ERROR_CODE,
+    Thread,
+    error_code,
+    new_thread,
+)
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff
 from .base import ModelRequest, ModelResponse, ProviderEvent
@@ -46,6 +67,7 @@ MIN_THINKING_BUDGET = 1024
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
 
 _CACHE_CONTROL = {"type": "ephemeral"}
+_log = logging.getLogger(__name__)
 
 
 class AnthropicProvider:
@@ -63,6 +85,7 @@ class AnthropicProvider:
         thinking_budget: int | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+        threads: bool = True,
     ) -> None:
         self.model: str = model or os.environ.get(MODEL_ENV_VAR) or DEFAULT_MODEL
         self.max_tokens = max_tokens
@@ -79,6 +102,12 @@ class AnthropicProvider:
         # ANTHROPIC_BASE_URL from the environment.
         self.client: anthropic.AsyncAnthropic = client if client is not None else self._new_client()
         self._loops = LoopTracker()
+        #: Continue the server-side thread of the previous request when a request extends it
+        #: (only the new messages are sent). Turned off by itself when the server refuses threads.
+        self.threads = threads
+        #: What the server holds of the last request's conversation; ``None`` while a request is
+        #: in flight, after a failed or cancelled one, and before the first.
+        self._thread: Thread | None = None
 
     @property
     def thinking_budget(self) -> int | None:
@@ -145,16 +174,58 @@ class AnthropicProvider:
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
         return self.client
 
+    def _threading(self, request: ModelRequest) -> bool:
+        """Whether ``request`` goes on a server-side thread (a summary is a one-off request)."""
+        return (
+            self.threads
+            and request.purpose == "chat"
+            and bool(getattr(self.client, "_supports_message_threads", False))
+        )
+
+    def _thread_key(self, request: ModelRequest) -> tuple[object, ...]:
+        """What a thread keeps fixed: a request with other values starts a new one."""
+        return (self.model, request.system, request.tools, self.thinking_budget)
+
+    def _continue_params(self, request: ModelRequest, start: int) -> dict[str, Any]:
+        """The keyword arguments of a thread continuation: only ``request.messages[start:]``,
+        with a cache breakpoint on the last block (the thread holds the system prompt, the tools
+        and the rest of the conversation)."""
+        params = self.build_params(ModelRequest("", [], []))
+        messages = request.messages[start:]
+        if self.cache and messages:
+            messages = list(messages)
+            _mark_last_block(messages, len(messages) - 1)
+        params["messages"] = messages
+        return params
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         import anthropic
 
-        params = self.build_params(request)
         client = self._client_for_running_loop()
+        threading = self._threading(request)
+        key = self._thread_key(request) if threading else ()
+        # taken for the time of the request: one that fails or is cancelled leaves no thread to
+        # continue (the server may or may not hold its reply), so the next one starts afresh
+        thread = None
+        if threading:
+            thread, self._thread = self._thread, None
+        start = thread.held_prefix(request.messages, key) if thread is not None else None
+        if thread is not None and start is not None:
+            params = self._continue_params(request, start)
+            thread_field: dict[str, str] | None = {
+                "type": "continue",
+                "previous_message_id": thread.reply_id,
+            }
+        else:
+            params = self.build_params(request)
+            thread_field = dict(CREATE) if threading else None
+        #: The error of the threaded request that a request without a thread is trying again.
+        refused: anthropic.APIStatusError | None = None
         attempt = 0
         while True:
             streamed = False
             try:
-                async with client.messages.stream(**cast(Any, params)) as stream:
+                async with _open_stream(client, params, thread_field) as stream:
                     async for event in stream:
                         if event.type == "text" and event.text:
                             streamed = True
@@ -165,6 +236,20 @@ class AnthropicProvider:
                     message = await stream.get_final_message()
                 break
             except anthropic.APIStatusError as exc:
+                if thread_field is not None and exc.status_code != 200:
+                    code = error_code(exc.body)
+                    if code in REPLAY_ERROR_CODES and start is not None:
+                        # the server no longer holds the thread as we left it: send it all
+                        start = None
+                        params, thread_field = self.build_params(request), dict(CREATE)
+                        continue
+                    if code == UNSUPPORTED_ERROR_CODE:
+                        self.threads = False
+                    if code == UNSUPPORTED_ERROR_CODE or _refuses_threads(exc):
+                        # a server (or proxy) without threads: the same request, whole, without one
+                        start, refused = None, exc
+                        params, thread_field = self.build_params(request), None
+                        continue
                 # an error event inside a 200 stream: the SDK does not retry it; before anything
                 # reached the caller, a transient one is tried again (after that, the text
                 # already shown could not be taken back)
@@ -176,6 +261,10 @@ class AnthropicProvider:
                 ):
                     attempt += 1
                     await asyncio.sleep(backoff(attempt, self.max_retry_wait))
+                    if start is not None:
+                        # the server may have begun the continuation: start a new thread
+                        start = None
+                        params, thread_field = self.build_params(request), dict(CREATE)
                     continue
                 raise ProviderError(_describe_status_error(exc, attempt)) from exc
             except anthropic.APITimeoutError as exc:
@@ -228,6 +317,18 @@ class AnthropicProvider:
             else:
                 # server-tool blocks go back to the API unchanged
                 content.append(block.to_dict())
+        if refused is not None and self.threads:
+            # the whole request went through where the threaded one was refused
+            self.threads = False
+            _log.info(
+                "Anthropic refused server-side threads; sending whole conversations: %s", refused
+            )
+        if thread_field is not None and _continuable(message):
+            if thread is not None and start is not None:
+                # a continuation sends only dicts the check can follow (else it failed)
+                self._thread = thread.continuation(request.messages, message.id, content)
+            else:
+                self._thread = new_thread(request.messages, key, message.id, content)
         usage = message.usage
         yield ModelResponse(
             content=content,
@@ -250,6 +351,40 @@ class AnthropicProvider:
             # asyncio.run): they can't be closed from this one, and the old loop is gone
             return
         await self.client.close()
+
+
+#: Statuses of a threaded request that a server without threads may answer (an unknown field or
+#: beta, say).
+_REFUSED_STATUSES = frozenset({400, 403, 404, 422})
+
+
+def _refuses_threads(exc: anthropic.APIStatusError) -> bool:
+    """Whether ``exc`` reads like a server (or proxy) that does not know threads: a client error
+    that names them (``thread: Extra inputs are not permitted``, an unknown ``anthropic-beta``
+    value). The request is tried again without a thread, and threads stay off if that works. Any
+    other error is the request's own, and is not paid for twice."""
+    if exc.status_code not in _REFUSED_STATUSES:
+        return False
+    return "thread" in f"{exc.message} {exc.body}".lower()
+
+
+def _open_stream(
+    client: anthropic.AsyncAnthropic, params: dict[str, Any], thread: dict[str, str] | None
+) -> Any:
+    """The SDK's stream manager for ``params``: on the beta endpoint with ``thread``, else as
+    ever."""
+    if thread is None:
+        return client.messages.stream(**params)
+    return client.beta.messages.stream(**params, thread=cast(Any, thread), betas=[THREADS_BETA])
+
+
+def _continuable(message: Any) -> bool:
+    """Whether the server holds ``message`` as the thread's latest reply. It may hold a refused
+    turn, and it stores none that a fallback model wrote (as the SDK's threads say)."""
+    if message.stop_reason == "refusal":
+        return False
+    iterations = getattr(message.usage, "iterations", None) or ()
+    return not any(getattr(i, "type", None) == "fallback_message" for i in iterations)
 
 
 @functools.cache
