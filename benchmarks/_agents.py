@@ -35,7 +35,8 @@ class OurSide:
         self._registry_module = require("jupyter_agent.tools.registry")
         self._agent_class = agent_module.Agent
         self.client = sdk_client(base_url)
-        self.provider = provider_module.AnthropicProvider(model, client=self.client)
+        # threads on, as against Anthropic's own API (off by default through another base_url)
+        self.provider = provider_module.AnthropicProvider(model, client=self.client, threads=True)
         self._max_turns = max_turns
         self._workspace = tempfile.mkdtemp(prefix="jabench-agent-")
 

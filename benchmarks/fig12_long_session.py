@@ -59,7 +59,11 @@ def _session(base_url: str, turns: int, window: int) -> tuple[list[int], list[fl
         )
         registry = registry_module.ToolRegistry()
         registry.register(decorator.tool(name="work")(work))
-        provider = provider_module.AnthropicProvider(f"bench-t{turns}-c1", client=client)
+        # whole requests (no server-side thread): the figure is about the conversation the
+        # model sees, which compaction must bound; a thread would hide it from the body size
+        provider = provider_module.AnthropicProvider(
+            f"bench-t{turns}-c1", client=client, threads=False
+        )
         agent = agent_module.Agent(
             provider,
             workspace=tempfile.mkdtemp(prefix="jabench-long-"),

@@ -88,7 +88,7 @@ async def test_a_chat_sends_only_the_new_messages_after_its_first_request(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), calls(2, 1, 2), calls(3, 3), text("All fine."), text("Yes."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     assert await agent.chat("Check everything.") == (
         "Checking, turn 1.\n\nChecking, turn 2.\n\nChecking, turn 3.\n\nAll fine."
     )
@@ -114,7 +114,7 @@ async def test_reset_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Hello again."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     agent.clear_context()
     assert await agent.chat("Hi.") == "Hello again."
@@ -128,7 +128,7 @@ async def test_an_edited_conversation_is_sent_whole(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, edit: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Noted."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     if edit == "text in place":
         agent.messages[0]["content"][0]["text"] = "Check twice."
@@ -148,7 +148,7 @@ async def test_compaction_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0, 1), calls(2, 2), text("Done."), text("Still fine."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     assert await agent.compact() is not None  # the old tool results are stubs now
     assert await agent.chat("Anything else?") == "Still fine."
@@ -160,7 +160,7 @@ async def test_a_summary_request_goes_alone_and_leaves_the_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("A summary."), text("More."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     summary = ModelRequest("Summarise.", [{"role": "user", "content": "..."}], [], "summary")
     _ = [event async for event in agent.provider.stream(summary)]
@@ -174,7 +174,7 @@ async def test_another_providers_turns_are_sent_as_new_messages(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, base_url: str, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("From the other one."), text("Back."))
-    mine = AnthropicProvider("claude-test", client=client)
+    mine = AnthropicProvider("claude-test", client=client, threads=True)
     agent = make_agent(mine, tmp_path)
     await agent.chat("Check.")
     other_client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=0)
@@ -202,7 +202,7 @@ async def test_a_server_that_refuses_threads_gets_whole_conversations(
 ) -> None:
     fake.threads = server
     fake.add(calls(1, 0), calls(2, 1), text("Done."), text("Again."))
-    provider = AnthropicProvider("claude-test", client=client)
+    provider = AnthropicProvider("claude-test", client=client, threads=True)
     agent = make_agent(provider, tmp_path)
     events = [e async for e in agent.stream_chat("Check.")]
     assert not [e for e in events if isinstance(e, AgentError)]
@@ -219,7 +219,7 @@ async def test_a_lost_thread_is_replayed_whole(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Still here."))
-    provider = AnthropicProvider("claude-test", client=client)
+    provider = AnthropicProvider("claude-test", client=client, threads=True)
     agent = make_agent(provider, tmp_path)
     await agent.chat("Check.")
     fake.held.clear()  # the server forgot every thread
@@ -248,7 +248,7 @@ async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
         text("Found it."),
         text("You're welcome."),
     )
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     assert await agent.chat("Find it.") == "Searching first.\n\nFound it."
     assert continued_from(fake.wire[1]) is not None and fake.wire[1]["messages"] == []
     assert await agent.chat("Thanks.") == "You're welcome."
@@ -264,7 +264,7 @@ async def test_thinking_stays_on_the_server_and_round_trips(
         Reply([thinking("Which item?", "sig-1"), tool_use("toolu_t", "probe", {"i": 7})]),
         Reply([thinking("Fine.", "sig-2"), {"type": "text", "text": "Item 7 is fine."}]),
     )
-    provider = AnthropicProvider("claude-test", client=client, thinking_budget=1024)
+    provider = AnthropicProvider("claude-test", client=client, thinking_budget=1024, threads=True)
     agent = make_agent(provider, tmp_path)
     assert await agent.chat("Check item 7.") == "Item 7 is fine."
     assert continued_from(fake.wire[1]) is not None
@@ -281,7 +281,9 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
         text("A long answer that streams slowly.", gate=gate),
         text("Fresh answer."),
     )
-    agent = make_agent(AnthropicProvider("claude-test", client=fake.client()), tmp_path)
+    agent = make_agent(
+        AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path
+    )
     started = asyncio.Event()
 
     async def chat() -> None:
@@ -303,7 +305,9 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
 async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
     """The continuation marks the end of what it sends; the thread's own prompt is read back."""
     fake = FakeAnthropic(calls(1, *range(25)), text("Done."))
-    agent = make_agent(AnthropicProvider("claude-test", client=fake.client()), tmp_path)
+    agent = make_agent(
+        AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path
+    )
     await agent.chat("Check all.")
     marked = [
         block
@@ -319,7 +323,7 @@ async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, change: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Understood."))
-    provider = AnthropicProvider("claude-test", client=client)
+    provider = AnthropicProvider("claude-test", client=client, threads=True)
     agent = make_agent(provider, tmp_path)
     await agent.chat("Check.")
     if change == "system prompt":
@@ -387,9 +391,39 @@ async def test_an_overloaded_continuation_is_retried_whole(tmp_path: Path) -> No
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle)),
     )
     agent = make_agent(
-        AnthropicProvider("claude-test", client=client, max_retry_wait=0.01), tmp_path
+        AnthropicProvider("claude-test", client=client, max_retry_wait=0.01, threads=True), tmp_path
     )
     assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
     assert continued_from(server.failed) is not None
     assert_full_create(fake.wire[1], agent)
+    assert fake.held_messages() == agent.messages
+
+
+async def test_through_a_proxy_threads_are_off_unless_asked_for(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    """A proxy (any base_url but Anthropic's) may drop the ``thread`` field without a word and
+    pass on only the new messages: the next cell's prompt would reach the model alone. So there
+    the default is whole conversations, as before threads."""
+    fake.add(calls(1, 0), text("All fine."), text("Yes."))
+    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    assert agent.provider.threads is False
+    await agent.chat("Check everything.")
+    await agent.chat("Sure?")
+    assert all("thread" not in body for body in fake.wire)
+    assert [len(body["messages"]) for body in fake.wire] == [1, 3, 5]
+
+
+async def test_against_anthropics_own_api_threads_are_on_by_default(tmp_path: Path) -> None:
+    fake = FakeAnthropic(calls(1, 0), text("Done."))
+    client = anthropic.AsyncAnthropic(  # api.anthropic.com, answered in-process: no network
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
+    )
+    assert str(client.base_url).startswith("https://api.anthropic.com")
+    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
+    assert fake.wire[0]["thread"] == {"type": "create"}
+    assert continued_from(fake.wire[1]) is not None and len(fake.wire[1]["messages"]) == 1
     assert fake.held_messages() == agent.messages

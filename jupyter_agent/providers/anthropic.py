@@ -10,15 +10,18 @@ is not honoured), retries of an ``overloaded_error`` that arrives inside a 200 s
 the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
 ``ProviderError`` with a message that names the API's error type.
 
-Server-side threads (``threads=True``, the default, as in the SDK's tool runner): a request that
-extends the previous one continues its thread and sends only the new messages; any other is sent
-whole under a new thread (``_anthropic_threads.py`` says how it tells, cheaply and
-conservatively). The agent still owns the whole conversation: the thread only saves re-sending
-and re-serialising what the server already holds. A thread error (the server lost the thread,
+Server-side threads (on by default against Anthropic's own API, as in the SDK's tool runner;
+off by default through any other ``base_url``, see below): a request that extends the previous
+one continues its thread and sends only the new messages; any other is sent whole under a new
+thread (``_anthropic_threads.py`` says how it tells, cheaply and conservatively). The agent
+still owns the whole conversation: the thread only saves re-sending and re-serialising what the
+server already holds. A thread error (the server lost the thread,
 the reply was already continued) sends the request whole under a new thread; a server or proxy
 that does not take threads (``thread_unsupported_request``, or a client error naming the field)
-gets the same request whole without one, and ``threads`` turns ``False``. ``threads=False`` is
-for a proxy that would drop the field without a word (it would pass on only the new messages).
+gets the same request whole without one, and ``threads`` turns ``False``. A proxy could also drop
+the field without a word and pass on only the new messages — the model would answer the next
+cell having forgotten the conversation — so through a ``base_url`` other than
+``api.anthropic.com`` threads are off unless ``threads=True`` says the proxy passes them on.
 Summary requests (compaction) never touch the thread.
 
 One event loop per client (``_event_loops.py``): a provider that built its client builds a fresh
@@ -85,7 +88,7 @@ class AnthropicProvider:
         thinking_budget: int | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
-        threads: bool = True,
+        threads: bool | None = None,
     ) -> None:
         self.model: str = model or os.environ.get(MODEL_ENV_VAR) or DEFAULT_MODEL
         self.max_tokens = max_tokens
@@ -104,7 +107,8 @@ class AnthropicProvider:
         self._loops = LoopTracker()
         #: Continue the server-side thread of the previous request when a request extends it
         #: (only the new messages are sent). Turned off by itself when the server refuses threads.
-        self.threads = threads
+        #: Default: on for Anthropic's own API, off through another ``base_url`` (a proxy).
+        self.threads: bool = threads if threads is not None else _is_anthropic_api(self.client)
         #: What the server holds of the last request's conversation; ``None`` while a request is
         #: in flight, after a failed or cancelled one, and before the first.
         self._thread: Thread | None = None
@@ -356,6 +360,18 @@ class AnthropicProvider:
 #: Statuses of a threaded request that a server without threads may answer (an unknown field or
 #: beta, say).
 _REFUSED_STATUSES = frozenset({400, 403, 404, 422})
+
+
+#: The host of Anthropic's own Messages API: the one place threads are known to be passed on.
+ANTHROPIC_API_HOST = "api.anthropic.com"
+
+
+def _is_anthropic_api(client: anthropic.AsyncAnthropic) -> bool:
+    """Whether ``client`` talks to Anthropic's own API (not a proxy or a local stand-in)."""
+    try:
+        return bool(client.base_url.host == ANTHROPIC_API_HOST)
+    except AttributeError:  # a client object without a base_url: assume the worst
+        return False
 
 
 def _refuses_threads(exc: anthropic.APIStatusError) -> bool:
