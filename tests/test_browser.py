@@ -1,20 +1,28 @@
-"""The quickstart in a real browser: JupyterLab, headless Chromium, widgets as a person sees them.
+"""The tutorials and the notebook canvas in a real browser: JupyterLab and Notebook 7, headless
+Chromium, widgets as a person sees them.
 
-nbval proves the notebooks run in a kernel; only a browser proves the front end renders them. This
-test starts JupyterLab on loopback (random port, a token, its own settings folders) over a copy of
-``notebooks/`` with the outputs cleared, opens the quickstart in Debian's Chromium driven by
-Playwright, runs every cell from the Run menu and then looks at the page: the answer, the tool-call
-views (rendered widgets, not their text fallback) and the ``%agent_tools`` checkboxes. It ticks a
-checkbox and runs a new cell to prove the click reached the kernel's registry.
+nbval proves the notebooks run in a kernel; only a browser proves the front end renders them. The
+tests start a Jupyter server on loopback (random port, a token, its own settings folders) over a
+copy of ``notebooks/`` with the outputs cleared and drive Debian's Chromium with Playwright.
+
+Each test runs twice: in JupyterLab and in Notebook 7 (the ``notebook`` package: the same server
+and notebook widget, its own pages, menus and toolbar).
+
+The first test opens the quickstart, runs every cell from the Run menu and then looks at the page:
+the answer, the tool-call records and the ``%agent_tools`` checkboxes. It ticks a checkbox and
+runs a new cell to prove the click reached the kernel's registry.
 
 The second test is the notebook as canvas: an ``%%agent`` cell (the model a fake Messages API on
-loopback) reads the notebook's history, plot included; the cell is saved, the kernel restarted
-and the page reloaded, and the finished cell still reads as a record of its tool calls with no
-"Error displaying widget"; then a slow turn is stopped with the cell's Stop button and the next
-cell runs.
+loopback) reads the notebook's history, plot included, and proposes a cell, which the front end
+inserts below it; the notebook is saved, the kernel restarted and the notebook reopened (Lab
+reloads the page, Notebook 7 goes through its ``/tree`` file browser), and the finished cell
+still reads as a record of its tool calls with no "Error displaying widget"; then a slow turn
+shows its live tool-call view and Stop button, the button ends it within a second, its record
+stays, and the next cell runs.
 
 Screenshots go to a temporary folder; with ``JUPYTER_AGENT_REFRESH_SCREENSHOT=1`` they replace
-``docs/screenshot.png`` and ``docs/screenshot_canvas.png``, the pictures the README shows.
+``docs/screenshot.png`` and ``docs/screenshot_canvas.png``, the pictures the README shows (taken
+in JupyterLab).
 
 Chromium comes from Debian (``apt-get install chromium``); Playwright's own browser download is not
 used. Without it the test skips locally and fails on CI (``CI=true``), where it must run.
@@ -33,6 +41,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,12 +88,40 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class FrontEnd:
+    """What differs between JupyterLab and Notebook 7 here: the ``jupyter`` subcommand that
+    serves it, its extra options and the address of a notebook's page. The rest — the notebook
+    widget, its cells, menus, dialogs and the toolbar's kernel indicator — both share."""
+
+    name: str
+    app: str
+    options: tuple[str, ...]
+    notebook_page: str  # formatted with ``path``
+
+    def url_of(self, server: Jupyter, path: str) -> str:
+        return f"{server.url}{self.notebook_page.format(path=path)}?token={server.token}"
+
+
+#: ``expose_app_in_browser``: ``window.jupyterapp``, to ask the page whether its kernel is ready.
+LAB = FrontEnd(
+    "lab", "lab", ("--LabApp.news_url=", "--LabApp.expose_app_in_browser=True"), "/lab/tree/{path}"
+)
+NOTEBOOK7 = FrontEnd(
+    "notebook7",
+    "notebook",
+    ("--JupyterNotebookApp.expose_app_in_browser=True",),
+    "/notebooks/{path}",
+)
+
+
 @dataclass
-class Lab:
+class Jupyter:
     url: str
     token: str
     root: Path
     log: Path
+    front_end: FrontEnd
 
 
 def prepare_root(root: Path) -> None:
@@ -101,7 +138,8 @@ def prepare_root(root: Path) -> None:
 
 
 def lab_settings(settings: Path) -> None:
-    """No news or update pop-ups over the notebook (and no request to the internet for them)."""
+    """No news or update pop-ups over the notebook (and no request to the internet for them);
+    Notebook 7 reads the same settings folder."""
     notification = settings / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(
@@ -109,8 +147,9 @@ def lab_settings(settings: Path) -> None:
     )
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
+@contextmanager
+def serve_jupyter(front_end: FrontEnd, tmp_path: Path) -> Iterator[Jupyter]:
+    """``jupyter lab`` or ``jupyter notebook`` over a fresh copy of notebooks/, until the end."""
     root = tmp_path / "notebooks"
     prepare_root(root)
     lab_settings(tmp_path / "settings")
@@ -126,18 +165,18 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         sys.executable,
         "-m",
         "jupyter",
-        "lab",
+        front_end.app,
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=",
+        *front_end.options,
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")
-    log = tmp_path / "jupyterlab.log"
+    log = tmp_path / f"jupyter-{front_end.app}.log"
     with log.open("w") as log_file:
         server = subprocess.Popen(
             command, env=env, cwd=root, stdout=log_file, stderr=subprocess.STDOUT
@@ -147,15 +186,17 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         deadline = time.monotonic() + 60
         while True:
             if server.poll() is not None:
-                pytest.fail(f"JupyterLab exited early:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"jupyter {front_end.app} exited early:\n{log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
                     break
             except (urllib.error.URLError, ConnectionError):
                 if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
+                    pytest.fail(
+                        f"jupyter {front_end.app} did not start:\n{log.read_text()[-3000:]}"
+                    )
                 time.sleep(0.25)
-        yield Lab(url, token, root, log)
+        yield Jupyter(url, token, root, log, front_end)
     finally:
         server.terminate()
         try:
@@ -163,6 +204,67 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+@pytest.fixture(params=[LAB, NOTEBOOK7], ids=lambda front_end: front_end.name)
+def jupyter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Jupyter]:
+    """JupyterLab, then Notebook 7."""
+    with serve_jupyter(request.param, tmp_path) as server:
+        yield server
+
+
+#: True when the open notebook's kernel is connected to this page and idle. The toolbar's status
+#: circle can say "idle" before the page has even connected (and a cell run then asks which
+#: kernel to start), so the page's own session is asked, in both front ends alike.
+KERNEL_READY = """() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
+    return Boolean(kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle');
+}"""
+
+
+def wait_kernel_ready(page: object) -> None:
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    page.wait_for_function(KERNEL_READY)
+
+
+def open_notebook(page: object, server: Jupyter, path: str) -> None:
+    """Open ``path`` in the server's front end and wait for its kernel to be ready."""
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    page.goto(server.front_end.url_of(server, path))
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    wait_kernel_ready(page)
+
+
+def reopen_notebook(page: object, server: Jupyter, path: str) -> object:
+    """Open ``path`` afresh, the way a person would, and return the page that shows it.
+
+    JupyterLab: reload the page (its workspace reopens the notebook). Notebook 7: leave for its
+    file browser, the ``/tree`` page, where a double click opens the notebook in a new tab.
+    """
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    if server.front_end is not NOTEBOOK7:
+        page.reload()
+        page.wait_for_selector(".jp-Notebook .jp-Cell")
+        wait_kernel_ready(page)
+        return page
+    page.goto(f"{server.url}/tree?token={server.token}")
+    item = page.locator(".jp-DirListing-item").filter(has=page.get_by_text(path, exact=True))
+    with page.context.expect_page() as opened:
+        item.dblclick()
+    notebook_page = opened.value  # the /tree tab stays open behind it, as it would for a person
+    notebook_page.set_default_timeout(60_000)
+    notebook_page.wait_for_selector(".jp-Notebook .jp-Cell")
+    wait_kernel_ready(notebook_page)
+    assert f"/notebooks/{path}" in notebook_page.url
+    return notebook_page
 
 
 FAILED_OUTPUTS = """[...document.querySelectorAll(
@@ -176,7 +278,7 @@ RUN_ALL_OVER = f"""() => {{
 }}"""
 
 
-def test_quickstart_renders_and_drives_the_kernel_in_chromium(lab: Lab) -> None:
+def test_quickstart_renders_and_drives_the_kernel_in_chromium(jupyter: Jupyter) -> None:
     chromium = chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
@@ -185,9 +287,7 @@ def test_quickstart_renders_and_drives_the_kernel_in_chromium(lab: Lab) -> None:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1150})
             page.set_default_timeout(60_000)
-            page.goto(f"{lab.url}/lab/tree/{QUICKSTART}?token={lab.token}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            page.wait_for_selector("#jp-main-statusbar >> text=Idle")
+            open_notebook(page, jupyter, QUICKSTART)
 
             page.click(".lm-MenuBar-item:has-text('Run')")
             page.click(".lm-Menu-item:has-text('Run All Cells')")
@@ -227,14 +327,17 @@ def test_quickstart_renders_and_drives_the_kernel_in_chromium(lab: Lab) -> None:
             page.keyboard.press("Shift+Enter")
             expect(notebook).to_contain_text("ENABLED True", timeout=30_000)
 
-            take_screenshot(page, screenshot_path("screenshot.png", lab.root.parent))
+            take_screenshot(page, screenshot_path("screenshot.png", jupyter))
         finally:
             browser.close()
 
 
-def screenshot_path(name: str, scratch: Path) -> Path:
-    """``docs/NAME`` when refreshing the README's pictures, else a file in ``scratch``."""
-    return DOCS / name if REFRESH_SCREENSHOTS else scratch / name
+def screenshot_path(name: str, server: Jupyter) -> Path:
+    """``docs/NAME`` when refreshing the README's pictures (JupyterLab's), else a file in the
+    test's temporary folder."""
+    if REFRESH_SCREENSHOTS and server.front_end is LAB:
+        return DOCS / name
+    return server.root.parent / f"{server.front_end.name}_{name}"
 
 
 def take_screenshot(page: object, path: Path, cell_text: str = "%%agent") -> None:
@@ -255,10 +358,14 @@ def take_screenshot(page: object, path: Path, cell_text: str = "%%agent") -> Non
 
 
 CANVAS = "canvas.ipynb"
+#: The code the agent proposes in the canvas test, which the front end puts in a new cell.
+PROPOSED = "weekly_sales.append(27)"
 AGENT_CELL_ERRORS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
     .filter(c => c.textContent.includes('%%agent'))
     .map(c => (c.querySelector('.jp-OutputArea') || {textContent: ''}).textContent)
     .filter(t => /Error displaying widget|model not found/.test(t))"""
+#: A rendered widget view (the live tool-call views and the Stop button of a running turn).
+WIDGET_VIEW = ".jp-OutputArea-output .jupyter-widgets"
 
 
 class _SlowGate:
@@ -306,15 +413,24 @@ def _script_canvas(fake: object) -> None:
                 tool_use("toolu_1", "notebook_history", {"last": 2}),
             ]
         ),
+        Reply([tool_use("toolu_2", "propose_cell", {"code": PROPOSED})]),
         text(
             "Your plot of `weekly_sales` rises from **12** to **24** over five weeks, with one "
             "dip in week 3 (11). The last two weeks grew fastest."
         ),
+        Reply([tool_use("toolu_3", "list_dir", {"path": "."})]),
         Reply([{"type": "text", "text": "Once upon a time " * 300}], chunk=6, gate=_SlowGate()),  # type: ignore[arg-type]
     )
 
 
-def test_agent_cells_survive_a_restart_and_stop_ends_a_turn(lab: Lab) -> None:
+def _saved_cells(path: Path) -> list[nbformat.NotebookNode]:
+    try:
+        return list(nbformat.read(path, as_version=4).cells)
+    except Exception:  # half written, or not yet
+        return []
+
+
+def test_agent_cells_survive_a_restart_and_stop_ends_a_turn(jupyter: Jupyter) -> None:
     chromium = chromium_or_skip()
     from fake_anthropic import FakeAnthropic, tool_results
     from notebook_fake_server import serve
@@ -342,14 +458,12 @@ def test_agent_cells_survive_a_restart_and_stop_ends_a_turn(lab: Lab) -> None:
             page.wait_for_timeout(50)
 
     with serve(fake) as base_url, sync_playwright() as playwright:
-        _canvas_notebook(lab.root, base_url)
+        _canvas_notebook(jupyter.root, base_url)
         browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(60_000)
-            page.goto(f"{lab.url}/lab/tree/{CANVAS}?token={lab.token}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            page.wait_for_selector("#jp-main-statusbar >> text=Idle")
+            open_notebook(page, jupyter, CANVAS)
             notebook = page.locator(".jp-Notebook")
             for index in range(3):
                 run_cell(page, index)
@@ -361,44 +475,66 @@ def test_agent_cells_survive_a_restart_and_stop_ends_a_turn(lab: Lab) -> None:
             )
             expect(record).to_be_visible()
             expect(record.locator("img")).to_have_count(1)  # the plot's thumbnail
+            expect(agent_cell.locator(WIDGET_VIEW)).to_have_count(0)  # the live views are gone
             [result] = tool_results(fake.requests[1])
             assert [b["type"] for b in result["content"]].count("image") == 1
-            take_screenshot(
-                page, screenshot_path("screenshot_canvas.png", lab.root.parent), "weekly_sales"
-            )
+            # propose_cell: a new cell right below the agent's, holding the code, not run
+            proposed = page.locator(".jp-Notebook .jp-CodeCell").nth(3)
+            expect(proposed.locator(".jp-InputArea-editor")).to_have_text(PROPOSED)
+            assert re.search(r"\[\d+\]", prompt_of(page, 3)) is None
+            expect(page.locator(".jp-Notebook .jp-CodeCell").nth(4)).to_contain_text("long story")
+            take_screenshot(page, screenshot_path("screenshot_canvas.png", jupyter), "weekly_sales")
 
-            # save, restart the kernel, reopen: the record is still there, no widget error
+            # save: the file holds the record and the proposed cell, and no widget view
             page.keyboard.press("Control+s")
-            page.wait_for_timeout(1000)
+            deadline = time.monotonic() + 30
+            while len(saved := _saved_cells(jupyter.root / CANVAS)) != 6:
+                assert time.monotonic() < deadline, "the notebook was not saved"
+                page.wait_for_timeout(100)
+            saved_agent = saved[2]
+            assert saved[3].source == PROPOSED
+            bundles = [o.get("data", {}) for o in saved_agent.outputs]
+            assert not [b for b in bundles if "application/vnd.jupyter.widget-view+json" in b]
+            assert any("notebook_history(" in b.get("text/html", "") for b in bundles)
+
+            # restart the kernel, reopen: the record is still there, no widget error
             page.click(".lm-MenuBar-item:has-text('Kernel')")
             page.click(".lm-Menu-item:has-text('Restart Kernel…')")
             page.click(".jp-Dialog-button.jp-mod-accept")
-            page.wait_for_selector("#jp-main-statusbar >> text=Idle")
-            page.reload()
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            page.wait_for_selector("#jp-main-statusbar >> text=Idle")
+            wait_kernel_ready(page)
+            reopened = reopen_notebook(page, jupyter, CANVAS)
+            assert isinstance(reopened, Page)
+            page = reopened
+            notebook = page.locator(".jp-Notebook")
             agent_cell = page.locator(".jp-Notebook .jp-CodeCell").nth(2)
             expect(agent_cell).to_contain_text("notebook_history(")
             expect(agent_cell).to_contain_text("rises from 12 to 24")
             assert page.evaluate(AGENT_CELL_ERRORS) == []
 
-            # the Stop button ends a slow turn within a second; the next cell works
+            # a slow turn: its live tool-call view and Stop button; a click ends it within a
+            # second, its record stays, and the next cell works
             run_cell(page, 0)
             wait_done(page, 0)
-            run_cell(page, 3)
-            story_cell = page.locator(".jp-Notebook .jp-CodeCell").nth(3)
+            run_cell(page, 4)
+            story_cell = page.locator(".jp-Notebook .jp-CodeCell").nth(4)
             stop = story_cell.locator("button:has-text('Stop')")
             expect(stop).to_be_visible(timeout=60_000)  # the first cell after a restart is slow
             expect(story_cell).to_contain_text("Once upon a time", timeout=30_000)
+            live = story_cell.locator(f"{WIDGET_VIEW}.widget-toggle-button")
+            expect(live.filter(has_text="list_dir(").first).to_be_visible()
             clicked = time.monotonic()
             stop.click()
-            wait_done(page, 3, timeout_s=10)
+            wait_done(page, 4, timeout_s=10)
             stopped_after = time.monotonic() - clicked
             assert stopped_after < 2.0, f"the turn took {stopped_after:.2f} s to stop"
             expect(story_cell).to_contain_text("Stopped")
-            run_cell(page, 4)
+            story_record = story_cell.locator(".jp-RenderedHTMLCommon").filter(has_text="list_dir(")
+            expect(story_record.first).to_be_visible()
+            expect(story_cell.locator(WIDGET_VIEW)).to_have_count(0)
+            run_cell(page, 5)
             expect(notebook).to_contain_text("next cell works", timeout=30_000)
-            assert len(fake.requests) == 3
-            print(f"stopped {stopped_after:.2f} s after the click")
+            assert page.evaluate(AGENT_CELL_ERRORS) == []
+            assert len(fake.requests) == 5
+            print(f"{jupyter.front_end.name}: stopped {stopped_after:.2f} s after the click")
         finally:
             browser.close()

@@ -211,3 +211,20 @@ def test_run_python_figures_shown_inline_reach_the_model_and_the_cell(
     assert any("image/png" in o.get("data", {}) for o in outputs)
     records = [o for o in outputs if "text/html" in o.get("data", {})]
     assert any("data:image/png;base64," in o["data"]["text/html"] for o in records)
+
+
+def test_undo_names_the_agent_cell_by_its_execution_count(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """IPython 9 counts a cell before running it: the undo step must still bear the number the
+    notebook shows next to the %%agent cell, not the next one."""
+    fake_api.add(
+        Reply([tool_use("toolu_1", "write_file", {"file_path": "a.txt", "content": "new\n"})]),
+        text("Written."),
+    )
+    nb = _run_notebook(tmp_path, ["%load_ext jupyter_agent", "%%agent\nWrite a.txt", "%agent undo"])
+    agent_cell, undo_cell = nb.cells[1], nb.cells[2]
+    said = "".join(o.get("text", "") for o in undo_cell.outputs)
+    assert f"'cell {agent_cell.execution_count}'" in said, said
+    assert not (tmp_path / "a.txt").exists()

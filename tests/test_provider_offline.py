@@ -203,6 +203,32 @@ async def test_cassette_replay_runs_the_recorded_tool_calls_for_real(workspace: 
     assert other.startswith(OFFLINE_NOTICE) and "hello.txt" in other
 
 
+async def test_a_pattern_exchange_replays_prompts_that_differ_where_it_has_stars(
+    workspace: Path,
+) -> None:
+    """``%agent error``'s prompt holds an execution count and a traceback naming this machine's
+    paths: a cassette entry with ``"match": "pattern"`` replays whatever its ``*`` stand for."""
+    answer = {"content": [{"type": "text", "text": "A typo."}], "stop_reason": "end_turn"}
+    cassette = [
+        {"prompt": "Cell [*] raised. The traceback: *", "match": "pattern", "responses": [answer]},
+        {"prompt": "exactly this*", "responses": [answer]},
+    ]
+    agent = offline_agent(workspace, OfflineProvider(cassette, notice=False))
+    traceback = "File \"/tmp/ipykernel_5392/231.py\", line 1\nKeyError: 'unit'"
+    assert await agent.chat(f"cell [4]  raised. The traceback:\n{traceback}") == "A typo."
+    assert await agent.chat("Cell [12] raised. The traceback: other") == "A typo."
+    # the text around the stars must match, and exact matching stays the rule elsewhere
+    assert await agent.chat("Cell [4] failed. The traceback: x") != "A typo."
+    assert await agent.chat("exactly this, and more") != "A typo."
+
+
+def test_an_unknown_match_rule_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"prompt": "x", "match": "prefix", "responses": []}]))
+    with pytest.raises(ValueError, match=r"exchange 0 has 'match' 'prefix'"):
+        OfflineProvider(path)
+
+
 def comparable(events: list[AgentEvent]) -> list[Any]:
     """Events with streaming chunking, durations and model names taken out.
 

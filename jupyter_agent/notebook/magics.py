@@ -306,7 +306,13 @@ class AgentMagics(Magics):
     # -- one turn, rendered ------------------------------------------------------------------
 
     def _cell_label(self) -> str | None:
-        count = getattr(self.shell, "execution_count", None)
+        """``cell N``, N the running cell's number as the notebook shows it.
+
+        IPython 9 counts a cell before running it (``execution_count`` is then the next cell's
+        number), IPython 8 after; the displayhook's ``prompt_count`` — the N of ``Out[N]`` — is
+        the running cell's number in both.
+        """
+        count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
         return f"cell {count}" if isinstance(count, int) else None
 
     def _run_turn(

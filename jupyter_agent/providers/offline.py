@@ -5,7 +5,8 @@ blocks, so the tools really run — for tests, tutorial notebooks and Binder:
 
 - it **replays cassettes**: JSON files of recorded exchanges (``{"prompt": ..., "responses":
   [reply per model turn]}``). When a chat's prompt matches a recorded one (case and whitespace
-  ignored), the recorded replies come back turn by turn, their text streamed in small pieces;
+  ignored; in an exchange with ``"match": "pattern"``, ``*`` stands for any text), the
+  recorded replies come back turn by turn, their text streamed in small pieces;
 - otherwise a **demo model** answers (``demo_model.py``): it finds, lists and reads files of the
   workspace with the tools it was given and summarises what it read (CSV files get row counts and
   column statistics).
@@ -43,6 +44,22 @@ def normalise_prompt(prompt: str) -> str:
     return " ".join(prompt.split()).casefold()
 
 
+#: How an exchange's prompt is compared with a chat's (both normalised): ``exact`` (the default;
+#: what ``RecordingProvider`` writes) or ``pattern`` — each ``*`` of the recorded prompt stands for
+#: any text, for prompts with parts that differ from run to run (``%agent error`` sends the
+#: failing cell's execution count and a traceback that names this machine's paths).
+MATCH_RULES = ("exact", "pattern")
+
+
+def prompt_matches(exchange: dict[str, Any], key: str) -> bool:
+    """Whether ``exchange`` answers a chat whose normalised prompt is ``key``."""
+    recorded = normalise_prompt(exchange["prompt"])
+    if exchange.get("match") == "pattern":
+        regex = ".*".join(re.escape(part) for part in recorded.split("*"))
+        return re.fullmatch(regex, key, re.DOTALL) is not None
+    return key == recorded
+
+
 def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The exchanges of a cassette file (a JSON list of exchanges, or ``{"exchanges": [...]}``)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -56,6 +73,11 @@ def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             or not isinstance(exchange.get("responses"), list)
         ):
             raise ValueError(f"{path}: exchange {index} needs a 'prompt' and a list of 'responses'")
+        if exchange.get("match", "exact") not in MATCH_RULES:
+            raise ValueError(
+                f"{path}: exchange {index} has 'match' {exchange['match']!r}; "
+                f"use one of {', '.join(MATCH_RULES)}"
+            )
     return exchanges
 
 
@@ -172,7 +194,7 @@ class OfflineProvider:
         if turn > 0:
             bound = self._bound
             return bound[1] if bound is not None and bound[0] == key else None
-        matches = [e for e in self.exchanges if normalise_prompt(e["prompt"]) == key]
+        matches = [e for e in self.exchanges if prompt_matches(e, key)]
         if not matches:
             self._bound = None
             return None

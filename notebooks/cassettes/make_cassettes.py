@@ -561,13 +561,28 @@ According to the units server:
 
 # -- 05 notebook canvas --------------------------------------------------------------------------
 
+#: The tutorial's failing cell, which ``%agent error`` sends.
+CANVAS_FAILING_CELL = 'df["revenue_per_unit"] = df["revenue"] / df["unit"]'
 CANVAS_PROMPTS = (
-    "My last cell failed. Look at my recent cells, the error and the plot: what went wrong, what "
-    "does the plot show, and can you propose a fixed cell?",
+    "Look at my recent cells and the plot: what does the plot show, and do the revenue per unit "
+    "figures look right now?",
     "Read 01_quickstart.ipynb and tell me in two sentences what it covers.",
+    "Rewrite notes.md as a short summary of what we found: the revenue per unit of each product "
+    "and the best and worst month. Also save the per-unit figures as per_unit.csv.",
 )
 CANVAS_FIX = """df["revenue_per_unit"] = df["revenue"] / df["units"]
 df.groupby("product")["revenue_per_unit"].mean().round(2)"""
+
+
+def error_prompt_pattern() -> str:
+    """What ``%agent error`` sends for the failing cell, with ``*`` for the parts that differ from
+    run to run: the cell's execution count (nbval's differ from a front end's) and the traceback
+    (it names this machine's paths and the kernel's process id)."""
+    from jupyter_agent.notebook.cell_errors import FailedCell, error_prompt
+
+    prompt = error_prompt(FailedCell(1, CANVAS_FAILING_CELL, "<traceback>"))
+    assert prompt.startswith("Cell [1] ") and prompt.count("*") == 0
+    return "Cell [*] " + prompt[len("Cell [1] ") : prompt.index("<traceback>")] + "*"
 
 
 def notebook_canvas() -> list[dict[str, Any]]:
@@ -584,18 +599,30 @@ def notebook_canvas() -> list[dict[str, Any]]:
         per_unit[row["product"]].append(row["revenue"] / row["units"])
     means = {p: round(sum(v) / len(v), 2) for p, v in sorted(per_unit.items())}
     listed = ", ".join(f"{product} {eur(value)}" for product, value in means.items())
+    # the answers below state these facts; check them against the data
+    assert months[0] < worst < months[-1] and best == months[-1]
+    for row in rows:  # one price per product all year, and revenue ÷ units is that price
+        assert abs(row["revenue"] / row["units"] - means[row["product"]]) < 0.005
+        assert abs(float(row["unit_price"]) - means[row["product"]]) < 0.005
+    columns = ", ".join(f"`{name}`" for name in rows[0])
+    explanation = f"""
+**What went wrong:** `df["unit"]` asks for a column named `unit`, and `df` has none, so pandas
+raised `KeyError: 'unit'` (the long traceback is pandas looking the name up in its column index).
+The columns are {columns}: you meant **`units`**. Nothing was changed — the failed assignment
+never created `revenue_per_unit`.
+
+**The fix** is in a new cell right below this one, not run yet: it divides by `units`, and adds
+the average revenue per unit of each product so you can check the result at a glance.
+"""
     diagnosis = f"""
-**What went wrong.** Your last cell computes `df["revenue"] / df["unit"]`, and pandas raised
-`KeyError: 'unit'`: the column is called **`units`** (the columns are month, region, product,
-units, unit_price and revenue).
+**The plot** shows monthly revenue for {months[0][:4]}: it starts at {eur(by_month[months[0]])} in
+{months[0]}, dips to its lowest in {worst} ({eur(by_month[worst])}) and climbs to its peak in
+{best} ({eur(by_month[best])}) — {pct(by_month[best], by_month[worst])} on the low month, a clear
+year-end peak.
 
-**What the plot shows.** Monthly revenue runs from {eur(by_month[months[0]])} in {months[0]} to
-{eur(by_month[months[-1]])} in {months[-1]}; the lowest month is {worst}
-({eur(by_month[worst])}) and the peak is {best} ({eur(by_month[best])}): {pct(by_month[best],
-by_month[worst])} on the low.
-
-**The fix** is in a new cell right below this one (run it when you are ready): it divides by
-`units` and averages the revenue per unit by product — {listed}.
+**Revenue per unit** looks right now: the fixed cell ran cleanly and gives {listed}. Those are
+exactly the `unit_price` values: each product kept one price all year, so revenue ÷ units had
+nothing else to show. The earlier error was only the column name.
 """
     quickstart_nb = json.loads((HERE.parent / "01_quickstart.ipynb").read_text(encoding="utf-8"))
     cells = quickstart_nb["cells"]
@@ -606,17 +633,49 @@ the extension, asks the agent for an overview of `data/sales.csv` (the agent rea
 its tools) and follows up on the West region. It ends with the `%agent_tools` panel,
 `%agent usage` (tokens and cost) and `%agent reset`.
 """
+    table = "\n".join(f"| {product} | {eur(value)} |" for product, value in means.items())
+    notes = f"""# Sales 2024: what we found
+
+## Revenue per unit (average over the year)
+
+| product | revenue per unit |
+| --- | ---: |
+{table}
+
+## Months
+
+- Best month: {best} ({eur(by_month[best])})
+- Worst month: {worst} ({eur(by_month[worst])})
+"""
+    per_unit_csv = "product,revenue_per_unit\n" + "".join(
+        f"{product},{value:.2f}\n" for product, value in means.items()
+    )
+    written = """
+Done: **`notes.md`** now holds the summary (revenue per unit of each product, best and worst
+month), and **`per_unit.csv`** has the per-unit figures, one row per product.
+"""
     return [
         {
-            "prompt": CANVAS_PROMPTS[0],
+            "prompt": error_prompt_pattern(),
+            "match": "pattern",
             "responses": [
                 reply(
-                    text("I'll look at your recent cells — the error and the plot included."),
-                    call(ids, "notebook_history", last=3),
+                    text("A `KeyError` for `'unit'`. Let me check which columns `df` has."),
+                    call(ids, "inspect_variable", name="df"),
                 ),
                 reply(
                     text("The column is `units`, not `unit`. I'll propose the fixed cell."),
                     call(ids, "propose_cell", code=CANVAS_FIX),
+                ),
+                reply(text(explanation)),
+            ],
+        },
+        {
+            "prompt": CANVAS_PROMPTS[0],
+            "responses": [
+                reply(
+                    text("I'll look at your recent cells — the plot and the fix included."),
+                    call(ids, "notebook_history", last=5),
                 ),
                 reply(text(diagnosis)),
             ],
@@ -626,6 +685,17 @@ its tools) and follows up on the West region. It ends with the `%agent_tools` pa
             "responses": [
                 reply(call(ids, "read_notebook", file_path="01_quickstart.ipynb")),
                 reply(text(summary)),
+            ],
+        },
+        {
+            "prompt": CANVAS_PROMPTS[2],
+            "responses": [
+                reply(
+                    text("I'll write both files."),
+                    call(ids, "write_file", file_path="notes.md", content=notes),
+                    call(ids, "write_file", file_path="per_unit.csv", content=per_unit_csv),
+                ),
+                reply(text(written)),
             ],
         },
     ]
