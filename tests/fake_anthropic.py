@@ -747,3 +747,38 @@ def request_tokens(body: dict[str, Any]) -> int:
             canonical = re.sub(r'"data": "[^"]*"', '"data": ""', canonical)
         total += block_tokens(canonical)
     return total
+
+
+def overloaded_stream(text_first: str = "") -> httpx2.Response:
+    """A 200 stream that breaks with an ``overloaded_error`` event (after ``text_first``, if
+    given) — what the API sends when it is overloaded after it began to answer."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_overloaded",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-test",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    }
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]
+    if text_first:
+        block = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": text_first}
+        events += [
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            ),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ]
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    events.append(("error", error))
+    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    return httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body.encode()
+    )

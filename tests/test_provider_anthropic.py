@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import warnings
 from pathlib import Path
@@ -11,7 +10,15 @@ from pathlib import Path
 import anthropic
 import httpx2
 import pytest
-from fake_anthropic import ErrorReply, FakeAnthropic, Reply, text, tool_use, user_texts
+from fake_anthropic import (
+    ErrorReply,
+    FakeAnthropic,
+    Reply,
+    overloaded_stream,
+    text,
+    tool_use,
+    user_texts,
+)
 from notebook_fake_server import serve
 
 from jupyter_agent.agent.agent import Agent
@@ -189,27 +196,7 @@ async def test_connection_failure_names_the_endpoint() -> None:
 
 async def test_overloaded_error_event_mid_stream_is_a_provider_error() -> None:
     async def handler(request: httpx2.Request) -> httpx2.Response:
-        start = {
-            "type": "message_start",
-            "message": {
-                "id": "m",
-                "type": "message",
-                "role": "assistant",
-                "content": [],
-                "model": "claude-test",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        }
-        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-        body = (
-            f"event: message_start\ndata: {json.dumps(start)}\n\n"
-            f"event: error\ndata: {json.dumps(error)}\n\n"
-        )
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
+        return overloaded_stream()
 
     client = anthropic.AsyncAnthropic(
         api_key="sk-test",

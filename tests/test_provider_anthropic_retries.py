@@ -7,7 +7,6 @@ retry it; it surfaced as "API error 200" on the first occurrence).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 
@@ -15,7 +14,7 @@ import anthropic
 import httpx2
 import pytest
 from anthropic._models import FinalRequestOptions
-from fake_anthropic import ErrorReply, FakeAnthropic, text
+from fake_anthropic import ErrorReply, FakeAnthropic, overloaded_stream, text
 from notebook_fake_server import serve
 
 from jupyter_agent.errors import ProviderError
@@ -23,7 +22,6 @@ from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest, ModelResponse
 
 REQUEST = ModelRequest("", [{"role": "user", "content": "hello"}], [])
-OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
 
 class OverloadedStreams:
@@ -40,38 +38,7 @@ class OverloadedStreams:
         self.requests += 1
         if self.requests > self.failures:
             return await self.fake.handle(request)
-        start = {
-            "type": "message_start",
-            "message": {
-                "id": "msg_overloaded",
-                "type": "message",
-                "role": "assistant",
-                "content": [],
-                "model": "claude-test",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        }
-        events = [("message_start", start)]
-        if self.text_first:
-            block = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": self.text_first}
-            events += [
-                (
-                    "content_block_start",
-                    {"type": "content_block_start", "index": 0, "content_block": block},
-                ),
-                (
-                    "content_block_delta",
-                    {"type": "content_block_delta", "index": 0, "delta": delta},
-                ),
-            ]
-        events.append(("error", OVERLOADED))
-        body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
+        return overloaded_stream(self.text_first)
 
 
 @pytest.fixture

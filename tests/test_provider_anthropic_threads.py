@@ -20,7 +20,15 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from fake_anthropic import THREADS_BETA, FakeAnthropic, Reply, text, thinking, tool_use
+from fake_anthropic import (
+    THREADS_BETA,
+    FakeAnthropic,
+    Reply,
+    overloaded_stream,
+    text,
+    thinking,
+    tool_use,
+)
 from notebook_fake_server import serve
 
 from jupyter_agent.agent.agent import Agent
@@ -356,27 +364,7 @@ class OverloadedOnce:
         if self.seen != self.nth:
             return await self.fake.handle(request)
         self.failed = json.loads(await request.aread())
-        start = {
-            "type": "message_start",
-            "message": {
-                "id": "msg_overloaded",
-                "type": "message",
-                "role": "assistant",
-                "content": [],
-                "model": "claude-test",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        }
-        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-        body = "".join(
-            f"event: {name}\ndata: {json.dumps(data)}\n\n"
-            for name, data in (("message_start", start), ("error", error))
-        )
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
+        return overloaded_stream()
 
 
 async def test_an_overloaded_continuation_is_retried_whole(tmp_path: Path) -> None:
