@@ -432,6 +432,7 @@ _ODD_NAMES = [
     "x.é",
     "sub/plain.csv",
     "sub/ignored.csv",
+    "co:lon.txt",
 ]
 
 
@@ -450,6 +451,9 @@ _ODD_NAMES = [
         "**/*.csv",
         "sub/*.csv",
         "**/q\\?.md",
+        # rg reads a second ":" in --type-add as "name:include:types" and refuses the whole run
+        "**/co:lon.txt",
+        "*:lon.txt",
     ],
 )
 async def test_backends_agree_on_names_with_glob_characters(tmp_path: Path, pattern: str) -> None:
