@@ -86,7 +86,9 @@ def _name_filter(suffix: bytes) -> list[str]:
     it. The type matches the file name only, so it is a superset of what the glob takes; every
     name rg lists is still matched against the whole glob.
     """
-    ending = suffix.rsplit(b"/", 1)[-1]
+    # rg reads a definition as "name:glob" or "name:include:types": a second colon in the glob
+    # makes it refuse the whole run, so only what follows the ending's last colon is given
+    ending = suffix.rsplit(b"/", 1)[-1].rsplit(b":", 1)[-1]
     if not ending:
         return []
     try:
