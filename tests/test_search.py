@@ -433,6 +433,7 @@ _ODD_NAMES = [
     "sub/plain.csv",
     "sub/ignored.csv",
     "co:lon.txt",
+    "dot.",
 ]
 
 
@@ -454,6 +455,9 @@ _ODD_NAMES = [
         # rg reads a second ":" in --type-add as "name:include:types" and refuses the whole run
         "**/co:lon.txt",
         "*:lon.txt",
+        # rg's file types see no name at all in one that ends with "." (as Rust's file_name)
+        "*.",
+        "**/dot.",
     ],
 )
 async def test_backends_agree_on_names_with_glob_characters(tmp_path: Path, pattern: str) -> None:
