@@ -89,7 +89,9 @@ def _name_filter(suffix: bytes) -> list[str]:
     # rg reads a definition as "name:glob" or "name:include:types": a second colon in the glob
     # makes it refuse the whole run, so only what follows the ending's last colon is given
     ending = suffix.rsplit(b"/", 1)[-1].rsplit(b":", 1)[-1]
-    if not ending:
+    if not ending or ending.endswith(b"."):
+        # rg's file types see no name in one that ends with "." (Rust's file_name): with a type
+        # given, it would leave out every such file, the ones the glob matches included
         return []
     try:
         text = ending.decode("utf-8")
