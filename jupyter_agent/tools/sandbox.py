@@ -273,9 +273,11 @@ async def start_reader(argv: Sequence[str], **options: Any) -> asyncio.subproces
 
 async def end_reader(process: asyncio.subprocess.Process) -> None:
     """Kill a process ``start_reader`` started, with its group, and reap it in bounded time."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # start_new_session: its pid is the group's id
     if process.returncode is None:
+        # start_new_session: its pid is the group's id. Only while it is not known to be reaped:
+        # once it is, that number is free, and may since lead someone else's group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             process.kill()
     if process.stdin is not None:
