@@ -130,6 +130,9 @@ async def ripgrep_grep(
     ``sort=False`` lets rg use all its threads, sorts afterwards, and raises ``TooManyMatches``
     past a budget (a broad pattern is then better served by the sorted run, which stops early).
     """
+    if scope.whitelist and _Glob(scope.whitelist).literal_suffix.endswith(b"."):
+        # rg's globs see no name in one that ends with ".": "--glob '*.'" matches nothing
+        raise RipgrepCannot(f"ripgrep cannot match the glob {scope.whitelist!r}")
     wanted = max_results + 1
     budget = max(UNSORTED_MATCH_BUDGET, 10 * wanted)
     argv = [
