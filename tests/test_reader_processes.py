@@ -51,3 +51,67 @@ async def test_ending_a_reaped_reader_leaves_a_group_that_reuses_its_pid_alone()
     finally:
         victim.kill()
         victim.wait()
+
+
+def _our_descendants() -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found = []
+    for pid in parents:
+        ancestor = parents[pid]
+        while ancestor in parents and ancestor not in (0, 1, os.getpid()):
+            ancestor = parents[ancestor]
+        if ancestor == os.getpid():
+            found.append(pid)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_reader_start_cancelled_twice_ends_promptly_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    # A tool's timeout cancels it, and the user's interrupt cancels it again while its clean-up
+    # still waits for the process being started.
+    import asyncio
+    import time
+
+    from jupyter_agent.tools.sandbox import reader_sandbox
+
+    async def run() -> None:
+        process = await start_reader(
+            reader_sandbox(["sleep", "30"], tmp_path),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            await process.wait()
+        finally:
+            await end_reader(process)
+
+    slowest = 0.0
+    for attempt in range(40):
+        task = asyncio.ensure_future(run())
+        await asyncio.sleep(0.0005 * (attempt % 8))
+        task.cancel()
+        await asyncio.sleep(0.0005 * (attempt % 5))
+        task.cancel()
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except asyncio.CancelledError:
+            pass
+        except TimeoutError:
+            pass
+        slowest = max(slowest, time.monotonic() - started)
+        assert task.done(), f"attempt {attempt}: a twice-cancelled start still hangs"
+    assert slowest < 2
+    deadline = time.monotonic() + 5
+    while _our_descendants() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert _our_descendants() == []
