@@ -266,8 +266,14 @@ async def start_reader(argv: Sequence[str], **options: Any) -> asyncio.subproces
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await end_reader(await spawn)
+        # however often the caller is cancelled meanwhile (a timeout, then an interrupt): a
+        # cancellation that reached the start itself would leave asyncio waiting for the process
+        while not spawn.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({spawn})
+        if not spawn.cancelled() and spawn.exception() is None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await end_reader(spawn.result())  # the kill itself comes before any wait
         raise
 
 
