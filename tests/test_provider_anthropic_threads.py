@@ -450,3 +450,31 @@ async def test_two_chats_on_one_provider_never_continue_each_others_thread(
     await second.chat("Go on.")
     assert fake.held_messages() == second.messages
     assert all(not r.get("thread") or r["messages"] for r in fake.requests)
+
+
+async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    # The notebook session serves a thinking budget from a copy of the provider (copy.copy,
+    # sharing its client and, at that moment, its thread); a later cell goes back to the original.
+    import copy
+
+    plain = AnthropicProvider("claude-test", client=client, threads=True)
+    agent = make_agent(plain, tmp_path)
+    fake.add(calls(1, 0), text("Plain."))
+    await agent.chat("First.")
+    thinker = copy.copy(plain)
+    thinker.thinking_budget = 1024
+    agent.provider = thinker
+    fake.add(Reply([thinking("Hm.", "sig-1"), tool_use("toolu_x", "probe", {"i": 1})]))
+    fake.add(Reply([thinking("Ok.", "sig-2"), {"type": "text", "text": "Thought."}]))
+    await agent.chat("Think.")
+    assert fake.held_messages() == agent.messages
+    agent.provider = plain
+    fake.add(calls(2, 2), text("Plain again."))
+    await agent.chat("Back.")
+    assert fake.held_messages() == agent.messages
+    fake.add(text("Still."))
+    agent.provider = thinker
+    await agent.chat("Think again.")
+    assert fake.held_messages() == agent.messages
