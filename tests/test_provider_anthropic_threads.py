@@ -415,3 +415,54 @@ async def test_against_anthropics_own_api_threads_are_on_by_default(tmp_path: Pa
     assert fake.wire[0]["thread"] == {"type": "create"}
     assert continued_from(fake.wire[1]) is not None and len(fake.wire[1]["messages"]) == 1
     assert fake.held_messages() == agent.messages
+
+
+async def test_two_chats_on_one_provider_never_continue_each_others_thread(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    # A notebook session serves every chat (%%agent --chat NAME) from one provider: the turns of
+    # two conversations alternate on it, and neither may land on the other's thread.
+    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    first, second = make_agent(provider, tmp_path), make_agent(provider, tmp_path)
+    fake.add(text("A one."), calls(1, 0), text("B one."), text("A two."))
+    await first.chat("Chat A, first.")
+    assert fake.held_messages() == first.messages
+    await second.chat("Chat B, first.")
+    assert fake.held_messages() == second.messages
+    await first.chat("Chat A, second.")
+    assert fake.wire[-1]["thread"] == {"type": "create"}
+    assert fake.held_messages() == first.messages
+    # a chat stopped by max_turns after its tools ran, then asked again
+    fake.add(calls(2, 1), text("B two."))
+    await second.chat("Chat B, second.", max_turns=1)
+    await second.chat("Go on.")
+    assert fake.held_messages() == second.messages
+    assert all(not r.get("thread") or r["messages"] for r in fake.requests)
+
+
+async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    # The notebook session serves a thinking budget from a copy of the provider (copy.copy,
+    # sharing its client and, at that moment, its thread); a later cell goes back to the original.
+    import copy
+
+    plain = AnthropicProvider("claude-test", client=client, threads=True)
+    agent = make_agent(plain, tmp_path)
+    fake.add(calls(1, 0), text("Plain."))
+    await agent.chat("First.")
+    thinker = copy.copy(plain)
+    thinker.thinking_budget = 1024
+    agent.provider = thinker
+    fake.add(Reply([thinking("Hm.", "sig-1"), tool_use("toolu_x", "probe", {"i": 1})]))
+    fake.add(Reply([thinking("Ok.", "sig-2"), {"type": "text", "text": "Thought."}]))
+    await agent.chat("Think.")
+    assert fake.held_messages() == agent.messages
+    agent.provider = plain
+    fake.add(calls(2, 2), text("Plain again."))
+    await agent.chat("Back.")
+    assert fake.held_messages() == agent.messages
+    fake.add(text("Still."))
+    agent.provider = thinker
+    await agent.chat("Think again.")
+    assert fake.held_messages() == agent.messages

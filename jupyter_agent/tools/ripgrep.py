@@ -86,8 +86,12 @@ def _name_filter(suffix: bytes) -> list[str]:
     it. The type matches the file name only, so it is a superset of what the glob takes; every
     name rg lists is still matched against the whole glob.
     """
-    ending = suffix.rsplit(b"/", 1)[-1]
-    if not ending:
+    # rg reads a definition as "name:glob" or "name:include:types": a second colon in the glob
+    # makes it refuse the whole run, so only what follows the ending's last colon is given
+    ending = suffix.rsplit(b"/", 1)[-1].rsplit(b":", 1)[-1]
+    if not ending or ending.endswith(b"."):
+        # rg's file types see no name in one that ends with "." (Rust's file_name): with a type
+        # given, it would leave out every such file, the ones the glob matches included
         return []
     try:
         text = ending.decode("utf-8")
@@ -126,6 +130,9 @@ async def ripgrep_grep(
     ``sort=False`` lets rg use all its threads, sorts afterwards, and raises ``TooManyMatches``
     past a budget (a broad pattern is then better served by the sorted run, which stops early).
     """
+    if scope.whitelist and _Glob(scope.whitelist).literal_suffix.endswith(b"."):
+        # rg's globs see no name in one that ends with ".": "--glob '*.'" matches nothing
+        raise RipgrepCannot(f"ripgrep cannot match the glob {scope.whitelist!r}")
     wanted = max_results + 1
     budget = max(UNSORTED_MATCH_BUDGET, 10 * wanted)
     argv = [

@@ -266,16 +266,24 @@ async def start_reader(argv: Sequence[str], **options: Any) -> asyncio.subproces
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await end_reader(await spawn)
+        # however often the caller is cancelled meanwhile (a timeout, then an interrupt): a
+        # cancellation that reached the start itself would leave asyncio waiting for the process
+        while not spawn.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({spawn})
+        if not spawn.cancelled() and spawn.exception() is None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await end_reader(spawn.result())  # the kill itself comes before any wait
         raise
 
 
 async def end_reader(process: asyncio.subprocess.Process) -> None:
     """Kill a process ``start_reader`` started, with its group, and reap it in bounded time."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # start_new_session: its pid is the group's id
     if process.returncode is None:
+        # start_new_session: its pid is the group's id. Only while it is not known to be reaped:
+        # once it is, that number is free, and may since lead someone else's group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             process.kill()
     if process.stdin is not None:
