@@ -442,7 +442,8 @@ _ODD_NAMES = [
     "pattern",
     [
         "**/*},c.txt",
-        "**/a{b},c.txt",
+        "**/a\\{b\\},c.txt",
+        "**/a{x,[{]b[}]},c.txt",
         "**/*\\*rd.csv",
         "**/[[]x].csv",
         "**/*!.txt",
@@ -524,15 +525,11 @@ async def test_a_search_cancelled_at_any_moment_leaves_no_process(tmp_path: Path
 @pytest.mark.parametrize(
     "glob",
     [
-        pytest.param(
-            "*.{txt,log}",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="rg's --glob expands braces, the Python glob reads them literally: "
-                "ripgrep finds x.txt, the Python backend (auto's choice without the sandbox) "
-                "nothing",
-            ),
-        ),
+        # {a,b} groups, which the Python glob used to read literally (it found nothing)
+        "*.{txt,log}",
+        "{x,y}.*",
+        "{*.txt,dot.}",
+        "x.{txt}",
         # rg's globs see no name in one that ends with '.' ("--glob '*.'" matches nothing)
         "*.",
         "dot.",
@@ -549,3 +546,45 @@ async def test_backends_agree_on_search_text_globs_ripgrep_reads_its_own_way(
     rg = await SearchTextTool(context, backend="ripgrep").execute(query)
     py = await SearchTextTool(context, backend="python").execute(query)
     assert rg == py
+
+
+@needs_rg
+@pytest.mark.parametrize("pattern", ["**/*.{csv,json}", "data/{t,important}.csv", "{a,src}/**"])
+async def test_backends_agree_on_search_files_braces(layout: Layout, pattern: str) -> None:
+    rg = await files_tool(layout, "ripgrep").execute({"pattern": pattern})
+    py = await files_tool(layout, "python").execute({"pattern": pattern})
+    assert rg == py
+    assert not py.startswith("No files match"), py
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("glob", "says"),
+    [("{a,{b,c}}", "nested"), ("*.{txt", "not closed"), ("{a,b}" * 7, "more than 64")],
+)
+async def test_a_glob_ripgrep_cannot_read_is_an_error_for_both(
+    layout: Layout, backend: str, glob: str, says: str
+) -> None:
+    registry = ToolRegistry()
+    registry.register(text_tool(layout, backend))
+    registry.register(files_tool(layout, backend))
+    text = await registry.call("search_text", {"pattern": "needle", "glob": glob})
+    files = await registry.call("search_files", {"pattern": glob})
+    for result in (text, files):
+        assert result.is_error and says in result.content, result.content
+
+
+@needs_rg
+async def test_a_gitignore_rule_with_braces_reads_as_in_ripgrep(tmp_path: Path) -> None:
+    for rel in ("keep.txt", "drop.log", "drop.tmp", "odd{x}.md"):
+        (tmp_path / rel).write_text("needle\n")
+    (tmp_path / ".gitignore").write_text("*.{log,tmp}\nbad{rule\n")
+    context = ToolContext(tmp_path)
+    for tool_class, query in (
+        (SearchFilesTool, {"pattern": "**"}),
+        (SearchTextTool, {"pattern": "needle"}),
+    ):
+        rg = await tool_class(context, backend="ripgrep").execute(dict(query))
+        py = await tool_class(context, backend="python").execute(dict(query))
+        assert rg == py
+        assert "drop" not in py and "keep.txt" in py and "odd{x}.md" in py

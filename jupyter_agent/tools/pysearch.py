@@ -51,6 +51,14 @@ class _Scope:
         self.parent_ignores: list[Path] = parent_ignores if parent_ignores is not None else []
 
 
+class GlobSyntaxError(ValueError):
+    """A glob ripgrep refuses too: a nested or unclosed ``{`` group, or too many alternatives."""
+
+
+#: The most globs one glob's ``{a,b}`` groups may stand for (``{a,b}{c,d}`` stands for four).
+MAX_GLOB_ALTERNATIVES = 64
+
+
 class _Glob:
     """One glob in ``.gitignore`` syntax, as ripgrep reads them (``--glob`` and ignore files).
 
@@ -59,9 +67,11 @@ class _Glob:
     rule ``build`` does not match ``build/x`` — ripgrep never looks inside an ignored folder it
     walks, and searches one you name explicitly. (This is also why pathspec, whose matching
     includes a folder's contents, is not used here: the two backends must agree exactly.)
+    ``{a,b}`` matches either, as in ripgrep: one level (nested groups are refused, as ripgrep
+    refuses them), at most ``MAX_GLOB_ALTERNATIVES`` globs in all.
     """
 
-    __slots__ = ("_nfa", "_regex_up_to", "dir_only", "literal_suffix", "regex")
+    __slots__ = ("_alternatives", "dir_only", "literal_suffix")
 
     def __init__(self, glob: str) -> None:
         glob = _byte_text(glob)
@@ -71,25 +81,91 @@ class _Glob:
         glob = glob.lstrip("/")
         if not anchored and "/" not in glob and glob != "**":
             glob = "**/" + glob
-        pieces = _glob_pieces(glob)
-        self.regex = re.compile("".join(pieces), re.DOTALL)
+        self._alternatives: list[tuple[re.Pattern[str], _Nfa | None, int]] = []
+        suffixes: list[str] = []
+        for alternative in _expand_braces(glob):
+            pieces = _glob_pieces(alternative)
+            # A backtracking regex with k unbounded repeats costs up to n**k steps: "*a*a*a*a*b"
+            # against a 200-character name ran for minutes. Such globs (and long paths with
+            # three repeats) are matched in linear time instead; the regex is faster on everyday
+            # globs.
+            repeats = sum(piece in _REPEATS for piece in pieces)
+            nfa = _Nfa(pieces) if repeats > 2 else None
+            up_to = _ANY_LENGTH if repeats <= 2 else (1024 if repeats == 3 else 0)
+            self._alternatives.append((re.compile("".join(pieces), re.DOTALL), nfa, up_to))
+            suffixes.append(_literal_suffix(pieces))
         #: The UTF-8 bytes every matching path ends with (b".csv" for "**/*.csv"): a cheap test
         #: that rules out most names of a big listing before the regex runs.
-        self.literal_suffix = _literal_suffix(pieces).encode("latin-1")
-        # A backtracking regex with k unbounded repeats costs up to n**k steps: "*a*a*a*a*b"
-        # against a 200-character name ran for minutes. Such globs (and long paths with three
-        # repeats) are matched in linear time instead; the regex is faster on everyday globs.
-        repeats = sum(piece in _REPEATS for piece in pieces)
-        self._nfa = _Nfa(pieces) if repeats > 2 else None
-        self._regex_up_to = _ANY_LENGTH if repeats <= 2 else (1024 if repeats == 3 else 0)
+        self.literal_suffix = _common_suffix(suffixes).encode("latin-1")
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
         rel = _byte_text(rel)
-        if self._nfa is not None and len(rel) > self._regex_up_to:
-            return self._nfa.fullmatch(rel)
-        return self.regex.fullmatch(rel) is not None
+        for regex, nfa, up_to in self._alternatives:
+            if nfa is not None and len(rel) > up_to:
+                if nfa.fullmatch(rel):
+                    return True
+            elif regex.fullmatch(rel) is not None:
+                return True
+        return False
+
+
+def _common_suffix(texts: list[str]) -> str:
+    shortest = min(texts, key=len)
+    size = len(shortest)
+    while size and not all(text.endswith(shortest[len(shortest) - size :]) for text in texts):
+        size -= 1
+    return shortest[len(shortest) - size :] if size else ""
+
+
+def _expand_braces(glob: str) -> list[str]:
+    """The globs ``glob``'s ``{a,b}`` groups stand for; escapes and ``[...]`` classes are kept
+    as they are (a brace in them is literal). Raises ``GlobSyntaxError`` as ripgrep would."""
+    out = [""]
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "\\" and i + 1 < len(glob):
+            piece, i = glob[i : i + 2], i + 2
+        elif char == "[" and (end := glob.find("]", i + 2)) >= 0:
+            piece, i = glob[i : end + 1], end + 1
+        elif char == "{":
+            alternatives, i = _brace_group(glob, i + 1)
+            out = [start + alternative for start in out for alternative in alternatives]
+            if len(out) > MAX_GLOB_ALTERNATIVES:
+                raise GlobSyntaxError(
+                    f"its {{...}} groups stand for more than {MAX_GLOB_ALTERNATIVES} globs"
+                )
+            continue
+        else:
+            piece, i = char, i + 1
+        out = [start + piece for start in out]
+    return out
+
+
+def _brace_group(glob: str, i: int) -> tuple[list[str], int]:
+    """The alternatives of the group that starts at ``glob[i]`` (after its ``{``), and the index
+    after its ``}``."""
+    alternatives: list[str] = []
+    current = ""
+    while i < len(glob):
+        char = glob[i]
+        if char == "\\" and i + 1 < len(glob):
+            current, i = current + glob[i : i + 2], i + 2
+        elif char == "[" and (end := glob.find("]", i + 2)) >= 0:
+            current, i = current + glob[i : end + 1], end + 1
+        elif char == "{":
+            raise GlobSyntaxError("nested {...} groups are not allowed")
+        elif char == ",":
+            alternatives.append(current)
+            current, i = "", i + 1
+        elif char == "}":
+            alternatives.append(current)
+            return alternatives, i + 1
+        else:
+            current, i = current + char, i + 1
+    raise GlobSyntaxError("a '{' group is not closed (a literal '{' is written '[{]' or '\\{')")
 
 
 _ANY_LENGTH = 1 << 62
@@ -185,7 +261,10 @@ class _IgnoreFile:
             if negated or line.startswith(("\\!", "\\#")):
                 line = line[1:]
             if line and line != "/":
-                self.rules.append((_Glob(line), negated))
+                try:
+                    self.rules.append((_Glob(line), negated))
+                except GlobSyntaxError:  # ripgrep skips a rule it cannot read, and so do we
+                    continue
 
     def verdict(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignored; False: re-included by a ``!`` rule; None: no rule matches."""

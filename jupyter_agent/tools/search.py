@@ -30,7 +30,8 @@ What both searches share, whichever runs:
   anchored at the searched folder, and — as in ripgrep — a file or folder it names explicitly is
   searched even if ``.gitignore`` ignores it. ``pattern`` (search_files) filters the listing of
   the files ``.gitignore`` keeps, anchored at the searched folder like ``pathlib``: ``*.csv`` is
-  the top level only, ``**/*.csv`` any depth.
+  the top level only, ``**/*.csv`` any depth. In both, and in ``.gitignore`` files, ``{a,b}``
+  matches either, as in ripgrep (one level; a nested or unclosed group is an error).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
 from .base import BuiltinTool, ToolFailure
 from .context import ToolContext
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
-from .pysearch import _Glob, _python_find, _Scope
+from .pysearch import GlobSyntaxError, _Glob, _python_find, _Scope
 from .ripgrep import RipgrepCannot, TooManyMatches, find_ripgrep, ripgrep_find, ripgrep_grep
 from .sandbox import reader_sandbox_works
 from .search_child import python_grep_isolated
@@ -71,7 +72,7 @@ MAX_FILE_RESULTS = 1000
 SEARCH_TIMEOUT_S = 60.0
 #: The longest regular expression search_text compiles (it is compiled on the event loop).
 MAX_PATTERN_CHARS = 2_000
-_GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#])")
+_GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#{},])")
 
 
 # -- what a search is --------------------------------------------------------------------------
@@ -123,6 +124,10 @@ def _check_glob(pattern: str, what: str) -> str:
         raise ToolInputError(f"{what} must be relative; use the path argument to choose a folder")
     if ".." in pattern.replace("\\", "/").split("/"):
         raise ToolInputError(f"{what} may not contain '..'")
+    try:
+        _Glob(pattern)
+    except GlobSyntaxError as exc:
+        raise ToolInputError(f"{what}: {exc}") from None
     return pattern
 
 
