@@ -247,3 +247,58 @@ async def test_cancel_while_waiting_for_approval(tmp_path: Path) -> None:
     assert api_problems(as_request(sent)) == []
     assert sent[-1]["content"][0]["content"] == conversation.NOT_RUN  # it never started
     assert sent[-1]["content"][0]["is_error"] is True
+
+
+async def test_an_interrupted_single_call_is_answered_interrupted(tmp_path: Path) -> None:
+    # A reply's only call runs in the chat's own task: an interrupt while it runs must still
+    # answer it "interrupted" (it ran), and a CancelledError the tool raises itself is its error.
+    from jupyter_agent.tools.decorator import tool
+    from jupyter_agent.tools.registry import ToolRegistry
+
+    running = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes long."""
+        running.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    @tool
+    async def cancels_itself() -> str:
+        """Raises CancelledError on its own."""
+        raise asyncio.CancelledError
+
+    registry = ToolRegistry()
+    registry.register(slow)
+    registry.register(cancels_itself)
+
+    def use(name: str) -> ModelResponse:
+        return ModelResponse(
+            [{"type": "tool_use", "id": f"id_{name}", "name": name, "input": {}}], "tool_use"
+        )
+
+    provider = ScriptedProvider(
+        use("slow"), ModelResponse([say("ok")], "end_turn"),
+        use("cancels_itself"), ModelResponse([say("done")], "end_turn"),
+    )  # fmt: skip
+    agent = Agent(provider, workspace=tmp_path, registry=registry)
+    task = asyncio.create_task(agent.chat("go"))
+    await asyncio.wait_for(running.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await agent.chat("again") == "ok"
+    sent = provider.requests[-1].messages
+    assert api_problems(as_request(sent)) == []
+    results = [
+        block
+        for message in sent
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert [block["content"] for block in results] == [conversation.INTERRUPTED]
+    assert await agent.chat("and the other") == "done"
+    last = provider.requests[-1].messages[-1]["content"][0]
+    assert last["is_error"] is True and "CancelledError" in last["content"]

@@ -52,7 +52,7 @@ from ..tools.registry import ToolRegistry
 from . import context_window as fitting
 from . import conversation
 from .approvals import ApprovalHandler, ApprovalRequest, Policy
-from .gate import Ask, PolicyGate, Refuse
+from .gate import Ask, PolicyGate, Refuse, Run
 from .results import CHARS_PER_TOKEN, cut_middle, fit_result, result_block
 from .transcript import render_transcript
 
@@ -706,8 +706,17 @@ class Agent:
         #: Calls that began to run (a call still waiting for approval never ran).
         ran: set[str] = set()
         try:
-            for call in calls:
-                verdict = self.gate.verdict(call.name, call.raw_input)
+            verdicts = [self.gate.verdict(call.name, call.raw_input) for call in calls]
+            if len(calls) == 1 and isinstance(verdicts[0], Run):
+                # the usual turn: one call that runs, in this task (no task and no wait to set
+                # up); an interrupt reaches it as it would reach its task
+                call = calls[0]
+                ran.add(call.id)
+                yield ToolCallStarted(call.id, call.name, call.input)
+                results[call.id] = await self._invoke(call)
+                yield _finished(call, results[call.id])
+                verdicts = []
+            for call, verdict in zip(calls, verdicts, strict=False):
                 if isinstance(verdict, Refuse):
                     yield ToolCallStarted(call.id, call.name, call.input)
                     results[call.id] = ToolResult(verdict.reason, is_error=True)
@@ -743,13 +752,17 @@ class Agent:
                 for call in calls:
                     if call.id in results:
                         continue
-                    maybe_task = tasks.get(call.id)
-                    if maybe_task is None or call.id not in ran:
+                    if call.id not in ran:
                         results[call.id] = ToolResult(conversation.NOT_RUN, is_error=True)
                         continue
-                    task = maybe_task
-                    if task.done() and not task.cancelled() and task.exception() is None:
-                        results[call.id] = task.result()
+                    running = tasks.get(call.id)  # None for a call that ran in this task
+                    if (
+                        running is not None
+                        and running.done()
+                        and not running.cancelled()
+                        and running.exception() is None
+                    ):
+                        results[call.id] = running.result()
                     else:
                         results[call.id] = ToolResult(conversation.INTERRUPTED, is_error=True)
                 if token == self._chat_token:
