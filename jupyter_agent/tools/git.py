@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
 from .processes import CommandOutcome, run_command, safe_environment
-from .sandbox import git_sandbox
+from .sandbox import git_sandbox, probe_off_the_loop
 
 #: Seconds one git command may take.
 GIT_TIMEOUT_S = 120.0
@@ -252,6 +252,7 @@ class _IsolatedGit:
     async def run(
         self, *args: str, check: bool = True, max_chars: int = MAX_GIT_OUTPUT_CHARS
     ) -> CommandOutcome:
+        await probe_off_the_loop()
         argv = git_sandbox(
             ["git", *_GIT_OPTIONS, *args],
             workspace=self.workspace,

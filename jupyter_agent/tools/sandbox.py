@@ -213,6 +213,14 @@ _SYSTEM_FOLDERS = (
 )
 
 
+async def probe_off_the_loop() -> None:
+    """Run bubblewrap's one-time check (``bwrap_works``: it starts ``bwrap`` and waits for it) in
+    a worker thread, so that the first sandboxed tool call of a kernel does not hold the event
+    loop for as long as ``bwrap`` takes to start (a fraction of a second on a busy machine)."""
+    if bwrap_works.cache_info().currsize == 0:
+        await asyncio.to_thread(bwrap_works)
+
+
 def reader_sandbox_works() -> bool:
     """Whether ``reader_sandbox`` wraps commands (bubblewrap chosen and working)."""
     return _chosen() == "bwrap" and shutil.which("bwrap") is not None

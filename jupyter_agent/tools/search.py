@@ -51,7 +51,7 @@ from .context import ToolContext
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
 from .pysearch import GlobSyntaxError, _Glob, _python_find, _Scope
 from .ripgrep import RipgrepCannot, TooManyMatches, find_ripgrep, ripgrep_find, ripgrep_grep
-from .sandbox import reader_sandbox_works
+from .sandbox import probe_off_the_loop, reader_sandbox_works
 from .search_child import python_grep_isolated
 
 __all__ = [
@@ -190,6 +190,7 @@ class SearchTextTool(_SearchTool):
     }
 
     async def execute(self, args: dict[str, object]) -> str:
+        await probe_off_the_loop()  # before _ripgrep() asks whether the sandbox works
         pattern = str_arg(args, "pattern")
         path_text = optional_str_arg(args, "path")
         glob = optional_str_arg(args, "glob")
@@ -277,6 +278,7 @@ class SearchFilesTool(_SearchTool):
     }
 
     async def execute(self, args: dict[str, object]) -> str:
+        await probe_off_the_loop()  # before _ripgrep() asks whether the sandbox works
         pattern = _check_glob(str_arg(args, "pattern"), "pattern")
         path_text = optional_str_arg(args, "path")
         scope = _scope(self.context, path_text, None)

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import pysearch
 from .base import ToolFailure
 from .pysearch import _python_grep, _Scope
-from .sandbox import end_reader, reader_sandbox, start_reader
+from .sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 
 __all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader", "stop"]
 
@@ -41,6 +41,7 @@ async def spawn_reader(
     The searches walk by path, so a folder swapped for a symlink while they walk must lead
     nowhere: in that sandbox there is no outside to reach.
     """
+    await probe_off_the_loop()
     return await start_reader(
         reader_sandbox(argv, workspace, extra=extra),
         cwd=workspace,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
 from .processes import run_command, safe_environment
-from .sandbox import REDUCED_ISOLATION_NOTE, sandboxed
+from .sandbox import REDUCED_ISOLATION_NOTE, probe_off_the_loop, sandboxed
 
 #: The most characters a ``run_bash`` result may hold, status lines included.
 MAX_RESULT_CHARS = 10_000
@@ -79,6 +79,7 @@ class RunBashTool(BuiltinTool):
             raise ToolFailure(f"timeout_ms must be an integer from 1 to {MAX_TIMEOUT_MS}")
         timeout_s = timeout_ms / 1000
         budget = MAX_RESULT_CHARS - 300  # room for the status lines around the output
+        await probe_off_the_loop()
         sandbox = sandboxed([find_bash(), "-c", command], self.context.workspace)
         outcome = await run_command(
             sandbox.argv,

@@ -43,7 +43,7 @@ from .netguard import (
     check_url_characters,
     parse_target,
 )
-from .sandbox import end_reader, reader_sandbox, start_reader
+from .sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -417,6 +417,7 @@ async def start_converter() -> asyncio.subprocess.Process:
     """
     # python -I finds its libraries (bs4, markdownify) under these prefixes only
     visible = [sys.prefix, sys.base_prefix, os.path.dirname(CONVERTER_SCRIPT)]
+    await probe_off_the_loop()
     return await start_reader(
         reader_sandbox([sys.executable, "-I", CONVERTER_SCRIPT], None, extra=visible),
         stdin=asyncio.subprocess.PIPE,
