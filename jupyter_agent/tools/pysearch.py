@@ -51,6 +51,15 @@ class _Scope:
         self.parent_ignores: list[Path] = parent_ignores if parent_ignores is not None else []
 
 
+#: Characters with a meaning in ripgrep's globs (``#`` at the start of an ignore rule).
+_GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#{},])")
+
+
+def escape_glob(text: str) -> str:
+    """``text`` as a glob that matches exactly it (each special character escaped)."""
+    return _GLOB_SPECIALS.sub(r"\\\1", text)
+
+
 class GlobSyntaxError(ValueError):
     """A glob ripgrep refuses too: a nested or unclosed ``{`` group, or too many alternatives."""
 

@@ -15,9 +15,10 @@ import shutil
 import sys
 
 from .base import ToolFailure
-from .pysearch import _format_hit, _format_long_hit, _Glob, _Scope
+from .pysearch import _format_hit, _format_long_hit, _Glob, _Scope, escape_glob
 from .ripgrep_output import LongMatch, RipgrepOutput, json_text
-from .search_child import read_within_deadline, spawn_reader, stop
+from .sandbox import end_reader
+from .search_child import read_within_deadline, spawn_reader
 
 __all__ = [
     "UNSORTED_MATCH_BUDGET",
@@ -73,10 +74,6 @@ def _common_options(scope: _Scope, *, sort: bool = True) -> list[str]:
     return args
 
 
-#: Characters with a meaning in ripgrep's globs, escaped in a literal name ending.
-_GLOB_SPECIALS = frozenset("*?[]{}!,\\")
-
-
 def _name_filter(suffix: bytes) -> list[str]:
     """rg options that list only files whose name ends with the last part of ``suffix``.
 
@@ -97,8 +94,7 @@ def _name_filter(suffix: bytes) -> list[str]:
         text = ending.decode("utf-8")
     except UnicodeDecodeError:  # the ending starts inside a character: rg could not take it
         return []
-    escaped = "".join("\\" + char if char in _GLOB_SPECIALS else char for char in text)
-    return ["--type-add", f"jupyteragentname:*{escaped}", "--type", "jupyteragentname"]
+    return ["--type-add", f"jupyteragentname:*{escape_glob(text)}", "--type", "jupyteragentname"]
 
 
 def _target(scope: _Scope) -> str:
@@ -190,13 +186,13 @@ async def ripgrep_grep(
 
     timed_out = await read_within_deadline(process, read, deadline_s)
     if not sort and count >= budget:
-        await stop(process)
+        await end_reader(process)
         raise TooManyMatches
     if not sort:
         files.sort(key=lambda entry: path_order(entry[0]))
     found = [hit for _path, hits in files for hit in hits][:wanted]
     if timed_out or not process.stdout.at_eof():
-        await stop(process)  # enough found, or gave up: rg need not finish
+        await end_reader(process)  # enough found, or gave up: rg need not finish
         return found, timed_out
     stderr = await process.stderr.read()
     await process.wait()
@@ -243,7 +239,7 @@ async def ripgrep_find(
 
     timed_out = await read_within_deadline(process, read, deadline_s)
     if timed_out:
-        await stop(process)
+        await end_reader(process)
     else:
         await process.wait()
     found.sort(key=path_order)

@@ -49,7 +49,7 @@ from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
 from .base import BuiltinTool, ToolFailure
 from .context import ToolContext
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
-from .pysearch import GlobSyntaxError, _Glob, _python_find, _Scope
+from .pysearch import GlobSyntaxError, _Glob, _python_find, _Scope, escape_glob
 from .ripgrep import RipgrepCannot, TooManyMatches, find_ripgrep, ripgrep_find, ripgrep_grep
 from .sandbox import probe_off_the_loop, reader_sandbox_works
 from .search_child import python_grep_isolated
@@ -72,7 +72,6 @@ MAX_FILE_RESULTS = 1000
 SEARCH_TIMEOUT_S = 60.0
 #: The longest regular expression search_text compiles (it is compiled on the event loop).
 MAX_PATTERN_CHARS = 2_000
-_GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#{},])")
 
 
 # -- what a search is --------------------------------------------------------------------------
@@ -103,13 +102,9 @@ def _scope(context: ToolContext, path_text: str | None, whitelist: str | None) -
     return _Scope(root, target, is_file, whitelist, parents)
 
 
-def _escape_glob(text: str) -> str:
-    return _GLOB_SPECIALS.sub(r"\\\1", text)
-
-
 def _anchored(pattern: str, target: str) -> str:
     """``pattern`` relative to the searched folder, as a root-anchored gitignore glob."""
-    prefix = "/" + _escape_glob(target) if target else ""
+    prefix = "/" + escape_glob(target) if target else ""
     return f"{prefix}/{pattern.lstrip('/')}"
 
 

@@ -23,7 +23,7 @@ from .base import ToolFailure
 from .pysearch import _python_grep, _Scope
 from .sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 
-__all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader", "stop"]
+__all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader"]
 
 _WORKER_SCRIPT = pysearch.__file__
 
@@ -66,13 +66,9 @@ async def read_within_deadline(
     except TimeoutError:
         return True
     except BaseException:
-        await stop(process)
+        await end_reader(process)
         raise
     return False
-
-
-async def stop(process: asyncio.subprocess.Process) -> None:
-    await end_reader(process)
 
 
 async def python_grep_isolated(
@@ -123,7 +119,7 @@ async def python_grep_isolated(
 
     timed_out = await read_within_deadline(process, read, deadline_s)
     if timed_out or not process.stdout.at_eof():
-        await stop(process)
+        await end_reader(process)
         return found, timed_out
     stderr = await process.stderr.read()
     await process.wait()
