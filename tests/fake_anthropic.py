@@ -732,7 +732,42 @@ def thinking_problems(body: dict[str, Any]) -> list[str]:
                 problems.append(f"messages.{i}.content.{j}.redacted_thinking.data: Field required")
             if kind in ("thinking", "redacted_thinking") and "cache_control" in block:
                 problems.append(f"messages.{i}.content.{j}: thinking blocks cannot be cached")
+    problems.extend(_open_tool_loop_problems(body))
     return problems
+
+
+def _open_tool_loop_problems(body: dict[str, Any]) -> list[str]:
+    """With thinking on, a tool loop still running (the request ends in tool results) must open
+    with a thinking block: the first assistant message after the user's latest words."""
+    config = body.get("thinking")
+    messages = body.get("messages") or []
+    if config is None or config.get("type") != "enabled" or not messages:
+        return []
+
+    def blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+        content = message.get("content")
+        return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
+    last = messages[-1]
+    if last.get("role") != "user" or any(b.get("type") != "tool_result" for b in blocks(last)):
+        return []
+    opening = 0
+    for i, message in enumerate(messages):
+        if message.get("role") == "user" and any(
+            b.get("type") != "tool_result" for b in blocks(message)
+        ):
+            opening = i + 1
+    if opening >= len(messages):
+        return []
+    first = blocks(messages[opening])
+    if first and first[0].get("type") in ("thinking", "redacted_thinking"):
+        return []
+    found = first[0].get("type") if first else "nothing"
+    return [
+        f"messages.{opening}.content.0.type: Expected `thinking` or `redacted_thinking`, but "
+        f"found `{found}`. When `thinking` is enabled, a final `assistant` message must start "
+        "with a thinking block"
+    ]
 
 
 # -- the context window, the way the API enforces it (added for "the conversation fits") --------

@@ -6,7 +6,12 @@ prompt is too long, the agent compacts, in this order, stopping as soon as the c
 
 1. **stubs**: tool results, oldest first (all but the latest round), become one-line stubs
    (what tool, how much was removed) — the ``tool_use``/``tool_result`` pairs stay, only the
-   content shrinks;
+   content shrinks; then **folds**: in every turn, the rounds after the first whose results are
+   all stubs (a ``tool_use`` message and its ``tool_result`` message) are folded into a note on
+   the turn's first round, which lists the calls made — so that a turn of hundreds of tool
+   rounds does not keep two messages per round for ever. The turn's prompt and first round (with
+   any thinking block that opens it) stay, and so do the latest round and everything after the
+   stubs;
 2. **summary**: the earlier turns are replaced by a summary the model writes (a request to the
    same provider); the recent turns stay word for word, the current turn always;
 3. **the current turn's results**: if the turn itself is too big (a huge tool turn), its tool
@@ -193,6 +198,19 @@ def stub(block: Block, name: str) -> Block:
     return stubbed
 
 
+#: How a stub starts and what it says (a folded note may follow it).
+_STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+ characters\); ")
+#: The note folded rounds leave on the first round of their turn.
+FOLD_HEADER = "[Later steps of this turn, folded to save context: {calls:,} tool call{s}; their "
+FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
+_FOLDED = re.compile(r"\n\n\[Later steps of this turn, folded to save context: ([\d,]+) tool call")
+#: At most this many lines of a folded note name calls (the latest ones); at most this long each.
+NOTE_LINES = 40
+NOTE_LINE_CHARS = 160
+#: What a stub with a full note can measure, at most (longer is not ours: stub it).
+_STUB_MAX = 400 + len(FOLD_HEADER) + len(FOLD_TAIL) + 40 + NOTE_LINES * (NOTE_LINE_CHARS + 3)
+
+
 def _shortest(block: Block) -> Block:
     """What step 3 could leave of a block of the current turn, at the least."""
     if block.get("type") != "tool_result":
@@ -202,7 +220,111 @@ def _shortest(block: Block) -> Block:
 
 def _is_stub(block: Block) -> bool:
     content = block.get("content")
-    return isinstance(content, str) and content.startswith("[result of ") and len(content) < 200
+    if not isinstance(content, str) or not _STUB.match(content):
+        return False
+    return len(content) < 200 or (_FOLDED.search(content) is not None and len(content) < _STUB_MAX)
+
+
+# -- folding the rounds of a turn ----------------------------------------------------------------
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= NOTE_LINE_CHARS else text[: NOTE_LINE_CHARS - 1] + "…"
+
+
+def _rounds(work: list[Message], start: int, end: int) -> list[int]:
+    """Indices of the tool rounds of the turn ``work[start:end]`` that stand in a row after its
+    prompt: an assistant message with ``tool_use`` blocks, then a user message of exactly their
+    ``tool_result`` blocks (and nothing else)."""
+    rounds: list[int] = []
+    index = start + 1
+    while index + 1 < end:
+        ask, answer = work[index], work[index + 1]
+        if ask.get("role") != "assistant" or answer.get("role") != "user":
+            break
+        calls = {str(b.get("id")) for b in ask["content"] if b.get("type") == "tool_use"}
+        results = answer["content"]
+        if (
+            not calls
+            or any(b.get("type") != "tool_result" for b in results)
+            or {str(b.get("tool_use_id")) for b in results} != calls
+        ):
+            break
+        rounds.append(index)
+        index += 2
+    return rounds
+
+
+def _note_lines(message: Message) -> list[str]:
+    """What a folded round leaves in the note: its words and its calls, one line each."""
+    lines: list[str] = []
+    for block in message["content"]:
+        if block.get("type") == "text" and str(block.get("text", "")).strip():
+            lines.append("- said: " + _line(str(block.get("text"))))
+        elif block.get("type") == "tool_use":
+            arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+            lines.append(_line(f"- {block.get('name')} {arguments}"))
+    return lines
+
+
+def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
+    """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
+    content = str(host.get("content", ""))
+    stub_text, _, old_note = content.partition("\n\n[Later steps of this turn")
+    earlier = 0
+    if old_note:
+        match = _FOLDED.search(content)
+        earlier = int(match[1].replace(",", "")) if match else 0
+        lines = [line for line in old_note.split("\n") if line.startswith("- ")] + lines
+    calls += earlier
+    listed = lines[-NOTE_LINES:]
+    header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
+    if len(lines) > len(listed):
+        header += f" The latest steps ({len(lines) - len(listed):,} earlier lines not kept):"
+    note = "\n".join([header, *listed])
+    return {**host, "content": f"{stub_text}\n\n{note}"}
+
+
+def fold_rounds(work: list[Message]) -> list[Message]:
+    """``work`` with, in every turn, the stubbed rounds after the first folded into a note.
+
+    A round folds only if its results are all stubs, and only behind a first round whose results
+    are stubs too (the note lives on that round's last result); the last message never folds.
+    Folding keeps the API's rules: roles alternate, each kept ``tool_use`` keeps its result.
+    """
+    starts = turn_starts(work)
+    if not starts or starts[0] != 0:
+        starts = [0, *starts]
+    bounds = [*starts[1:], len(work)]
+    folded: list[Message] = []
+    taken = 0
+    for start, end in zip(starts, bounds, strict=True):
+        rounds = _rounds(work, start, end)
+        if len(rounds) < 2 or not all(_is_stub(b) for b in work[rounds[0] + 1]["content"]):
+            continue
+        fold: list[int] = []
+        for index in rounds[1:]:
+            answer = index + 1
+            if answer >= len(work) - 1 or not all(_is_stub(b) for b in work[answer]["content"]):
+                break
+            fold.append(index)
+        if not fold:
+            continue
+        lines = [line for index in fold for line in _note_lines(work[index])]
+        calls = sum(
+            1 for index in fold for b in work[index]["content"] if b.get("type") == "tool_use"
+        )
+        first_answer = rounds[0] + 1
+        folded.extend(work[taken:first_answer])
+        host = dict(work[first_answer], content=list(work[first_answer]["content"]))
+        host["content"][-1] = _with_note(host["content"][-1], calls, lines)
+        folded.append(host)
+        taken = fold[-1] + 2
+    if not taken:
+        return work
+    folded.extend(work[taken:])
+    return folded
 
 
 async def compact(
@@ -231,10 +353,14 @@ async def compact(
         if b.get("type") == "tool_use"
     }
 
-    # a turn that cannot fit even with its results cut short: refuse before touching anything
+    # a turn that cannot fit even with its results cut short and its middle rounds folded:
+    # refuse before touching anything (its prompt, first round and last message always stay)
+    latest = work[current:]
+    if len(_rounds(work, current, len(work))) > 1:
+        latest = [*latest[:3], latest[-1]]
     floor = [
         dict(m, content=[_shortest(b) for b in m["content"]]) if m["role"] == "user" else m
-        for m in work[current:]
+        for m in latest
     ]
     if estimate(floor) > limit:
         raise ContextOverflowError(
@@ -258,6 +384,10 @@ async def compact(
                 blocks[position] = stub(block, name)
                 saved = block_chars(block) - block_chars(blocks[position])
                 tokens -= saved // CHARS_PER_TOKEN
+    # … and the stubbed rounds of each turn folded into a note on its first round
+    work = fold_rounds(work)
+    starts = turn_starts(work)
+    current = starts[-1] if starts else 0
     tokens = estimate(work)
 
     # 2. a summary of the earlier turns; the recent ones stay word for word
