@@ -421,16 +421,18 @@ async def test_two_chats_on_one_provider_never_continue_each_others_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     # A notebook session serves every chat (%%agent --chat NAME) from one provider: the turns of
-    # two conversations alternate on it, and neither may land on the other's thread.
+    # two conversations alternate on it, and neither may land on the other's thread; each goes
+    # on with its own.
     provider = AnthropicProvider("claude-test", client=client, threads=True)
     first, second = make_agent(provider, tmp_path), make_agent(provider, tmp_path)
     fake.add(text("A one."), calls(1, 0), text("B one."), text("A two."))
     await first.chat("Chat A, first.")
+    a_reply = fake.last_reply_id
     assert fake.held_messages() == first.messages
     await second.chat("Chat B, first.")
     assert fake.held_messages() == second.messages
     await first.chat("Chat A, second.")
-    assert fake.wire[-1]["thread"] == {"type": "create"}
+    assert continued_from(fake.wire[-1]) == a_reply and len(fake.wire[-1]["messages"]) == 1
     assert fake.held_messages() == first.messages
     # a chat stopped by max_turns after its tools ran, then asked again
     fake.add(calls(2, 1), text("B two."))
@@ -466,3 +468,51 @@ async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
     agent.provider = thinker
     await agent.chat("Think again.")
     assert fake.held_messages() == agent.messages
+
+
+async def test_each_of_many_chats_goes_on_with_its_own_thread(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
+) -> None:
+    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    agents = [make_agent(provider, tmp_path) for _ in range(4)]
+    for round_ in range(3):
+        for index, agent in enumerate(agents):
+            fake.add(text(f"Chat {index}, answer {round_}."))
+            await agent.chat(f"Chat {index}, question {round_}.")
+            assert fake.held_messages() == agent.messages
+            if round_:
+                # only the new prompt: the server holds the rest of this chat
+                assert len(fake.wire[-1]["messages"]) == 1
+    # threads of chats long gone are not kept for ever
+    for index in range(20):
+        fake.add(text("Yet another."))
+        await make_agent(provider, tmp_path).chat(f"Throwaway {index}.")
+    fake.add(text("Still here."))
+    await agents[0].chat("Back to the first chat.")
+    assert fake.wire[-1]["thread"] == {"type": "create"}
+    assert fake.held_messages() == agents[0].messages
+
+
+async def test_a_client_assigned_later_decides_whether_threads_are_used(tmp_path: Path) -> None:
+    """``threads`` left to its default follows the client the provider has when it sends, not
+    the one it was built with: a proxy client put in later gets whole conversations."""
+    fake = FakeAnthropic(calls(1, 0), text("Done."), text("Again."))
+    official = anthropic.AsyncAnthropic(  # api.anthropic.com, answered in-process: no network
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
+    )
+    provider = AnthropicProvider("claude-test", client=official)
+    assert provider.threads is True
+    provider.client = fake.client()  # another host (api.anthropic.test): a proxy, in-process
+    assert provider.threads is False
+    agent = make_agent(provider, tmp_path)
+    await agent.chat("Check.")
+    await agent.chat("Check again.")
+    assert all("thread" not in body for body in fake.wire)
+    assert [len(body["messages"]) for body in fake.wire] == [1, 3, 5]
+    provider.client = official
+    assert provider.threads is True
+    explicit = AnthropicProvider("claude-test", client=official, threads=False)
+    explicit.client = fake.client()
+    assert explicit.threads is False

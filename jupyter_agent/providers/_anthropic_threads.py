@@ -90,8 +90,8 @@ class Thread:
         ``None`` when ``messages`` do not extend this thread."""
         held = self.held
         count = len(held)
-        if key != self.key or len(messages) <= count:
-            return None
+        if not held or len(messages) <= count or messages[0] is not held[0] or key != self.key:
+            return None  # (another conversation fails at its first message, at once)
         prefix = messages[:count]
         try:
             if not all(map(is_, prefix, held)) or _parts(prefix) != self.parts:

@@ -11,8 +11,9 @@ the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's 
 ``ProviderError`` with a message that names the API's error type.
 
 Server-side threads (on by default against Anthropic's own API, as in the SDK's tool runner;
-off by default through any other ``base_url``, see below): a request that extends the previous
-one continues its thread and sends only the new messages; any other is sent whole under a new
+off by default through any other ``base_url``, see below): a request that extends an earlier one
+continues its thread and sends only the new messages (a thread per conversation, so the chats of
+a notebook, which share one provider, each keep theirs); any other is sent whole under a new
 thread (``_anthropic_threads.py`` says how it tells, cheaply and conservatively). The agent
 still owns the whole conversation: the thread only saves re-sending and re-serialising what the
 server already holds. A thread error (the server lost the thread,
@@ -105,13 +106,26 @@ class AnthropicProvider:
         # ANTHROPIC_BASE_URL from the environment.
         self.client: anthropic.AsyncAnthropic = client if client is not None else self._new_client()
         self._loops = LoopTracker()
-        #: Continue the server-side thread of the previous request when a request extends it
-        #: (only the new messages are sent). Turned off by itself when the server refuses threads.
-        #: Default: on for Anthropic's own API, off through another ``base_url`` (a proxy).
-        self.threads: bool = threads if threads is not None else _is_anthropic_api(self.client)
-        #: What the server holds of the last request's conversation; ``None`` while a request is
-        #: in flight, after a failed or cancelled one, and before the first.
-        self._thread: Thread | None = None
+        self._threads_setting = threads
+        #: What the server holds of the latest conversations, one thread each (the most recent
+        #: last, at most ``MAX_THREADS``): the chats of a notebook share this provider, and each
+        #: goes on with its own. A thread is out of the table while its request is in flight, and
+        #: does not come back after a failed or cancelled one.
+        self._threads: list[Thread] = []
+
+    @property
+    def threads(self) -> bool:
+        """Whether a request that extends an earlier one continues its server-side thread (only
+        the new messages are sent). Unless set, on for a client of Anthropic's own API and off
+        through another ``base_url`` (a proxy might drop the field without a word) — decided by
+        the client the provider has when it sends. Turned off when the server refuses threads."""
+        if self._threads_setting is not None:
+            return self._threads_setting
+        return _is_anthropic_api(self.client)
+
+    @threads.setter
+    def threads(self, value: bool | None) -> None:
+        self._threads_setting = value
 
     @property
     def thinking_budget(self) -> int | None:
@@ -190,6 +204,22 @@ class AnthropicProvider:
         """What a thread keeps fixed: a request with other values starts a new one."""
         return (self.model, request.system, request.tools, self.thinking_budget)
 
+    def _take_thread(
+        self, messages: list[dict[str, Any]], key: tuple[object, ...]
+    ) -> tuple[Thread | None, int | None]:
+        """The thread ``messages`` extend, out of the table, and how many of them it holds."""
+        threads = self._threads
+        for index in range(len(threads) - 1, -1, -1):
+            start = threads[index].held_prefix(messages, key)
+            if start is not None:
+                return threads.pop(index), start
+        return None, None
+
+    def _keep_thread(self, thread: Thread | None) -> None:
+        if thread is not None:
+            self._threads.append(thread)
+            del self._threads[:-MAX_THREADS]
+
     def _continue_params(self, request: ModelRequest, start: int) -> dict[str, Any]:
         """The keyword arguments of a thread continuation: only ``request.messages[start:]``,
         with a cache breakpoint on the last block (the thread holds the system prompt, the tools
@@ -210,10 +240,7 @@ class AnthropicProvider:
         key = self._thread_key(request) if threading else ()
         # taken for the time of the request: one that fails or is cancelled leaves no thread to
         # continue (the server may or may not hold its reply), so the next one starts afresh
-        thread = None
-        if threading:
-            thread, self._thread = self._thread, None
-        start = thread.held_prefix(request.messages, key) if thread is not None else None
+        thread, start = self._take_thread(request.messages, key) if threading else (None, None)
         if thread is not None and start is not None:
             params = self._continue_params(request, start)
             thread_field: dict[str, str] | None = {
@@ -330,9 +357,9 @@ class AnthropicProvider:
         if thread_field is not None and _continuable(message):
             if thread is not None and start is not None:
                 # a continuation sends only dicts the check can follow (else it failed)
-                self._thread = thread.continuation(request.messages, message.id, content)
+                self._keep_thread(thread.continuation(request.messages, message.id, content))
             else:
-                self._thread = new_thread(request.messages, key, message.id, content)
+                self._keep_thread(new_thread(request.messages, key, message.id, content))
         usage = message.usage
         yield ModelResponse(
             content=content,
@@ -362,6 +389,8 @@ class AnthropicProvider:
 _REFUSED_STATUSES = frozenset({400, 403, 404, 422})
 
 
+#: Conversations whose server-side threads a provider keeps (one per chat of a notebook).
+MAX_THREADS = 16
 #: The host of Anthropic's own Messages API: the one place threads are known to be passed on.
 ANTHROPIC_API_HOST = "api.anthropic.com"
 
