@@ -112,3 +112,54 @@ def noted_calls(messages: list[dict[str, Any]]) -> int:
     return sum(
         int(match[1]) for note in notes for match in re.finditer(r"folded[^:]*: (\d+) tool", note)
     )
+
+
+# -- faults found by attacking round folding ------------------------------------------------------
+
+LONG_NAME = "notebook_server__" + "n" * 47  # an MCP tool's name can be this long (64 characters)
+
+
+def tool_turn(prompt: str, rounds: int, start: int, *, said: str = "", size: int = 3_000) -> Any:
+    """A turn of ``rounds`` rounds of one call each (ids from ``start``), the model narrating."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": prompt}]}
+    ]
+    for n in range(start, start + rounds):
+        words = [{"type": "text", "text": f"{said} (step {n})"}] if said else []
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": LONG_NAME, "input": {"i": n}}
+        messages.append({"role": "assistant", "content": [*words, call]})
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "r" * size}
+        messages.append({"role": "user", "content": [result]})
+    return messages
+
+
+def compacted(messages: list[dict[str, Any]], limit: int, *, force: bool = False) -> Any:
+    result = asyncio.run(
+        compact(
+            messages,
+            limit=limit,
+            target=limit // 2,
+            estimate=messages_tokens,
+            summarise=None,
+            force=force,
+        )
+    )
+    assert api_problems({"model": "m", "max_tokens": 1, "messages": result.messages}) == []
+    return result.messages
+
+
+def test_a_turn_of_many_small_results_that_fits_is_not_refused() -> None:
+    """The floor (what the current turn measures at the least) counted every result as 200
+    characters, also a result of two: a turn of many small parallel results was refused as too
+    long for a small window although the whole conversation fitted as it was."""
+    calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "t", "input": {}} for n in range(120)]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "ok"} for n in range(120)
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "Check all 120 files."}]},
+        {"role": "assistant", "content": calls},
+        {"role": "user", "content": results},
+    ]
+    limit = messages_tokens(messages) + 10  # it fits as it is
+    assert compacted(messages, limit) == messages

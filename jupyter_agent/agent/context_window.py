@@ -212,10 +212,11 @@ _STUB_MAX = 400 + len(FOLD_HEADER) + len(FOLD_TAIL) + 40 + NOTE_LINES * (NOTE_LI
 
 
 def _shortest(block: Block) -> Block:
-    """What step 3 could leave of a block of the current turn, at the least."""
+    """Less than steps 1 and 3 can leave of a block of the current turn: a result stays as it is,
+    becomes a stub or is cut to about 200 characters, so it measures at least 80 or its size."""
     if block.get("type") != "tool_result":
         return block
-    return {**block, "content": "x" * 200}
+    return {**block, "content": "x" * min(80, block_chars(block) - 40)}
 
 
 def _is_stub(block: Block) -> bool:
