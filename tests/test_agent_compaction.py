@@ -148,6 +148,26 @@ def compacted(messages: list[dict[str, Any]], limit: int, *, force: bool = False
     return result.messages
 
 
+def test_a_full_note_keeps_its_count_through_later_compactions() -> None:
+    """A note whose 40 lines are all the model's long narration (a reply may hold many text
+    blocks, after its call too), with a tool name of 64 characters, is still recognised as a
+    note: the next compaction adds to its count instead of stubbing it (which lost every call
+    counted so far)."""
+    said = "Now I look at the next part of the data, comparing it with what I found before. " * 3
+    messages = tool_turn("Go through all the data.", 120, 0, size=30_000)
+    for message in messages[1:-2:2]:
+        message["content"].extend({"type": "text", "text": f"{said} ({k})"} for k in range(40))
+    messages = compacted(messages, messages_tokens(messages) // 3, force=True)
+    assert len(ids(messages)) + noted_calls(messages) == 120
+    for n in range(120, 140):  # the turn goes on
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": LONG_NAME, "input": {"i": n}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "r" * 3_000}
+        messages.append({"role": "user", "content": [result]})
+    messages = compacted(messages, messages_tokens(messages) // 3, force=True)
+    assert len(ids(messages)) + noted_calls(messages) == 140
+
+
 def test_a_turn_of_many_small_results_that_fits_is_not_refused() -> None:
     """The floor (what the current turn measures at the least) counted every result as 200
     characters, also a result of two: a turn of many small parallel results was refused as too

@@ -262,7 +262,7 @@ def _note_lines(message: Message) -> list[str]:
     lines: list[str] = []
     for block in message["content"]:
         if block.get("type") == "text" and str(block.get("text", "")).strip():
-            lines.append("- said: " + _line(str(block.get("text"))))
+            lines.append(_line("- said: " + str(block.get("text"))))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
             lines.append(_line(f"- {block.get('name')} {arguments}"))
@@ -277,7 +277,8 @@ def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     if old_note:
         match = _FOLDED.search(content)
         earlier = int(match[1].replace(",", "")) if match else 0
-        lines = [line for line in old_note.split("\n") if line.startswith("- ")] + lines
+        kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
+        lines = kept + lines
     calls += earlier
     listed = lines[-NOTE_LINES:]
     header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
