@@ -168,6 +168,22 @@ def test_a_full_note_keeps_its_count_through_later_compactions() -> None:
     assert len(ids(messages)) + noted_calls(messages) == 140
 
 
+def test_cutting_the_current_turn_keeps_the_count_of_its_folded_calls() -> None:
+    """Step 3 (the current turn too big) cuts results to their head and tail; a fold note cut in
+    its middle lost its count and, no longer recognised as a note, was stubbed next time."""
+    messages = tool_turn("Go through all the data. " + "w" * 16_000, 30, 0, said="Next part.")
+    messages[-1]["content"][0]["content"] = "r" * 300
+    folded = asyncio.run(
+        compact(messages, limit=10**6, target=1, estimate=messages_tokens, summarise=None)
+    )
+    assert len(ids(folded.messages)) + noted_calls(folded.messages) == 30
+    # a window just too small for the folded turn: only the note is long enough to cut
+    messages = compacted(messages, folded.tokens_after - 500)
+    assert len(ids(messages)) + noted_calls(messages) == 30
+    messages = compacted(messages, folded.tokens_after - 500, force=True)
+    assert len(ids(messages)) + noted_calls(messages) == 30
+
+
 def test_a_turn_of_many_small_results_that_fits_is_not_refused() -> None:
     """The floor (what the current turn measures at the least) counted every result as 200
     characters, also a result of two: a turn of many small parallel results was refused as too

@@ -15,7 +15,8 @@ prompt is too long, the agent compacts, in this order, stopping as soon as the c
 2. **summary**: the earlier turns are replaced by a summary the model writes (a request to the
    same provider); the recent turns stay word for word, the current turn always;
 3. **the current turn's results**: if the turn itself is too big (a huge tool turn), its tool
-   results are cut to their head and tail.
+   results are cut to their head and tail (a folded note loses the lines naming its calls, not
+   its count).
 
 A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
 agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
@@ -288,6 +289,15 @@ def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     return {**host, "content": f"{stub_text}\n\n{note}"}
 
 
+def _bare_note(block: Block) -> Block:
+    """A stub with a folded note, without the lines naming the calls (the count stays)."""
+    content = str(block.get("content", ""))
+    match = _FOLDED.search(content)
+    calls = int(match[1].replace(",", "")) if match else 0
+    stub_text = content.partition("\n\n[Later steps of this turn")[0]
+    return _with_note({**block, "content": stub_text}, calls, [])
+
+
 def fold_rounds(work: list[Message]) -> list[Message]:
     """``work`` with, in every turn, the stubbed rounds after the first folded into a note.
 
@@ -436,6 +446,10 @@ async def compact(
             if part.get("type") == "text"
         )
         shortened: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
+        if _is_stub(block) and _FOLDED.search(text):
+            bare = _bare_note(block)  # a note cut in its middle would lose its count
+            if block_chars(bare) < size:
+                shortened = bare
         work[i]["content"][p] = shortened
         tokens = estimate(work)
     if tokens > limit:
