@@ -199,3 +199,30 @@ def test_a_turn_of_many_small_results_that_fits_is_not_refused() -> None:
     ]
     limit = messages_tokens(messages) + 10  # it fits as it is
     assert compacted(messages, limit) == messages
+
+
+def test_a_paused_reply_keeps_the_results_it_follows() -> None:
+    """A reply that stopped with ``pause_turn`` (a long server-side search) is the last message
+    while the agent continues it; compacting then (its search results pushed the request over the
+    window) stubbed and folded the round just before it — the results the model is working on."""
+    messages = tool_turn("Find out and compare.", 12, 0, size=8_000)
+    messages[1]["content"].insert(0, {"type": "thinking", "thinking": "plan", "signature": "s"})
+    search = "srvtoolu_1"
+    messages.append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "server_tool_use", "id": search, "name": "web_search", "input": {}},
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": search,
+                    "content": [{"type": "web_search_result", "url": "u", "title": "x" * 80_000}],
+                },
+                {"type": "text", "text": "Comparing with what the last call returned"},
+            ],
+        }
+    )
+    latest_round = messages[-3:-1]
+    result = compacted(messages, messages_tokens(messages) * 3 // 4)
+    assert result[-3:] == [*latest_round, messages[-1]]
+    assert len(ids(result)) + noted_calls(result) == 12

@@ -298,13 +298,15 @@ def _bare_note(block: Block) -> Block:
     return _with_note({**block, "content": stub_text}, calls, [])
 
 
-def fold_rounds(work: list[Message]) -> list[Message]:
+def fold_rounds(work: list[Message], keep: int | None = None) -> list[Message]:
     """``work`` with, in every turn, the stubbed rounds after the first folded into a note.
 
     A round folds only if its results are all stubs, and only behind a first round whose results
-    are stubs too (the note lives on that round's last result); the last message never folds.
+    are stubs too (the note lives on that round's last result); the messages from ``keep`` on
+    (the last one by default) never fold.
     Folding keeps the API's rules: roles alternate, each kept ``tool_use`` keeps its result.
     """
+    keep = len(work) - 1 if keep is None else keep
     starts = turn_starts(work)
     if not starts or starts[0] != 0:
         starts = [0, *starts]
@@ -318,7 +320,7 @@ def fold_rounds(work: list[Message]) -> list[Message]:
         fold: list[int] = []
         for index in rounds[1:]:
             answer = index + 1
-            if answer >= len(work) - 1 or not all(_is_stub(b) for b in work[answer]["content"]):
+            if answer >= keep or not all(_is_stub(b) for b in work[answer]["content"]):
                 break
             fold.append(index)
         if not fold:
@@ -381,9 +383,16 @@ async def compact(
             "several cells."
         )
 
+    # the latest results stay whole: the last message, or, while a reply that paused (the last
+    # message, the assistant's) is continued, the results it follows
+    keep = len(work) - 1
+    paused = keep - 1 > current and work[-1]["role"] == "assistant"
+    if paused and any(b.get("type") == "tool_result" for b in work[-2]["content"]):
+        keep -= 1
+
     # 1. stubs for earlier results, oldest first (all but the latest round of results)
     tokens = estimate(work)
-    for index in range(len(work) - 1):
+    for index in range(keep):
         if tokens <= target and not force:
             break
         message = work[index]
@@ -397,7 +406,7 @@ async def compact(
                 saved = block_chars(block) - block_chars(blocks[position])
                 tokens -= saved // CHARS_PER_TOKEN
     # … and the stubbed rounds of each turn folded into a note on its first round
-    work = fold_rounds(work)
+    work = fold_rounds(work, keep)
     starts = turn_starts(work)
     current = starts[-1] if starts else 0
     tokens = estimate(work)
