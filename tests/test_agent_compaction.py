@@ -226,3 +226,21 @@ def test_a_paused_reply_keeps_the_results_it_follows() -> None:
     result = compacted(messages, messages_tokens(messages) * 3 // 4)
     assert result[-3:] == [*latest_round, messages[-1]]
     assert len(ids(result)) + noted_calls(result) == 12
+
+
+def test_a_note_folded_again_counts_all_the_lines_it_does_not_keep() -> None:
+    """A note folded into again said how many of *its own* lines it dropped, forgetting those the
+    earlier note had dropped already."""
+    messages = tool_turn("Go through all the data.", 60, 0)
+    messages = compacted(messages, messages_tokens(messages) // 3, force=True)
+    for n in range(60, 80):
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": LONG_NAME, "input": {"i": n}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "r" * 3_000}
+        messages.append({"role": "user", "content": [result]})
+    messages = compacted(messages, messages_tokens(messages) // 3, force=True)
+    (note,) = [b["content"] for b in messages[2]["content"] if "folded" in b["content"]]
+    listed = [line for line in note.split("\n") if line.startswith("- ")]
+    dropped = int(re.search(r"\(([\d,]+) earlier lines not kept\)", note)[1])  # type: ignore[index]
+    assert len(listed) == 40
+    assert dropped + len(listed) == noted_calls(messages) == 78  # one line a call

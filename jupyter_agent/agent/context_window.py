@@ -205,6 +205,7 @@ _STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+
 FOLD_HEADER = "[Later steps of this turn, folded to save context: {calls:,} tool call{s}; their "
 FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
 _FOLDED = re.compile(r"\n\n\[Later steps of this turn, folded to save context: ([\d,]+) tool call")
+_NOT_KEPT = re.compile(r"\] The latest steps \(([\d,]+) earlier lines not kept\):$")
 #: At most this many lines of a folded note name calls (the latest ones); at most this long each.
 NOTE_LINES = 40
 NOTE_LINE_CHARS = 160
@@ -274,17 +275,20 @@ def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
     content = str(host.get("content", ""))
     stub_text, _, old_note = content.partition("\n\n[Later steps of this turn")
-    earlier = 0
+    earlier = dropped = 0
     if old_note:
         match = _FOLDED.search(content)
         earlier = int(match[1].replace(",", "")) if match else 0
+        not_kept = _NOT_KEPT.search(old_note.split("\n", 1)[0])  # in the header line only
+        dropped = int(not_kept[1].replace(",", "")) if not_kept else 0
         kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
         lines = kept + lines
     calls += earlier
     listed = lines[-NOTE_LINES:]
+    dropped += len(lines) - len(listed)
     header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
-    if len(lines) > len(listed):
-        header += f" The latest steps ({len(lines) - len(listed):,} earlier lines not kept):"
+    if dropped:
+        header += f" The latest steps ({dropped:,} earlier lines not kept):"
     note = "\n".join([header, *listed])
     return {**host, "content": f"{stub_text}\n\n{note}"}
 
