@@ -196,3 +196,31 @@ def test_the_fake_refuses_a_tool_loop_that_does_not_open_with_thinking() -> None
     assert any("must start with a thinking block" in p for p in api_problems(body))
     body["messages"][1]["content"] = [thinking("plan"), call]
     assert api_problems(body) == []
+
+
+async def test_a_paused_reply_is_continued_with_the_results_it_follows(tmp_path: Path) -> None:
+    """A reply that stops with ``pause_turn`` is sent back for the model to go on from; when it
+    pushes the request over the window, compaction keeps the results that reply follows (before,
+    they were stubbed and folded away under the model's feet)."""
+    ids = itertools.count()
+
+    def step(body: dict[str, Any]) -> Reply:
+        if "compact a long conversation" in json.dumps(body.get("system")):
+            return text("SUMMARY.")
+        if body["messages"][-1]["role"] == "assistant":
+            return text("done")
+        n = next(ids)
+        if n == 8:  # a long server-side search, paused
+            return Reply([{"type": "text", "text": "found: " + "s" * 50_000}], "pause_turn")
+        return Reply([tool_use(f"toolu_{n}", "work", {"i": n})])
+
+    fake = FakeAnthropic(*[step] * 30, context_limit=WINDOW)
+    agent = make_agent(fake, tmp_path)
+    events = [e async for e in agent.stream_chat("Call work eight times, then search.")]
+    assert not [e for e in events if isinstance(e, AgentError)]
+    assert [e for e in events if isinstance(e, ContextCompacted)]
+    continued = fake.requests[-1]["messages"]
+    assert continued[-1]["role"] == "assistant"
+    assert continued[-3]["content"] == [tool_use("toolu_7", "work", {"i": 7})]
+    assert continued[-2]["content"][0]["content"] == work(7)
+    assert all(api_problems(body) == [] for body in fake.requests)

@@ -15,7 +15,8 @@ prompt is too long, the agent compacts, in this order, stopping as soon as the c
 2. **summary**: the earlier turns are replaced by a summary the model writes (a request to the
    same provider); the recent turns stay word for word, the current turn always;
 3. **the current turn's results**: if the turn itself is too big (a huge tool turn), its tool
-   results are cut to their head and tail.
+   results are cut to their head and tail (a folded note loses the lines naming its calls, not
+   its count).
 
 A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
 agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
@@ -204,6 +205,7 @@ _STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+
 FOLD_HEADER = "[Later steps of this turn, folded to save context: {calls:,} tool call{s}; their "
 FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
 _FOLDED = re.compile(r"\n\n\[Later steps of this turn, folded to save context: ([\d,]+) tool call")
+_NOT_KEPT = re.compile(r"\] The latest steps \(([\d,]+) earlier lines not kept\):$")
 #: At most this many lines of a folded note name calls (the latest ones); at most this long each.
 NOTE_LINES = 40
 NOTE_LINE_CHARS = 160
@@ -212,10 +214,11 @@ _STUB_MAX = 400 + len(FOLD_HEADER) + len(FOLD_TAIL) + 40 + NOTE_LINES * (NOTE_LI
 
 
 def _shortest(block: Block) -> Block:
-    """What step 3 could leave of a block of the current turn, at the least."""
+    """Less than steps 1 and 3 can leave of a block of the current turn: a result stays as it is,
+    becomes a stub or is cut to about 200 characters, so it measures at least 80 or its size."""
     if block.get("type") != "tool_result":
         return block
-    return {**block, "content": "x" * 200}
+    return {**block, "content": "x" * min(80, block_chars(block) - 40)}
 
 
 def _is_stub(block: Block) -> bool:
@@ -261,7 +264,7 @@ def _note_lines(message: Message) -> list[str]:
     lines: list[str] = []
     for block in message["content"]:
         if block.get("type") == "text" and str(block.get("text", "")).strip():
-            lines.append("- said: " + _line(str(block.get("text"))))
+            lines.append(_line("- said: " + str(block.get("text"))))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
             lines.append(_line(f"- {block.get('name')} {arguments}"))
@@ -272,27 +275,42 @@ def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
     content = str(host.get("content", ""))
     stub_text, _, old_note = content.partition("\n\n[Later steps of this turn")
-    earlier = 0
+    earlier = dropped = 0
     if old_note:
         match = _FOLDED.search(content)
         earlier = int(match[1].replace(",", "")) if match else 0
-        lines = [line for line in old_note.split("\n") if line.startswith("- ")] + lines
+        not_kept = _NOT_KEPT.search(old_note.split("\n", 1)[0])  # in the header line only
+        dropped = int(not_kept[1].replace(",", "")) if not_kept else 0
+        kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
+        lines = kept + lines
     calls += earlier
     listed = lines[-NOTE_LINES:]
+    dropped += len(lines) - len(listed)
     header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
-    if len(lines) > len(listed):
-        header += f" The latest steps ({len(lines) - len(listed):,} earlier lines not kept):"
+    if dropped:
+        header += f" The latest steps ({dropped:,} earlier lines not kept):"
     note = "\n".join([header, *listed])
     return {**host, "content": f"{stub_text}\n\n{note}"}
 
 
-def fold_rounds(work: list[Message]) -> list[Message]:
+def _bare_note(block: Block) -> Block:
+    """A stub with a folded note, without the lines naming the calls (the count stays)."""
+    content = str(block.get("content", ""))
+    match = _FOLDED.search(content)
+    calls = int(match[1].replace(",", "")) if match else 0
+    stub_text = content.partition("\n\n[Later steps of this turn")[0]
+    return _with_note({**block, "content": stub_text}, calls, [])
+
+
+def fold_rounds(work: list[Message], keep: int | None = None) -> list[Message]:
     """``work`` with, in every turn, the stubbed rounds after the first folded into a note.
 
     A round folds only if its results are all stubs, and only behind a first round whose results
-    are stubs too (the note lives on that round's last result); the last message never folds.
+    are stubs too (the note lives on that round's last result); the messages from ``keep`` on
+    (the last one by default) never fold.
     Folding keeps the API's rules: roles alternate, each kept ``tool_use`` keeps its result.
     """
+    keep = len(work) - 1 if keep is None else keep
     starts = turn_starts(work)
     if not starts or starts[0] != 0:
         starts = [0, *starts]
@@ -306,7 +324,7 @@ def fold_rounds(work: list[Message]) -> list[Message]:
         fold: list[int] = []
         for index in rounds[1:]:
             answer = index + 1
-            if answer >= len(work) - 1 or not all(_is_stub(b) for b in work[answer]["content"]):
+            if answer >= keep or not all(_is_stub(b) for b in work[answer]["content"]):
                 break
             fold.append(index)
         if not fold:
@@ -369,9 +387,16 @@ async def compact(
             "several cells."
         )
 
+    # the latest results stay whole: the last message, or, while a reply that paused (the last
+    # message, the assistant's) is continued, the results it follows
+    keep = len(work) - 1
+    paused = keep - 1 > current and work[-1]["role"] == "assistant"
+    if paused and any(b.get("type") == "tool_result" for b in work[-2]["content"]):
+        keep -= 1
+
     # 1. stubs for earlier results, oldest first (all but the latest round of results)
     tokens = estimate(work)
-    for index in range(len(work) - 1):
+    for index in range(keep):
         if tokens <= target and not force:
             break
         message = work[index]
@@ -385,7 +410,7 @@ async def compact(
                 saved = block_chars(block) - block_chars(blocks[position])
                 tokens -= saved // CHARS_PER_TOKEN
     # … and the stubbed rounds of each turn folded into a note on its first round
-    work = fold_rounds(work)
+    work = fold_rounds(work, keep)
     starts = turn_starts(work)
     current = starts[-1] if starts else 0
     tokens = estimate(work)
@@ -434,6 +459,10 @@ async def compact(
             if part.get("type") == "text"
         )
         shortened: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
+        if _is_stub(block) and _FOLDED.search(text):
+            bare = _bare_note(block)  # a note cut in its middle would lose its count
+            if block_chars(bare) < size:
+                shortened = bare
         work[i]["content"][p] = shortened
         tokens = estimate(work)
     if tokens > limit:
