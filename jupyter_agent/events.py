@@ -94,10 +94,35 @@ class ToolCallFinished:
 
 @dataclass(frozen=True, slots=True)
 class ContextCompacted:
-    """The conversation was shortened to fit the context window (estimated tokens)."""
+    """The conversation was shortened to fit the context window (estimated tokens), and how:
+    tool results made one-line stubs, tool calls folded into a note, earlier turns summarised,
+    results of the current turn shortened."""
 
     tokens_before: int
     tokens_after: int
+    stubbed: int = 0
+    folded: int = 0
+    summarised: int = 0
+    shortened: int = 0
+
+    def actions(self) -> list[str]:
+        """What was done, in words (``[]`` if the counts are not known)."""
+
+        def count(number: int, one: str, many: str) -> str:
+            return f"{number:,} {one if number == 1 else many}"
+
+        done = []
+        if self.stubbed:
+            done.append(count(self.stubbed, "tool result", "tool results") + " made stubs")
+        if self.folded:
+            done.append(count(self.folded, "tool call", "tool calls") + " folded into a note")
+        if self.summarised:
+            done.append(count(self.summarised, "earlier turn", "earlier turns") + " summarised")
+        if self.shortened:
+            done.append(
+                count(self.shortened, "result", "results") + " of the current turn shortened"
+            )
+        return done
 
 
 @dataclass(frozen=True, slots=True)

@@ -422,6 +422,7 @@ async def test_a_long_session_is_compacted_before_the_api_refuses_it(tmp_path: P
     assert last["system"][0]["text"] == SYSTEM
     assert "question number 39" in texts[-1] and any("question number 38" in t for t in texts)
     assert any(t.startswith("[Summary of the earlier conversation") for t in texts)
+    assert any(c.summarised for c in compactions) and any(c.stubbed for c in compactions)
 
 
 async def test_the_api_saying_prompt_too_long_compacts_and_retries_once(tmp_path: Path) -> None:

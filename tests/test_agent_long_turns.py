@@ -145,6 +145,9 @@ async def test_a_turn_of_150_rounds_keeps_few_messages(tmp_path: Path, think: bo
         if b["type"] == "tool_use"
     }
     assert counted + len(kept) == 150
+    # each compaction said what it did: the calls it folded add up to the note's count
+    assert sum(c.folded for c in compactions) == counted
+    assert all(c.stubbed and not c.summarised for c in compactions)
     assert len(shown) == 40 and max(shown) + 1 == min(kept - {0})
     assert await agent.chat("Thanks. Again, but only twice.") == "done"
 

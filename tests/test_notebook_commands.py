@@ -345,6 +345,7 @@ def test_compact_shortens_a_conversation_on_demand(
     run_ok(shell, "%agent compact")
     out = capsys.readouterr().out
     assert out.startswith("Compacted chat 'default': about ")
+    assert out.rstrip().endswith("tokens (1 tool result made stubs)."), out  # and said so
     after = magics_of(shell).agent.estimate_tokens()
     assert after < before / 2
     assert "No chat named 'x'" in one_line_usage_error(shell, capsys, "%agent compact x")

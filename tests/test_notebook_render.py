@@ -76,7 +76,9 @@ def test_thinking_shows_collapsed_and_a_compaction_says_what_it_did(
     renderer = RichRenderer(clock=clock)
     with capture_output() as captured:
         renderer.handle(TurnStarted(turn=1))
-        renderer.handle(ContextCompacted(tokens_before=180_000, tokens_after=42_000))
+        renderer.handle(
+            ContextCompacted(tokens_before=180_000, tokens_after=42_000, stubbed=12, folded=30)
+        )
         for piece in ("Let me ", "check the <data> first."):
             clock.now += 0.01
             renderer.handle(ThinkingDelta(piece))
@@ -90,6 +92,8 @@ def test_thinking_shows_collapsed_and_a_compaction_says_what_it_did(
     assert "<summary><i>Thinking (30 characters)</i></summary>" in thinking[-1]
     notices = [h for h in html if "Context compacted" in h]
     assert notices and "180,000 → 42,000 tokens" in notices[0]
+    # … and what it did
+    assert "12 tool results made stubs; 30 tool calls folded into a note" in notices[0]
     assert renderer.text == "The answer."  # thinking never joins the answer
 
 

@@ -331,7 +331,14 @@ class Agent:
             return None
         self.messages[:] = result.messages
         self._tokens.forget()
-        return ContextCompacted(result.tokens_before, self.estimate_tokens())
+        return ContextCompacted(
+            result.tokens_before,
+            self.estimate_tokens(),
+            stubbed=result.stubbed,
+            folded=result.folded,
+            summarised=result.summarised,
+            shortened=result.shortened,
+        )
 
     async def _summarise(self, transcript: str) -> str:
         """A summary of ``transcript`` from the same provider (its text, tools off)."""

@@ -172,6 +172,16 @@ class Compaction:
     messages: list[Message]
     tokens_before: int
     tokens_after: int
+    #: What was done: tool results made stubs, tool calls folded into notes, earlier turns
+    #: summarised, results of the current turn shortened.
+    stubbed: int = 0
+    folded: int = 0
+    summarised: int = 0
+    shortened: int = 0
+
+
+def _calls(messages: list[Message]) -> int:
+    return sum(1 for m in messages for b in m["content"] if b.get("type") == "tool_use")
 
 
 def turn_starts(messages: list[Message]) -> list[int]:
@@ -396,6 +406,8 @@ async def compact(
 
     # 1. stubs for earlier results, oldest first (all but the latest round of results)
     tokens = estimate(work)
+    stubbed = summarised = 0
+    shortened: set[tuple[int, int]] = set()
     for index in range(keep):
         if tokens <= target and not force:
             break
@@ -407,10 +419,13 @@ async def compact(
             if block.get("type") == "tool_result" and not _is_stub(block):
                 name = names.get(str(block.get("tool_use_id")), "a tool")
                 blocks[position] = stub(block, name)
+                stubbed += 1
                 saved = block_chars(block) - block_chars(blocks[position])
                 tokens -= saved // CHARS_PER_TOKEN
     # … and the stubbed rounds of each turn folded into a note on its first round
+    calls = _calls(work)
     work = fold_rounds(work, keep)
+    folded = calls - _calls(work)
     starts = turn_starts(work)
     current = starts[-1] if starts else 0
     tokens = estimate(work)
@@ -431,6 +446,7 @@ async def compact(
             # results for calls of the summarised part would answer nothing: drop them
             kept_blocks = [b for b in first["content"] if b.get("type") != "tool_result"]
             summary_block: Block = {"type": "text", "text": SUMMARY_PREFIX + summary}
+            summarised = sum(1 for start in starts if start < keep_from)
             work = [
                 {"role": "user", "content": [summary_block, *kept_blocks]},
                 *work[keep_from + 1 :],
@@ -458,12 +474,13 @@ async def compact(
             for part in content_blocks({"content": block.get("content")})
             if part.get("type") == "text"
         )
-        shortened: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
+        shortened_block: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
         if _is_stub(block) and _FOLDED.search(text):
             bare = _bare_note(block)  # a note cut in its middle would lose its count
             if block_chars(bare) < size:
-                shortened = bare
-        work[i]["content"][p] = shortened
+                shortened_block = bare
+        work[i]["content"][p] = shortened_block
+        shortened.add((i, p))
         tokens = estimate(work)
     if tokens > limit:
         raise ContextOverflowError(
@@ -471,4 +488,4 @@ async def compact(
             f"the limit is {limit:,}), even with the rest of the conversation compacted. "
             "Shorten it or split it into several cells."
         )
-    return Compaction(work, before, tokens)
+    return Compaction(work, before, tokens, stubbed, folded, summarised, len(shortened))

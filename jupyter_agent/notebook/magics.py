@@ -539,9 +539,10 @@ class AgentMagics(Magics):
         if compacted is None:
             print(f"Nothing to compact in chat {args.name!r}.")
         else:
+            done = "; ".join(compacted.actions())
             print(
                 f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
-                f"{compacted.tokens_after:,} tokens."
+                f"{compacted.tokens_after:,} tokens" + (f" ({done})." if done else ".")
             )
 
     def _mcp(self, rest: str) -> None:

@@ -80,10 +80,10 @@ class ThinkingBlock:
 
 def compaction_notice(event: ContextCompacted) -> str:
     """What a cell says when the conversation was compacted to fit the context window."""
+    done = event.actions() or ["older tool results shortened, older turns summarised"]
     return (
         f"Context compacted to fit the model's window: about {event.tokens_before:,} → "
-        f"{event.tokens_after:,} tokens (older tool results shortened, older turns summarised; "
-        "your recent messages are kept)."
+        f"{event.tokens_after:,} tokens ({'; '.join(done)}; your recent messages are kept)."
     )
 
 
