@@ -14,7 +14,9 @@ from fake_anthropic import api_problems
 
 from jupyter_agent.agent.context_window import (
     SUMMARY_PREFIX,
+    Compaction,
     ContextOverflowError,
+    Summarise,
     compact,
     messages_tokens,
     turn_starts,
@@ -65,20 +67,9 @@ def test_compaction_always_leaves_a_valid_conversation(seed: int) -> None:
     total = messages_tokens(messages)
     limit = rng.randint(total // 4 + 1, total + 1)
     try:
-        result = asyncio.run(
-            compact(
-                messages,
-                limit=limit,
-                target=limit // 2,
-                estimate=messages_tokens,
-                summarise=summarise,
-                force=rng.random() < 0.3,
-            )
-        )
+        result = compaction(messages, limit, force=rng.random() < 0.3, summarise=summarise)
     except ContextOverflowError:
         return  # the latest turn alone cannot fit: refused, nothing changed
-    body = {"model": "m", "max_tokens": 1, "messages": result.messages}
-    assert api_problems(body) == []
     assert result.tokens_after <= limit
     kept = result.messages[turn_starts(result.messages)[-1] :]
     # the latest turn keeps the user's words, its first round and its last message as they were
@@ -133,19 +124,30 @@ def tool_turn(prompt: str, rounds: int, start: int, *, said: str = "", size: int
     return messages
 
 
-def compacted(messages: list[dict[str, Any]], limit: int, *, force: bool = False) -> Any:
+def compaction(
+    messages: list[dict[str, Any]],
+    limit: int,
+    *,
+    force: bool = False,
+    summarise: Summarise | None = None,
+) -> Compaction:
+    """``compact`` aiming at half of ``limit``; its result is checked to be one the API takes."""
     result = asyncio.run(
         compact(
             messages,
             limit=limit,
             target=limit // 2,
             estimate=messages_tokens,
-            summarise=None,
+            summarise=summarise,
             force=force,
         )
     )
     assert api_problems({"model": "m", "max_tokens": 1, "messages": result.messages}) == []
-    return result.messages
+    return result
+
+
+def compacted(messages: list[dict[str, Any]], limit: int, *, force: bool = False) -> Any:
+    return compaction(messages, limit, force=force).messages
 
 
 def test_a_full_note_keeps_its_count_through_later_compactions() -> None:
