@@ -389,8 +389,10 @@ class AnthropicProvider:
 _REFUSED_STATUSES = frozenset({400, 403, 404, 422})
 
 
-#: Conversations whose server-side threads a provider keeps (one per chat of a notebook).
-MAX_THREADS = 16
+#: Conversations whose server-side threads a provider keeps (one per chat of a notebook). A
+#: thread holds its conversation's messages as they were sent: a compacted or reset chat's old
+#: thread stays until newer ones push it out, so few are kept.
+MAX_THREADS = 8
 #: The host of Anthropic's own Messages API: the one place threads are known to be passed on.
 ANTHROPIC_API_HOST = "api.anthropic.com"
 
