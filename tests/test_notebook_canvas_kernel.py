@@ -228,3 +228,64 @@ def test_undo_names_the_agent_cell_by_its_execution_count(
     said = "".join(o.get("text", "") for o in undo_cell.outputs)
     assert f"'cell {agent_cell.execution_count}'" in said, said
     assert not (tmp_path / "a.txt").exists()
+
+
+def _as_saved(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cell's outputs as a frontend keeps them: each update replaces its display in place."""
+    kept: list[dict[str, Any]] = []
+    for output in outputs:
+        display_id = output.get("transient", {}).get("display_id")
+        if output["type"] == "update_display_data":
+            for index, earlier in enumerate(kept):
+                if display_id and earlier.get("transient", {}).get("display_id") == display_id:
+                    kept[index] = {**earlier, "data": output["data"]}
+            continue
+        kept.append(output)
+    return kept
+
+
+def _open_widgets(kernel: _Kernel) -> int:  # noqa: F811
+    reply, outputs = kernel.execute(
+        "from ipywidgets.widgets.widget import _instances\nprint(len(_instances))"
+    )
+    assert reply["status"] == "ok", outputs
+    return int("".join(o.get("text", "") for o in outputs if o["type"] == "stream"))
+
+
+def test_answered_approval_prompts_leave_no_widget_behind(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """Each Approve/Deny prompt kept its ~20 widget models open for the rest of the session, and
+    its cell a widget view ("Error displaying widget" once saved and reopened)."""
+    reply, outputs = kernel.execute("%agent_tools enable run_bash")
+    assert reply["status"] == "ok", outputs
+    before = _open_widgets(kernel)
+    for cell in range(8):
+        button = "Approve" if cell % 2 == 0 else "Deny"
+        fake_api.add(
+            Reply([tool_use(f"toolu_{cell}", "run_bash", {"command": f"echo {cell}"})]),
+            text("Done."),
+        )
+        clicked = {"sent": False}
+
+        def click(
+            message: dict[str, Any], button: str = button, clicked: dict[str, bool] = clicked
+        ) -> None:
+            if message["msg_type"] != "comm_open" or clicked["sent"]:
+                return
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == button:
+                clicked["sent"] = True
+                kernel.send_comm(
+                    message["content"]["comm_id"],
+                    {"method": "custom", "content": {"event": "click"}},
+                )
+
+        reply, outputs = kernel.execute("%%agent\nRun it", click)
+        assert clicked["sent"] and reply["status"] == "ok", outputs
+        saved = _as_saved(outputs)
+        assert [o for o in saved if WIDGET_VIEW in o.get("data", {})] == []
+        verdict = "Approved" if button == "Approve" else "Denied"
+        assert any(verdict in str(o.get("data", {}).get("text/plain", "")) for o in saved)
+    assert _open_widgets(kernel) == before

@@ -3,7 +3,9 @@
 The agent awaits the handler on the background loop; the question itself is asked on the main
 thread through the bridge. In a kernel with a frontend that can answer, an ``ApprovalPrompt``
 (Approve / Deny) appears in the running cell and the main thread keeps widget messages flowing
-until a button is clicked. In terminal IPython it asks with ``input()``. With nobody to ask —
+until a button is clicked; then a static line saying what was decided takes the prompt's place
+and the prompt's widgets are closed (nothing stays open in the kernel per approval, and the
+saved cell holds no widget view). In terminal IPython it asks with ``input()``. With nobody to ask —
 nbclient, nbval, a script without stdin — the call is denied with a message that says why.
 """
 
@@ -68,7 +70,7 @@ class NotebookApprovals:
         return bool(getattr(kernel, "_allow_stdin", False))
 
     def _ask_with_widget(self, request: ApprovalRequest) -> Decision:
-        from ._ipython import display
+        from ._ipython import DisplayHandle
         from .widgets.approval_prompt import ApprovalPrompt
 
         if not self._interactive_frontend():
@@ -81,7 +83,8 @@ class NotebookApprovals:
         if poller is None or not poller.available:
             return self._ask_with_input(request)
         prompt = ApprovalPrompt(request)
-        display(prompt)
+        handle = DisplayHandle()
+        handle.display(prompt)
         try:
             while prompt.decision is None:
                 if poller.poll(0.05) == 0:
@@ -89,6 +92,8 @@ class NotebookApprovals:
         finally:
             if prompt.decision is None:  # interrupted while waiting: lock the buttons
                 prompt.decide(Decision(False, "the cell was interrupted"))
+            handle.update(prompt.static_bundle(), raw=True)
+            prompt.close_all()
             if owned:
                 poller.close()
         return prompt.decision
