@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import shlex
 import sys
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -191,7 +190,8 @@ class AgentMagics(Magics):
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
         self._renderer: Renderer | None = None
-        self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: The live ``%agent_tools`` panel and its display handle (one at a time).
+        self._panel: tuple[Any, Any] | None = None
         self._mcp_commands: MCPCommands | None = None
 
     @property
@@ -210,7 +210,7 @@ class AgentMagics(Magics):
                 shell=self.shell,
                 approvals=self._make_approvals,
             )
-            self._session.on_rebuild.append(self._rebind_panels)
+            self._session.on_rebuild.append(self._rebind_panel)
         return self._session
 
     @validate("prices")
@@ -261,6 +261,7 @@ class AgentMagics(Magics):
 
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
+        self._retire_panel("(the extension was unloaded)")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -299,9 +300,34 @@ class AgentMagics(Magics):
         if self._renderer is not None:
             self._renderer.mark_waiting(call_id, waiting)
 
-    def _rebind_panels(self, _primary: Agent) -> None:
-        for panel in list(self._panels):
-            panel.rebind(self.session)
+    def _rebind_panel(self, _primary: Agent) -> None:
+        if self._panel is not None:
+            self._panel[0].rebind(self.session)
+
+    def _show_panel(self) -> None:
+        """Display a new live tool panel; the one shown before becomes a static table."""
+        from ._ipython import DisplayHandle
+        from .widgets.tool_panel import ToolPanel
+
+        self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
+        panel = ToolPanel(self.session)
+        handle = DisplayHandle()
+        handle.display(panel)
+        self._panel = (panel, handle)
+
+    def _retire_panel(self, note: str) -> None:
+        """Replace the live panel's display by a table of the tools and close its widgets.
+
+        One panel at a time is live: each one kept ~150 widget models open for the rest of the
+        session (a cell with ``%agent_tools`` run again made another), and every change from
+        a line redrew them all.
+        """
+        if self._panel is None:
+            return
+        panel, handle = self._panel
+        self._panel = None
+        handle.update(panel.static_bundle(note), raw=True)
+        panel.close_all()
 
     # -- one turn, rendered ------------------------------------------------------------------
 
@@ -631,11 +657,7 @@ class AgentMagics(Magics):
             self._connect_mcp_servers()
         if not words:
             if self.use_widgets():
-                from .widgets.tool_panel import ToolPanel
-
-                panel = ToolPanel(session)
-                self._panels.add(panel)
-                display(panel)
+                self._show_panel()
             else:
                 self._print_tools()
             return
@@ -668,8 +690,8 @@ class AgentMagics(Magics):
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
                 "disable NAME or policy NAME allow|ask|deny (no argument: the panel)"
             )
-        for panel in list(self._panels):
-            panel.refresh()
+        if self._panel is not None:
+            self._panel[0].refresh()
 
     def _check_tool_names(self, names: list[str]) -> None:
         known = self.session.registry.get_tool_names()
