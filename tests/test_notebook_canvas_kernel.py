@@ -289,3 +289,37 @@ def test_answered_approval_prompts_leave_no_widget_behind(
         verdict = "Approved" if button == "Approve" else "Denied"
         assert any(verdict in str(o.get("data", {}).get("text/plain", "")) for o in saved)
     assert _open_widgets(kernel) == before
+
+
+def test_a_notebook_run_by_nbclient_saves_no_widget_state(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """nbconvert --execute, papermill and nbval run notebooks with nobody at a frontend: the
+    live views (tool calls, Stop button) could not be clicked, yet nbclient saved every model
+    they opened in the notebook's metadata — about 85 models, 70 KB, per %%agent cell, some
+    35 times the size of the cell's outputs."""
+    cells = 6
+    for cell in range(cells):
+        fake_api.add(
+            Reply(
+                [
+                    tool_use(f"toolu_{cell}a", "list_dir", {"path": "."}),
+                    tool_use(f"toolu_{cell}b", "read_file", {"file_path": "missing.txt"}),
+                ]
+            ),
+            text(f"Answer {cell}."),
+        )
+    nb = _run_notebook(
+        tmp_path, ["%load_ext jupyter_agent", *(f"%%agent\nQuestion {n}" for n in range(cells))]
+    )
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    assert state.get("state", {}) == {}
+    # each cell still holds its record: the answer and the calls, static
+    for n, cell in enumerate(nb.cells[1:]):
+        assert [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})] == []
+        plain = "".join(str(o.data.get("text/plain", "")) for o in cell.outputs if "data" in o)
+        assert "⇉ 2 calls in parallel:" in plain
+        assert "list_dir(path='.') · done" in plain
+        assert "read_file(file_path='missing.txt') · error" in plain
+        assert f"Answer {n}." in plain

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..agent.approvals import ApprovalRequest, Decision
 from . import tool_format
-from .kernel_comm import KernelCommPoller
+from .kernel_comm import KernelCommPoller, unattended_kernel
 from .runner import MainThreadBridge
 
 NO_ONE_TO_ASK = (
@@ -63,11 +63,9 @@ class NotebookApprovals:
                 self._on_waiting(request.call_id, False)
 
     def _interactive_frontend(self) -> bool:
-        kernel = getattr(self._shell, "kernel", None)
-        if kernel is None:
+        if getattr(self._shell, "kernel", None) is None:
             return sys.stdin is not None and sys.stdin.isatty()
-        # Jupyter frontends send allow_stdin=True with each execute_request; nbclient/nbval don't.
-        return bool(getattr(kernel, "_allow_stdin", False))
+        return not unattended_kernel(self._shell)
 
     def _ask_with_widget(self, request: ApprovalRequest) -> Decision:
         from ._ipython import DisplayHandle

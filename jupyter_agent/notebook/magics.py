@@ -26,7 +26,7 @@ from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
-from .kernel_comm import KernelCommPoller
+from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
 from .runner import MainThreadBridge
@@ -355,10 +355,11 @@ class AgentMagics(Magics):
             self.session.chat(chat)
             self.session.provider(provider, model, think)
         rich = self.use_widgets()
-        poller = KernelCommPoller.for_shell(self.shell) if rich else None
+        live = rich and not unattended_kernel(self.shell)  # no widgets nobody could click
+        poller = KernelCommPoller.for_shell(self.shell) if live else None
         stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
         renderer: Renderer = (
-            RichRenderer(self.render_interval, on_stop=stop) if rich else TextRenderer()
+            RichRenderer(self.render_interval, on_stop=stop, live=live) if rich else TextRenderer()
         )
         self._renderer = renderer
         if self._approvals is not None:
