@@ -160,6 +160,19 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
     assert len(_instances) == one_panel
 
 
+def test_unloading_with_a_live_panel_and_a_workspace_that_is_gone(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    run_ok(shell, "%agent_tools")
+    run_ok(shell, f"%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
+    with capture_output() as captured:
+        run_ok(shell, "%unload_ext jupyter_agent")
+    [replaced] = [o for o in captured.outputs if o.update]
+    assert replaced.data == {"text/plain": "(the extension was unloaded)"}
+    shell.run_line_magic("load_ext", "jupyter_agent")  # what the fixture unloads
+
+
 def test_agent_tools_changes_the_next_requests_tool_list(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:

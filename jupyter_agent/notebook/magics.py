@@ -326,7 +326,11 @@ class AgentMagics(Magics):
             return
         panel, handle = self._panel
         self._panel = None
-        handle.update(panel.static_bundle(note), raw=True)
+        try:
+            bundle = panel.static_bundle(note)
+        except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
+            bundle = {"text/plain": note}
+        handle.update(bundle, raw=True)
         panel.close_all()
 
     # -- one turn, rendered ------------------------------------------------------------------
