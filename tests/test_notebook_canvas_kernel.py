@@ -323,3 +323,22 @@ def test_a_notebook_run_by_nbclient_saves_no_widget_state(
         assert "list_dir(path='.') · done" in plain
         assert "read_file(file_path='missing.txt') · error" in plain
         assert f"Answer {n}." in plain
+
+
+def test_the_recorder_keeps_printed_text_of_every_cell_after_load_ext(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """IPython 9 tees sys.stdout around each cell and puts the write method it found back at the
+    end: the recorder's wrapper, installed during the %load_ext cell, was gone after it, and no
+    printed text of any later cell reached notebook_history."""
+    for cell in range(30):
+        reply, outputs = kernel.execute(f"print('printed', {cell} * 1000)")
+        assert reply["status"] == "ok", outputs
+    fake_api.add(Reply([tool_use("toolu_1", "notebook_history", {"last": 3})]), text("Seen."))
+    reply, outputs = kernel.execute("%%agent\nWhat did I print?")
+    assert reply["status"] == "ok", outputs
+    [result] = tool_results(fake_api.requests[1])
+    body = result_text(result)
+    for cell in (27, 28, 29):  # each printed line once, although the cells ran 30 times
+        assert body.count(f"printed {cell * 1000}") == 1, body
