@@ -228,3 +228,117 @@ def test_undo_names_the_agent_cell_by_its_execution_count(
     said = "".join(o.get("text", "") for o in undo_cell.outputs)
     assert f"'cell {agent_cell.execution_count}'" in said, said
     assert not (tmp_path / "a.txt").exists()
+
+
+def _as_saved(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cell's outputs as a frontend keeps them: each update replaces its display in place."""
+    kept: list[dict[str, Any]] = []
+    for output in outputs:
+        display_id = output.get("transient", {}).get("display_id")
+        if output["type"] == "update_display_data":
+            for index, earlier in enumerate(kept):
+                if display_id and earlier.get("transient", {}).get("display_id") == display_id:
+                    kept[index] = {**earlier, "data": output["data"]}
+            continue
+        kept.append(output)
+    return kept
+
+
+def _open_widgets(kernel: _Kernel) -> int:  # noqa: F811
+    reply, outputs = kernel.execute(
+        "from ipywidgets.widgets.widget import _instances\nprint(len(_instances))"
+    )
+    assert reply["status"] == "ok", outputs
+    return int("".join(o.get("text", "") for o in outputs if o["type"] == "stream"))
+
+
+def test_answered_approval_prompts_leave_no_widget_behind(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """Each Approve/Deny prompt kept its ~20 widget models open for the rest of the session, and
+    its cell a widget view ("Error displaying widget" once saved and reopened)."""
+    reply, outputs = kernel.execute("%agent_tools enable run_bash")
+    assert reply["status"] == "ok", outputs
+    before = _open_widgets(kernel)
+    for cell in range(8):
+        button = "Approve" if cell % 2 == 0 else "Deny"
+        fake_api.add(
+            Reply([tool_use(f"toolu_{cell}", "run_bash", {"command": f"echo {cell}"})]),
+            text("Done."),
+        )
+        clicked = {"sent": False}
+
+        def click(
+            message: dict[str, Any], button: str = button, clicked: dict[str, bool] = clicked
+        ) -> None:
+            if message["msg_type"] != "comm_open" or clicked["sent"]:
+                return
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == button:
+                clicked["sent"] = True
+                kernel.send_comm(
+                    message["content"]["comm_id"],
+                    {"method": "custom", "content": {"event": "click"}},
+                )
+
+        reply, outputs = kernel.execute("%%agent\nRun it", click)
+        assert clicked["sent"] and reply["status"] == "ok", outputs
+        saved = _as_saved(outputs)
+        assert [o for o in saved if WIDGET_VIEW in o.get("data", {})] == []
+        verdict = "Approved" if button == "Approve" else "Denied"
+        assert any(verdict in str(o.get("data", {}).get("text/plain", "")) for o in saved)
+    assert _open_widgets(kernel) == before
+
+
+def test_a_notebook_run_by_nbclient_saves_no_widget_state(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """nbconvert --execute, papermill and nbval run notebooks with nobody at a frontend: the
+    live views (tool calls, Stop button) could not be clicked, yet nbclient saved every model
+    they opened in the notebook's metadata — about 85 models, 70 KB, per %%agent cell, some
+    35 times the size of the cell's outputs."""
+    cells = 6
+    for cell in range(cells):
+        fake_api.add(
+            Reply(
+                [
+                    tool_use(f"toolu_{cell}a", "list_dir", {"path": "."}),
+                    tool_use(f"toolu_{cell}b", "read_file", {"file_path": "missing.txt"}),
+                ]
+            ),
+            text(f"Answer {cell}."),
+        )
+    nb = _run_notebook(
+        tmp_path, ["%load_ext jupyter_agent", *(f"%%agent\nQuestion {n}" for n in range(cells))]
+    )
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    assert state.get("state", {}) == {}
+    # each cell still holds its record: the answer and the calls, static
+    for n, cell in enumerate(nb.cells[1:]):
+        assert [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})] == []
+        plain = "".join(str(o.data.get("text/plain", "")) for o in cell.outputs if "data" in o)
+        assert "⇉ 2 calls in parallel:" in plain
+        assert "list_dir(path='.') · done" in plain
+        assert "read_file(file_path='missing.txt') · error" in plain
+        assert f"Answer {n}." in plain
+
+
+def test_the_recorder_keeps_printed_text_of_every_cell_after_load_ext(
+    kernel: _Kernel,  # noqa: F811
+    fake_api: FakeAnthropic,  # noqa: F811
+) -> None:
+    """IPython 9 tees sys.stdout around each cell and puts the write method it found back at the
+    end: the recorder's wrapper, installed during the %load_ext cell, was gone after it, and no
+    printed text of any later cell reached notebook_history."""
+    for cell in range(30):
+        reply, outputs = kernel.execute(f"print('printed', {cell} * 1000)")
+        assert reply["status"] == "ok", outputs
+    fake_api.add(Reply([tool_use("toolu_1", "notebook_history", {"last": 3})]), text("Seen."))
+    reply, outputs = kernel.execute("%%agent\nWhat did I print?")
+    assert reply["status"] == "ok", outputs
+    [result] = tool_results(fake_api.requests[1])
+    body = result_text(result)
+    for cell in (27, 28, 29):  # each printed line once, although the cells ran 30 times
+        assert body.count(f"printed {cell * 1000}") == 1, body

@@ -130,6 +130,49 @@ def test_new_option_starts_a_new_conversation(shell: InteractiveShell) -> None:
     assert user_texts(fake.requests[1]) == ["second"]
 
 
+def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    """Each %agent_tools (a cell run again, say) kept its panel's ~150 widget models open for the
+    rest of the session, and every %agent_tools enable/disable redrew them all; a settings change
+    that rebuilt the agents replaced each panel's rows without closing the old ones."""
+    from ipywidgets.widgets.widget import _instances
+
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    run_ok(shell, "%agent_tools")
+    one_panel = len(_instances)
+    for time_shown in range(30):
+        folder = tmp_path / "ab"[time_shown % 2]
+        run_ok(shell, f"%config AgentMagics.workspace = {str(folder)!r}")
+        with capture_output() as captured:
+            run_ok(shell, "%agent_tools")
+        # the panel shown before became a static table in its cell
+        [replaced] = [o for o in captured.outputs if o.update]
+        assert "application/vnd.jupyter.widget-view+json" not in replaced.data
+        assert replaced.data["text/plain"].splitlines()[0].split()[:3] == [
+            "tool",
+            "enabled",
+            "policy",
+        ]
+        run_ok(shell, "%agent_tools disable web_fetch")
+    assert len(_instances) == one_panel
+
+
+def test_unloading_with_a_live_panel_and_a_workspace_that_is_gone(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    run_ok(shell, "%agent_tools")
+    run_ok(shell, f"%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
+    with capture_output() as captured:
+        run_ok(shell, "%unload_ext jupyter_agent")
+    [replaced] = [o for o in captured.outputs if o.update]
+    assert replaced.data == {"text/plain": "(the extension was unloaded)"}
+    shell.run_line_magic("load_ext", "jupyter_agent")  # what the fixture unloads
+
+
 def test_agent_tools_changes_the_next_requests_tool_list(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,7 +3,9 @@
 The agent awaits the handler on the background loop; the question itself is asked on the main
 thread through the bridge. In a kernel with a frontend that can answer, an ``ApprovalPrompt``
 (Approve / Deny) appears in the running cell and the main thread keeps widget messages flowing
-until a button is clicked. In terminal IPython it asks with ``input()``. With nobody to ask —
+until a button is clicked; then a static line saying what was decided takes the prompt's place
+and the prompt's widgets are closed (nothing stays open in the kernel per approval, and the
+saved cell holds no widget view). In terminal IPython it asks with ``input()``. With nobody to ask —
 nbclient, nbval, a script without stdin — the call is denied with a message that says why.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..agent.approvals import ApprovalRequest, Decision
 from . import tool_format
-from .kernel_comm import KernelCommPoller
+from .kernel_comm import KernelCommPoller, unattended_kernel
 from .runner import MainThreadBridge
 
 NO_ONE_TO_ASK = (
@@ -61,14 +63,12 @@ class NotebookApprovals:
                 self._on_waiting(request.call_id, False)
 
     def _interactive_frontend(self) -> bool:
-        kernel = getattr(self._shell, "kernel", None)
-        if kernel is None:
+        if getattr(self._shell, "kernel", None) is None:
             return sys.stdin is not None and sys.stdin.isatty()
-        # Jupyter frontends send allow_stdin=True with each execute_request; nbclient/nbval don't.
-        return bool(getattr(kernel, "_allow_stdin", False))
+        return not unattended_kernel(self._shell)
 
     def _ask_with_widget(self, request: ApprovalRequest) -> Decision:
-        from ._ipython import display
+        from ._ipython import DisplayHandle
         from .widgets.approval_prompt import ApprovalPrompt
 
         if not self._interactive_frontend():
@@ -81,7 +81,8 @@ class NotebookApprovals:
         if poller is None or not poller.available:
             return self._ask_with_input(request)
         prompt = ApprovalPrompt(request)
-        display(prompt)
+        handle = DisplayHandle()
+        handle.display(prompt)
         try:
             while prompt.decision is None:
                 if poller.poll(0.05) == 0:
@@ -89,6 +90,8 @@ class NotebookApprovals:
         finally:
             if prompt.decision is None:  # interrupted while waiting: lock the buttons
                 prompt.decide(Decision(False, "the cell was interrupted"))
+            handle.update(prompt.static_bundle(), raw=True)
+            prompt.close_all()
             if owned:
                 poller.close()
         return prompt.decision

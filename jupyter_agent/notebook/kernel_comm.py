@@ -26,6 +26,17 @@ log = logging.getLogger(__name__)
 _COMM_MESSAGES = frozenset({"comm_open", "comm_msg", "comm_close"})
 
 
+def unattended_kernel(shell: Any) -> bool:
+    """Whether ``shell`` runs in a kernel whose client can't answer the running cell.
+
+    Jupyter frontends send ``allow_stdin=True`` with each ``execute_request``; nbclient (and so
+    nbconvert ``--execute``, papermill, nbval) does not. A kernel that does not say counts as
+    unattended; outside a kernel: ``False``.
+    """
+    kernel = getattr(shell, "kernel", None)
+    return kernel is not None and not bool(getattr(kernel, "_allow_stdin", False))
+
+
 class KernelCommPoller:
     """Dispatch widget messages from the main thread while a cell blocks it."""
 

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import shlex
 import sys
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,7 +26,7 @@ from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
-from .kernel_comm import KernelCommPoller
+from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
 from .runner import MainThreadBridge
@@ -191,7 +190,8 @@ class AgentMagics(Magics):
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
         self._renderer: Renderer | None = None
-        self._panels: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: The live ``%agent_tools`` panel and its display handle (one at a time).
+        self._panel: tuple[Any, Any] | None = None
         self._mcp_commands: MCPCommands | None = None
 
     @property
@@ -210,7 +210,7 @@ class AgentMagics(Magics):
                 shell=self.shell,
                 approvals=self._make_approvals,
             )
-            self._session.on_rebuild.append(self._rebind_panels)
+            self._session.on_rebuild.append(self._rebind_panel)
         return self._session
 
     @validate("prices")
@@ -261,6 +261,7 @@ class AgentMagics(Magics):
 
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
+        self._retire_panel("(the extension was unloaded)")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -299,9 +300,38 @@ class AgentMagics(Magics):
         if self._renderer is not None:
             self._renderer.mark_waiting(call_id, waiting)
 
-    def _rebind_panels(self, _primary: Agent) -> None:
-        for panel in list(self._panels):
-            panel.rebind(self.session)
+    def _rebind_panel(self, _primary: Agent) -> None:
+        if self._panel is not None:
+            self._panel[0].rebind(self.session)
+
+    def _show_panel(self) -> None:
+        """Display a new live tool panel; the one shown before becomes a static table."""
+        from ._ipython import DisplayHandle
+        from .widgets.tool_panel import ToolPanel
+
+        self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
+        panel = ToolPanel(self.session)
+        handle = DisplayHandle()
+        handle.display(panel)
+        self._panel = (panel, handle)
+
+    def _retire_panel(self, note: str) -> None:
+        """Replace the live panel's display by a table of the tools and close its widgets.
+
+        One panel at a time is live: each one kept ~150 widget models open for the rest of the
+        session (a cell with ``%agent_tools`` run again made another), and every change from
+        a line redrew them all.
+        """
+        if self._panel is None:
+            return
+        panel, handle = self._panel
+        self._panel = None
+        try:
+            bundle = panel.static_bundle(note)
+        except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
+            bundle = {"text/plain": note}
+        handle.update(bundle, raw=True)
+        panel.close_all()
 
     # -- one turn, rendered ------------------------------------------------------------------
 
@@ -329,10 +359,11 @@ class AgentMagics(Magics):
             self.session.chat(chat)
             self.session.provider(provider, model, think)
         rich = self.use_widgets()
-        poller = KernelCommPoller.for_shell(self.shell) if rich else None
+        live = rich and not unattended_kernel(self.shell)  # no widgets nobody could click
+        poller = KernelCommPoller.for_shell(self.shell) if live else None
         stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
         renderer: Renderer = (
-            RichRenderer(self.render_interval, on_stop=stop) if rich else TextRenderer()
+            RichRenderer(self.render_interval, on_stop=stop, live=live) if rich else TextRenderer()
         )
         self._renderer = renderer
         if self._approvals is not None:
@@ -632,11 +663,7 @@ class AgentMagics(Magics):
             self._connect_mcp_servers()
         if not words:
             if self.use_widgets():
-                from .widgets.tool_panel import ToolPanel
-
-                panel = ToolPanel(session)
-                self._panels.add(panel)
-                display(panel)
+                self._show_panel()
             else:
                 self._print_tools()
             return
@@ -669,8 +696,8 @@ class AgentMagics(Magics):
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
                 "disable NAME or policy NAME allow|ask|deny (no argument: the panel)"
             )
-        for panel in list(self._panels):
-            panel.refresh()
+        if self._panel is not None:
+            self._panel[0].refresh()
 
     def _check_tool_names(self, names: list[str]) -> None:
         known = self.session.registry.get_tool_names()

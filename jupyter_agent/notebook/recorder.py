@@ -13,7 +13,12 @@ How it listens, all on the kernel's main thread and without copying anything:
   (``register_hook``) see each ``display_data``, ``update_display_data`` and ``execute_result``
   bundle as it is sent; widget views are skipped (their ``text/plain`` is kept);
 * ``sys.stdout.write`` / ``sys.stderr.write`` of the kernel's streams are wrapped to see the
-  printed text (ipykernel's stream hooks run on its I/O thread, too late and out of order).
+  printed text (ipykernel's stream hooks run on its I/O thread, too late and out of order) —
+  for the length of each cell: wrapped at ``pre_run_cell``, put back at ``post_run_cell``.
+  IPython 9 tees the streams around every cell in the same way and restores the method it found
+  when the cell ends, which undid a wrapper installed once (during the ``%load_ext`` cell); a
+  wrapper per cell survives that, and only the current one records, so nothing is recorded
+  twice and nothing piles up.
 
 Terminal IPython has no message hooks: there the recorder keeps sources, printed text (which
 includes the ``Out[n]:`` lines the terminal prints) and errors.
@@ -97,6 +102,9 @@ class CellRecorder:
         self._current: RecordedCell | None = None
         self._lock = threading.Lock()
         self._installed: list[Callable[[], None]] = []
+        #: Per stream name: the stream, the cell's wrapper of its ``write``, and what the
+        #: stream's own ``write`` attribute was before (``None``: the class's method).
+        self._writers: dict[str, tuple[Any, Callable[[str], Any], Any]] = {}
 
     # -- installing --------------------------------------------------------------------------
 
@@ -115,8 +123,7 @@ class CellRecorder:
                 continue
             hooked.register_hook(self._message_hook)
             self._installed.append(self._unhooker(hooked))
-        for name in ("stdout", "stderr"):
-            self._wrap_stream(name)
+        self._installed.append(self._unwrap_streams)
         setattr(self.shell, _ATTRIBUTE, self)
 
     def _unhooker(self, hooked: Any) -> Callable[[], None]:
@@ -133,25 +140,43 @@ class CellRecorder:
         if getattr(self.shell, _ATTRIBUTE, None) is self:
             setattr(self.shell, _ATTRIBUTE, None)
 
-    def _wrap_stream(self, name: str) -> None:
-        stream = getattr(sys, name)
-        original = stream.write
+    def _wrap_streams(self) -> None:
+        """Wrap ``write`` of ``sys.stdout``/``sys.stderr`` for the cell that starts."""
+        self._unwrap_streams()  # a cell that never reached post_run_cell
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            before = getattr(stream, "__dict__", {}).get("write")
+            write = self._writer(name, stream.write)
+            try:
+                stream.write = write
+            except (AttributeError, TypeError):  # a built-in stream (terminal): no printed text
+                continue
+            with self._lock:
+                self._writers[name] = (stream, write, before)
+
+    def _writer(self, name: str, original: Callable[[str], Any]) -> Callable[[str], Any]:
+        """A ``write`` that records ``text`` (while it is the stream's current wrapper)."""
 
         def write(text: str) -> Any:
             if self._current is not None and isinstance(text, str) and text:
-                self._add_stream(name, text)
+                current = self._writers.get(name)
+                if current is not None and current[1] is write:
+                    self._add_stream(name, text)
             return original(text)
 
-        try:
-            stream.write = write
-        except (AttributeError, TypeError):  # a built-in stream (terminal): no printed text
-            return
+        return write
 
-        def unwrap() -> None:
-            if stream.__dict__.get("write") is write:
+    def _unwrap_streams(self) -> None:
+        """Put back what each wrapped stream had, where the wrapper is still on top."""
+        with self._lock:
+            writers, self._writers = self._writers, {}
+        for stream, write, before in writers.values():
+            if getattr(stream, "__dict__", {}).get("write") is not write:
+                continue  # wrapped again on top of ours: ours passes through, records nothing
+            if before is None:
                 del stream.write
-
-        self._installed.append(unwrap)
+            else:
+                stream.write = before
 
     # -- events (main thread) ----------------------------------------------------------------
 
@@ -159,8 +184,10 @@ class CellRecorder:
         source = getattr(info, "raw_cell", "") or ""
         count = getattr(self.shell, "execution_count", None)
         self._current = RecordedCell(count, source, size=len(source))
+        self._wrap_streams()
 
     def _post_run_cell(self, result: Any) -> None:
+        self._unwrap_streams()
         cell = self._current
         self._current = None
         if cell is None:

@@ -15,6 +15,12 @@ a saved notebook then holds no widget view, and reads the same after a kernel re
 nbconvert's HTML and on GitHub. A Stop button (``on_stop``) stands above the answer while the run
 goes on; at the end its display becomes one line, "■ Stopped" when it was used.
 
+With ``live=False`` — a kernel that nobody watches (nbconvert ``--execute``, papermill, nbval) —
+no widget is opened at all: the calls show as their static record from the start
+(``call_record.py``), redrawn in place as they progress, and there is no Stop button. nbclient
+saves every widget model a cell opened, closed ones too, in the notebook's metadata: some 60
+models per ``%%agent`` cell otherwise.
+
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
 is a line when it starts and a short block when it ends.
 """
@@ -128,10 +134,12 @@ class RichRenderer:
         *,
         clock: Callable[[], float] = time.monotonic,
         on_stop: Callable[[], None] | None = None,
+        live: bool = True,
     ) -> None:
         from ._ipython import DisplayHandle
 
         self._handle_factory = DisplayHandle
+        self.live = live
         self.interval_s = interval_s
         self._clock = clock
         self._thinking: list[str] = []
@@ -154,7 +162,7 @@ class RichRenderer:
         self.stop_clicked = False
         self._stop_button: Any = None
         self._stop_handle: Any = None
-        if on_stop is not None:
+        if on_stop is not None and live:
             self._show_stop_button(on_stop)
 
     @property
@@ -185,14 +193,15 @@ class RichRenderer:
             self._end_segment()
             self._start_call(event)
         elif isinstance(event, ToolCallFinished):
-            view = self._view(event.call_id)
-            if view is not None:
-                view.finish(
+            found = self._find(event.call_id)
+            if found is not None:
+                found[0].finish(
                     event.output,
                     is_error=event.is_error,
                     duration_s=event.duration_s,
                     images=tuple(getattr(event, "images", ())),
                 )
+                self._redraw(found[1])
         elif isinstance(event, TurnFinished):
             self._flush(force=True)
             self._group_closed = True  # the next call belongs to a new reply
@@ -290,9 +299,10 @@ class RichRenderer:
         self._stop_button = None
 
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
-        view = self._view(call_id)
-        if view is not None and not view.finished:
-            view.mark("waiting" if waiting else "running")
+        found = self._find(call_id)
+        if found is not None and not found[0].finished:
+            found[0].mark("waiting" if waiting else "running")
+            self._redraw(found[1])
 
     # -- text --------------------------------------------------------------------------------
 
@@ -327,17 +337,31 @@ class RichRenderer:
     # -- tool calls --------------------------------------------------------------------------
 
     def _start_call(self, event: ToolCallStarted) -> None:
-        from .widgets.tool_call_group import ToolCallGroup
-        from .widgets.tool_call_view import ToolCallView
+        if self.live:
+            from .widgets.tool_call_group import ToolCallGroup as Group
+            from .widgets.tool_call_view import ToolCallView as Call
+        else:
+            from .call_record import StaticCall as Call  # type: ignore[assignment]
+            from .call_record import StaticCallGroup as Group  # type: ignore[assignment]
 
         if self._group is None or self._group_closed:
             self._close_group()
-            self._group = ToolCallGroup()
+            self._group = Group()
             self._group_handle = self._handle_factory()
+            self._group.add(Call(event.call_id, event.name, dict(event.input)))
             self._group_handle.display(self._group)
             self._groups.append((self._group, self._group_handle))
             self._group_closed = False
-        self._group.add(ToolCallView(event.call_id, event.name, dict(event.input)))
+            return
+        self._group.add(Call(event.call_id, event.name, dict(event.input)))
+        self._redraw(self._group_handle)
+
+    def _redraw(self, handle: Any) -> None:
+        """Show a static group's new state (live widgets update themselves)."""
+        if not self.live:
+            for group, shown in self._groups:
+                if shown is handle:
+                    handle.update(group)
 
     def _close_group(self) -> None:
         if self._group is not None and self._group_handle is not None:
@@ -346,11 +370,12 @@ class RichRenderer:
         self._group_handle = None
         self._group_closed = True
 
-    def _view(self, call_id: str) -> Any:
-        for group, _handle in reversed(self._groups):
+    def _find(self, call_id: str) -> tuple[Any, Any] | None:
+        """The view of call ``call_id`` and the display handle of its group."""
+        for group, handle in reversed(self._groups):
             view = group.view(call_id)
             if view is not None:
-                return view
+                return view, handle
         return None
 
 

@@ -2,7 +2,9 @@
 
 The prompt shows the tool and its full arguments; ``decision`` stays ``None`` until a button is
 clicked. Then the prompt folds into one line that says what was decided (the buttons and the
-arguments go: the tool-call view below already shows the call).
+arguments go: the tool-call view below already shows the call). ``static_bundle`` is that line
+without a widget: the asker puts it in the prompt's place and closes the prompt's widgets, so an
+answered prompt leaves nothing open in the kernel and no widget view in the saved cell.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import ipywidgets as widgets
 
 from ...agent.approvals import ApprovalRequest, Decision
 from .. import tool_format
+from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
 
@@ -39,12 +42,9 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.deny_button.on_click(
             lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
         )
+        self._buttons = widgets.HBox([self.approve_button, self.deny_button, self._status])
         super().__init__(
-            children=[
-                self._question,
-                self._arguments,
-                widgets.HBox([self.approve_button, self.deny_button, self._status]),
-            ],
+            children=[self._question, self._arguments, self._buttons],
             layout=widgets.Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
         )
 
@@ -68,6 +68,32 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self._status.value = verdict
         self.children = [self._status]
         self.layout.border = "1px solid #ccc"
+
+    def verdict_text(self) -> str:
+        """The decided prompt's line as plain text (empty while it waits)."""
+        decision = self.decision
+        if decision is None:
+            return ""
+        if decision.approved:
+            return f"Approved: {self.request.name} runs"
+        reason = f" ({decision.reason})" if decision.reason else ""
+        return f"Denied: {self.request.name} was not run{reason}"
+
+    def static_bundle(self) -> dict[str, str]:
+        """What a decided prompt leaves in the cell: its one line, HTML and plain, no widget."""
+        return {
+            "text/html": (
+                f"<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
+                f"{self._status.value}</div>"
+            ),
+            "text/plain": self.verdict_text(),
+        }
+
+    def close_all(self) -> None:
+        """Close the prompt and every widget it was built from (a decided prompt no longer
+        shows the question, arguments and buttons, so ``close_tree`` alone would miss them)."""
+        for part in (self._question, self._arguments, self._buttons, self):
+            close_tree(part)
 
     def as_text(self) -> str:
         state = (

@@ -6,11 +6,11 @@ so ("3 calls in parallel") and indents them under that label.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
+from ..call_record import group_html, group_label, group_text
 from .tool_call_view import ToolCallView, widget_bundle
 
 
@@ -39,7 +39,7 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
         return len(self.views) > 1
 
     def label_text(self) -> str:
-        return f"{len(self.views)} calls in parallel" if self.parallel else ""
+        return group_label(self.views)
 
     def _refresh_label(self) -> None:
         if self.parallel:
@@ -51,22 +51,10 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
             self._label.layout.display = "none"
 
     def as_text(self) -> str:
-        if not self.parallel:
-            return "\n".join(view.as_text() for view in self.views)
-        lines = [f"⇉ {self.label_text()}:"]
-        for view in self.views:
-            lines.extend("  " + line for line in view.as_text().splitlines())
-        return "\n".join(lines)
+        return group_text(self.views)
 
     def as_html(self) -> str:
-        calls = "".join(view.as_html() for view in self.views)
-        if not self.parallel:
-            return calls
-        label = html.escape(f"⇉ {self.label_text()}")
-        return (
-            f'<div><i style="font-size: 12px;">{label}</i>'
-            f'<div style="border-left: 2px solid #999; padding-left: 8px;">{calls}</div></div>'
-        )
+        return group_html(self.views)
 
     def static_bundle(self) -> dict[str, str]:
         """What a finished reply's calls leave in the cell: HTML and plain text, no widget."""

@@ -15,6 +15,7 @@ import ipywidgets as widgets
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from .. import tool_format
+from ..call_record import call_html, call_text
 from ..thumbnails import thumbnail_tags
 
 #: Characters added to the visible result by each "show more" click.
@@ -134,23 +135,19 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
         return self.status in ("done", "error", "denied", "interrupted")
 
     def as_text(self) -> str:
-        text = tool_format.plain_text(
-            self.tool_name, self.arguments, self.status, self.duration_s, self.result or None
+        return call_text(
+            self.tool_name, self.arguments, self.status, self.duration_s, self.result, self.images
         )
-        if self.images:
-            kinds = ", ".join(image.media_type for image in self.images)
-            text += f"\n    [{len(self.images)} image(s): {kinds}]"
-        return text
 
     def as_html(self) -> str:
         """The static record of this call: no widget state needed to show it."""
-        return tool_format.html_block(
+        return call_html(
             self.tool_name,
             self.arguments,
             self.status,
             self.duration_s,
-            self.result or None,
-            thumbnails=self._thumbnails,
+            self.result,
+            self._thumbnails,
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:

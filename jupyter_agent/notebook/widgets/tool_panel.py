@@ -4,16 +4,22 @@ the live registry.
 Ticking a box enables the tool in the agent's registry at once (the next request's tool list
 shows it); the dropdown sets the agent's approval policy for it. The tool's description is the
 checkbox's tooltip. ``refresh()`` re-reads the registry after changes made elsewhere.
+
+A panel's widgets live until ``close_all()``; rows it drops (a tool removed, ``rebind``) are
+closed as they go. ``static_bundle()`` is the panel as a plain table, for the display of a panel
+that is no longer live.
 """
 
 from __future__ import annotations
 
+import html
 from typing import Any, Protocol
 
 import ipywidgets as widgets
 
 from ...agent.approvals import POLICIES, Policy
 from ...tools.registry import ToolRegistry
+from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
 
@@ -109,6 +115,8 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
     def rebind(self, owner: ToolOwner) -> None:
         """Act on ``owner`` from now on (the session's agent was re-created)."""
         self.owner = owner
+        for row in self.rows.values():
+            close_tree(row)
         self.rows.clear()
         self.refresh()
 
@@ -117,7 +125,7 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
         names = self.owner.registry.get_tool_names()
         for name in list(self.rows):
             if name not in names:
-                del self.rows[name]
+                close_tree(self.rows.pop(name))
         for name in names:
             if name in self.rows:
                 self.rows[name].refresh()
@@ -127,6 +135,19 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
 
     def as_text(self) -> str:
         return tools_table(self.owner)
+
+    def static_bundle(self, note: str = "") -> dict[str, str]:
+        """The tools as they are now, as a table (HTML and plain text, no widget)."""
+        table = self.as_text()
+        plain = f"{table}\n{note}" if note else table
+        markup = f'<pre style="font-size: 12px; margin: 0;">{html.escape(table)}</pre>'
+        if note:
+            markup += f"<div style='color: #666; font-style: italic;'>{html.escape(note)}</div>"
+        return {"text/html": markup, "text/plain": plain}
+
+    def close_all(self) -> None:
+        """Close the panel and every widget in it."""
+        close_tree(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
