@@ -262,9 +262,24 @@ async def test_a_conversion_cancelled_at_any_moment_leaves_no_process() -> None:
         slowest = max(slowest, time.monotonic() - started)
     assert slowest < 2, f"a cancelled conversion took {slowest:.1f} s to end"
     deadline = time.monotonic() + 5
-    while converter_children() and time.monotonic() < deadline:
+    while (converter_children() or open_pipes()) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert converter_children() == []
+    # … and no pipe to one is left open (its transport closes once the pipes reach their end)
+    assert open_pipes() == 0
+
+
+def open_pipes() -> int:
+    """Subprocess transports of this interpreter that are not closed yet."""
+    import gc
+    from asyncio import base_subprocess
+
+    gc.collect()
+    return sum(
+        1
+        for item in gc.get_objects()
+        if isinstance(item, base_subprocess.BaseSubprocessTransport) and not item.is_closing()
+    )
 
 
 # -- the clean-up is linear and means what markdownify means -----------------------------------

@@ -7,6 +7,7 @@ reader, a kernel started in its own session. ``end_reader`` then must not kill i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.tools.sandbox import end_reader, start_reader
+from jupyter_agent.tools.sandbox import end_reader, reader_sandbox, start_reader
 
 _LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 
@@ -129,3 +130,31 @@ async def test_a_reader_start_cancelled_twice_ends_promptly_and_leaves_nothing(
     while ours_left() and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert ours_left() == {}
+
+
+async def test_ending_a_reader_leaves_its_reaping_to_asyncio(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``Process.kill()`` polls first (``Popen.send_signal``), and a reader the group kill has
+    just ended is then reaped under asyncio's child watcher: the watcher logs "Unknown child
+    process", reports 255 instead of the signal, and a wait on it may never end."""
+    import asyncio
+    import logging
+    import signal
+
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    codes = []
+    argv = reader_sandbox(["sleep", "30"], None)
+    for attempt in range(100):
+        process = await start_reader(argv, stdout=asyncio.subprocess.PIPE)
+        await asyncio.sleep(0.001 * (attempt % 5))
+        await end_reader(process)
+        codes.append(process.returncode)
+        # ... and ended while its start is cancelled
+        start = asyncio.ensure_future(start_reader(argv, stdout=asyncio.subprocess.PIPE))
+        await asyncio.sleep(0.001 * (attempt % 5))
+        start.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await start
+    assert codes == [-signal.SIGKILL] * 100
+    assert not [r for r in caplog.records if "Unknown child process" in r.getMessage()]

@@ -289,11 +289,15 @@ async def end_reader(process: asyncio.subprocess.Process) -> None:
     """Kill a process ``start_reader`` started, with its group, and reap it in bounded time."""
     if process.returncode is None:
         # start_new_session: its pid is the group's id. Only while it is not known to be reaped:
-        # once it is, that number is free, and may since lead someone else's group.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        # once it is, that number is free, and may since lead someone else's group. Signals go
+        # by os.kill, never Process.kill(): that polls first (Popen.send_signal), and a reader
+        # the group kill has just ended would be reaped behind asyncio's child watcher, which
+        # then reports 255 ("Unknown child process") and may leave a wait on it pending.
+        try:
             os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(process.pid, signal.SIGKILL)
     if process.stdin is not None:
         process.stdin.close()
     with contextlib.suppress(asyncio.TimeoutError):
