@@ -81,7 +81,42 @@ def group_html(calls: Sequence[RenderedCall]) -> str:
     )
 
 
-class StaticCall:
+class _CallFields(Protocol):
+    tool_name: str
+    arguments: dict[str, Any]
+    status: str
+    duration_s: float | None
+    result: str
+    images: tuple[Any, ...]
+    _thumbnails: tuple[str, ...]
+
+
+class CallRendering:
+    """What a call shows, read from its fields: the live ``ToolCallView`` and the static
+    ``StaticCall`` both draw with this."""
+
+    @property
+    def finished(self: _CallFields) -> bool:
+        return self.status in ("done", "error", "denied", "interrupted")
+
+    def as_text(self: _CallFields) -> str:
+        return call_text(
+            self.tool_name, self.arguments, self.status, self.duration_s, self.result, self.images
+        )
+
+    def as_html(self: _CallFields) -> str:
+        """The static record of this call: no widget state needed to show it."""
+        return call_html(
+            self.tool_name,
+            self.arguments,
+            self.status,
+            self.duration_s,
+            self.result,
+            self._thumbnails,
+        )
+
+
+class StaticCall(CallRendering):
     """One tool call's state, shown as static HTML and text (no widget)."""
 
     def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
@@ -113,25 +148,6 @@ class StaticCall:
 
     def mark(self, status: str) -> None:
         self.status = status
-
-    @property
-    def finished(self) -> bool:
-        return self.status in ("done", "error", "denied", "interrupted")
-
-    def as_text(self) -> str:
-        return call_text(
-            self.tool_name, self.arguments, self.status, self.duration_s, self.result, self.images
-        )
-
-    def as_html(self) -> str:
-        return call_html(
-            self.tool_name,
-            self.arguments,
-            self.status,
-            self.duration_s,
-            self.result,
-            self._thumbnails,
-        )
 
 
 class StaticCallGroup:

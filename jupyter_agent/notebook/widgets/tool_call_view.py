@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from .. import tool_format
-from ..call_record import call_html, call_text
+from ..call_record import CallRendering
 from ..thumbnails import thumbnail_tags
 
 #: Characters added to the visible result by each "show more" click.
@@ -51,7 +51,7 @@ def _pre(text: str, color: str | None = None) -> str:
     return f'<pre style="{style}">{html.escape(text)}</pre>'
 
 
-class ToolCallView(widgets.VBox):  # type: ignore[misc]
+class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     """A collapsible view of one tool call."""
 
     tool_name = Unicode()
@@ -129,26 +129,6 @@ class ToolCallView(widgets.VBox):  # type: ignore[misc]
     def mark(self, status: str) -> None:
         """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
         self.status = status
-
-    @property
-    def finished(self) -> bool:
-        return self.status in ("done", "error", "denied", "interrupted")
-
-    def as_text(self) -> str:
-        return call_text(
-            self.tool_name, self.arguments, self.status, self.duration_s, self.result, self.images
-        )
-
-    def as_html(self) -> str:
-        """The static record of this call: no widget state needed to show it."""
-        return call_html(
-            self.tool_name,
-            self.arguments,
-            self.status,
-            self.duration_s,
-            self.result,
-            self._thumbnails,
-        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
