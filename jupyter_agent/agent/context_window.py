@@ -86,7 +86,12 @@ def reported_sizes(error: BaseException) -> tuple[int, int] | None:
     match = _REPORTED.search(str(error))
     if match is None:
         return None
-    return int(match[1].replace(",", "")), int(match[2].replace(",", ""))
+    return _number(match[1]), _number(match[2])
+
+
+def _number(digits: str) -> int:
+    """``"12,345"`` as ``12345``."""
+    return int(digits.replace(",", ""))
 
 
 # -- estimating ----------------------------------------------------------------------------------
@@ -211,10 +216,11 @@ def stub(block: Block, name: str) -> Block:
 
 #: How a stub starts and what it says (a folded note may follow it).
 _STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+ characters\); ")
-#: The note folded rounds leave on the first round of their turn.
-FOLD_HEADER = "[Later steps of this turn, folded to save context: {calls:,} tool call{s}; their "
+#: The note folded rounds leave on the first round of their turn, after its stub.
+_NOTE_START = "\n\n[Later steps of this turn"
+FOLD_HEADER = _NOTE_START.lstrip("\n") + ", folded to save context: {calls:,} tool call{s}; their "
 FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
-_FOLDED = re.compile(r"\n\n\[Later steps of this turn, folded to save context: ([\d,]+) tool call")
+_FOLDED = re.compile(re.escape(_NOTE_START) + r", folded to save context: ([\d,]+) tool call")
 _NOT_KEPT = re.compile(r"\] The latest steps \(([\d,]+) earlier lines not kept\):$")
 #: At most this many lines of a folded note name calls (the latest ones); at most this long each.
 NOTE_LINES = 40
@@ -281,16 +287,20 @@ def _note_lines(message: Message) -> list[str]:
     return lines
 
 
+def _split_note(content: str) -> tuple[str, str, int]:
+    """A stub's text, the folded note after it (``""`` if none) and the calls the note counts."""
+    stub_text, _, note = content.partition(_NOTE_START)
+    match = _FOLDED.search(content) if note else None
+    return stub_text, note, _number(match[1]) if match else 0
+
+
 def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
-    content = str(host.get("content", ""))
-    stub_text, _, old_note = content.partition("\n\n[Later steps of this turn")
-    earlier = dropped = 0
+    stub_text, old_note, earlier = _split_note(str(host.get("content", "")))
+    dropped = 0
     if old_note:
-        match = _FOLDED.search(content)
-        earlier = int(match[1].replace(",", "")) if match else 0
         not_kept = _NOT_KEPT.search(old_note.split("\n", 1)[0])  # in the header line only
-        dropped = int(not_kept[1].replace(",", "")) if not_kept else 0
+        dropped = _number(not_kept[1]) if not_kept else 0
         kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
         lines = kept + lines
     calls += earlier
@@ -305,10 +315,7 @@ def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
 
 def _bare_note(block: Block) -> Block:
     """A stub with a folded note, without the lines naming the calls (the count stays)."""
-    content = str(block.get("content", ""))
-    match = _FOLDED.search(content)
-    calls = int(match[1].replace(",", "")) if match else 0
-    stub_text = content.partition("\n\n[Later steps of this turn")[0]
+    stub_text, _, calls = _split_note(str(block.get("content", "")))
     return _with_note({**block, "content": stub_text}, calls, [])
 
 
@@ -340,9 +347,7 @@ def fold_rounds(work: list[Message], keep: int | None = None) -> list[Message]:
         if not fold:
             continue
         lines = [line for index in fold for line in _note_lines(work[index])]
-        calls = sum(
-            1 for index in fold for b in work[index]["content"] if b.get("type") == "tool_use"
-        )
+        calls = _calls([work[index] for index in fold])
         first_answer = rounds[0] + 1
         folded.extend(work[taken:first_answer])
         host = dict(work[first_answer], content=list(work[first_answer]["content"]))
