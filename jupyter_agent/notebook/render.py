@@ -201,7 +201,7 @@ class RichRenderer:
                     duration_s=event.duration_s,
                     images=tuple(getattr(event, "images", ())),
                 )
-                self._redraw(found[1])
+                self._redraw(*found[1:])
         elif isinstance(event, TurnFinished):
             self._flush(force=True)
             self._group_closed = True  # the next call belongs to a new reply
@@ -302,7 +302,7 @@ class RichRenderer:
         found = self._find(call_id)
         if found is not None and not found[0].finished:
             found[0].mark("waiting" if waiting else "running")
-            self._redraw(found[1])
+            self._redraw(*found[1:])
 
     # -- text --------------------------------------------------------------------------------
 
@@ -354,14 +354,12 @@ class RichRenderer:
             self._group_closed = False
             return
         self._group.add(Call(event.call_id, event.name, dict(event.input)))
-        self._redraw(self._group_handle)
+        self._redraw(self._group, self._group_handle)
 
-    def _redraw(self, handle: Any) -> None:
+    def _redraw(self, group: Any, handle: Any) -> None:
         """Show a static group's new state (live widgets update themselves)."""
         if not self.live:
-            for group, shown in self._groups:
-                if shown is handle:
-                    handle.update(group)
+            handle.update(group)
 
     def _close_group(self) -> None:
         if self._group is not None and self._group_handle is not None:
@@ -370,12 +368,12 @@ class RichRenderer:
         self._group_handle = None
         self._group_closed = True
 
-    def _find(self, call_id: str) -> tuple[Any, Any] | None:
-        """The view of call ``call_id`` and the display handle of its group."""
+    def _find(self, call_id: str) -> tuple[Any, Any, Any] | None:
+        """The view of call ``call_id``, its group and the group's display handle."""
         for group, handle in reversed(self._groups):
             view = group.view(call_id)
             if view is not None:
-                return view, handle
+                return view, group, handle
         return None
 
 
