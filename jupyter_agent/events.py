@@ -24,6 +24,17 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .tools.base import Image
 
+#: Where a tool call stands, as every view shows it.
+CallStatus = Literal["waiting", "running", "done", "error", "denied", "interrupted"]
+
+#: Why a call was not run, when it was not: the user's ``deny`` policy, the user declining it,
+#: nobody there to approve it, a tool the registry does not have (or has disabled), input that was
+#: not a JSON object, or a reply cut off before its calls were whole (``max_tokens``, a refusal).
+Refusal = Literal["policy", "user", "no_approver", "unavailable", "invalid", "incomplete"]
+
+#: The refusals that are a *no* from the user or their settings (shown as ``denied``).
+DENIALS: frozenset[Refusal] = frozenset({"policy", "user", "no_approver"})
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -90,6 +101,15 @@ class ToolCallFinished:
     duration_s: float
     #: Images of the result, as sent to the model (downscaled; at most 5).
     images: tuple[Image, ...] = ()
+    #: Why the call was not run (``None``: it ran, whatever its result says).
+    refused: Refusal | None = None
+
+    @property
+    def status(self) -> CallStatus:
+        """``denied`` for a call the user or their policy refused, else ``error`` or ``done``."""
+        if self.refused in DENIALS:
+            return "denied"
+        return "error" if self.is_error else "done"
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,9 +54,8 @@ def processes_with(marker: str) -> list[int]:
 async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
     agent = Agent(OfflineProvider(), workspace=tmp_path)
     yield agent
-    from jupyter_agent.mcp import manager_for
 
-    await manager_for(agent).aclose()
+    await agent.toolbox.mcp.aclose()
 
 
 @pytest.fixture
@@ -211,11 +210,10 @@ async def test_the_agents_tool_timeout_caps_the_call(agent: Agent) -> None:
 async def test_stderr_is_kept_bounded_not_printed(
     stdio_agent: Agent, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from jupyter_agent.mcp import manager_for
 
     result = await stdio_agent.registry.call("test__noisy", {"lines": 5000})
     assert result.content == "done"
-    connection = manager_for(stdio_agent).servers["test"]
+    connection = stdio_agent.toolbox.mcp.servers["test"]
     assert connection.stderr is not None
     await asyncio.sleep(0.2)
     text = connection.stderr.text()
@@ -223,7 +221,7 @@ async def test_stderr_is_kept_bounded_not_printed(
     assert len(connection.stderr.lines) <= 200
     out, err = capfd.readouterr()
     assert "noise line" not in out + err
-    listing = manager_for(stdio_agent).describe("test")
+    listing = stdio_agent.toolbox.mcp.describe("test")
     assert "noise line 4999" in listing and "A test server" in listing
 
 
@@ -273,7 +271,6 @@ async def test_mcp_tools_run_through_the_agent_loop_under_their_policy(tmp_path:
     """The model's calls go through the gate like any tool's: allow runs, deny refuses."""
     from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 
-    from jupyter_agent.mcp import manager_for
     from jupyter_agent.providers.anthropic import AnthropicProvider
 
     fake = FakeAnthropic(
@@ -296,7 +293,7 @@ async def test_mcp_tools_run_through_the_agent_loop_under_their_policy(tmp_path:
         assert result_text(results["toolu_1"]) == "through the loop"
         assert results["toolu_2"].get("is_error") and "deny" in result_text(results["toolu_2"])
     finally:
-        await manager_for(agent).aclose()
+        await agent.toolbox.mcp.aclose()
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------
@@ -347,7 +344,6 @@ async def test_http_server_on_loopback_is_refused_unless_allowed(
 async def test_http_server_follows_the_web_fetch_private_network_setting(
     tmp_path: Path, http_server: str
 ) -> None:
-    from jupyter_agent.mcp import manager_for
     from jupyter_agent.tools.factory import create_default_registry
 
     agent = Agent(OfflineProvider(), workspace=tmp_path)
@@ -356,7 +352,7 @@ async def test_http_server_follows_the_web_fetch_private_network_setting(
         await agent.add_mcp_server("web", url=http_server, headers={"X-Test": "1"})
         assert (await agent.registry.call("web__echo", {"text": "hi"})).content == "hi"
     finally:
-        await manager_for(agent).aclose()
+        await agent.toolbox.mcp.aclose()
 
 
 def test_no_server_outlives_the_interpreter(tmp_path: Path) -> None:
@@ -398,7 +394,6 @@ def test_no_server_outlives_the_interpreter(tmp_path: Path) -> None:
 
 def test_a_call_from_another_event_loop_is_handed_to_the_sessions_loop(tmp_path: Path) -> None:
     """In a notebook the server lives on the session's loop; a cell may await a tool on its own."""
-    from jupyter_agent.mcp import manager_for
     from jupyter_agent.notebook.runner import BackgroundLoop
 
     background = BackgroundLoop()
@@ -408,5 +403,5 @@ def test_a_call_from_another_event_loop_is_handed_to_the_sessions_loop(tmp_path:
         result = asyncio.run(agent.registry.call("loop__echo", {"text": "across loops"}))
         assert (result.content, result.is_error) == ("across loops", False)
     finally:
-        background.run(manager_for(agent).aclose(), timeout=60)
+        background.run(agent.toolbox.mcp.aclose(), timeout=60)
         background.close()

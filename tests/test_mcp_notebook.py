@@ -135,9 +135,10 @@ def test_servers_survive_a_settings_change(shell: InteractiveShell, tmp_path: Pa
     magics = magics_of(shell)
     before = magics.agent
     (tmp_path / "sub").mkdir()
-    magics.workspace = str(tmp_path / "sub")  # the agent is rebuilt
+    magics.workspace = str(tmp_path / "sub")  # the toolbox's tools are rebuilt
     after = magics.agent
-    assert after is not before
+    assert after.context.workspace == (tmp_path / "sub").resolve()
+    assert after.toolbox is before.toolbox
     assert after.registry.has_tool("keep__echo") and after.get_policy("keep__echo") == "allow"
     with capture_output() as out:
         shell.run_line_magic("agent", "mcp list keep")

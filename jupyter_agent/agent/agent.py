@@ -1,13 +1,17 @@
 """``Agent``: the tool loop between a model and the tools of a registry.
 
 One ``stream_chat`` is a loop of named steps. **Request**: check the conversation fits the context
-window (compact it if not, ``fitting.py``), send it, stream the reply. **Decide**: the
+window (compact it if not, ``context_window.py``), send it, stream the reply. **Decide**: the
 reply's stop reason picks the next step from ``STOP_REASON_STEPS`` — run its tool calls, continue
 a paused turn, finish, or answer its tool calls with errors without running them (a reply cut off
 by ``max_tokens`` or a refusal may carry half-written arguments: those never act). **Run tools**:
-each call passes the policy gate (``gate.py``: run, refuse or ask the user), runs under
-``tool_timeout``, and its result is capped (``results.py``); all results go back in one message,
-in the model's order. Then the next request, until the model is done or ``max_turns`` is reached.
+one ``ToolRound`` (``tool_round.py``) takes the reply's calls through the toolbox's policy gate,
+runs them and answers them all in one message, in the model's order. Then the next request, until
+the model is done or ``max_turns`` is reached.
+
+The tools themselves — registry, policies, the tools' context, MCP servers — belong to a
+``Toolbox`` (``toolbox.py``) that several agents may share (the chats of a notebook); the
+agent's ``add_tool``, ``set_policy``, ``add_mcp_server``, ... delegate to it.
 
 Whatever ends a chat early — a cancelled task, ``KeyboardInterrupt``, a closed event stream, a
 failed request — the conversation is repaired before the exception leaves, so the next request
@@ -21,13 +25,10 @@ what ``chat`` returns and what ``AgentFinished.text`` holds. Thinking is never p
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import os
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
@@ -39,27 +40,26 @@ from ..events import (
     StopKind,
     TextDelta,
     ThinkingDelta,
-    ToolCallFinished,
-    ToolCallStarted,
     TurnFinished,
     TurnStarted,
     Usage,
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from ..tools.base import ExecutableTool, ToolResult
+from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
 from . import context_window as fitting
 from . import conversation
-from .approvals import ApprovalHandler, ApprovalRequest, Policy
-from .gate import Ask, PolicyGate, Refuse, Run
-from .results import CHARS_PER_TOKEN, cut_middle, fit_result, result_block
+from .approvals import ApprovalHandler, Policy
+from .chat_state import Call, ChatState
+from .gate import PolicyGate
+from .results import CHARS_PER_TOKEN, cut_middle
+from .tool_round import DEFAULT_MAX_PARALLEL_TOOLS, ToolRound
+from .toolbox import DEFAULT_TOOL_TIMEOUT, Toolbox
 from .transcript import render_transcript
 
 #: The tool ``save_context`` runs.
 SAVE_SESSION_CONTEXT_TOOL = "save_session_context"
-#: Seconds a tool call may run by default.
-DEFAULT_TOOL_TIMEOUT = 300.0
 #: Characters of one tool result the model sees by default.
 DEFAULT_MAX_RESULT_CHARS = 100_000
 
@@ -103,47 +103,15 @@ _STOP_KINDS: dict[str, StopKind] = {
 MAX_PAUSE_CONTINUATIONS = 10
 
 
-@dataclass
-class _ChatState:
-    """Book-keeping of one chat, read by the clean-up code when the chat ends early."""
-
-    max_turns: int
-    deltas: list[str] = field(default_factory=list)
-    #: Model text of the turn being streamed, not yet in ``messages``.
-    turn_text: list[str] = field(default_factory=list)
-    #: Whether this chat added an assistant message to the conversation.
-    produced: bool = False
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    #: Every tool_use id of the conversation, so that new ones stay unique.
-    used_ids: set[str] = field(default_factory=set)
-    #: The last reply was paused (``pause_turn``): the next one continues its message.
-    continuing: bool = False
-    pauses: int = 0
-
-    @property
-    def text(self) -> str:
-        return "".join(self.deltas)
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    id: str
-    name: str
-    #: What the model sent; not a dict when its JSON could not be parsed.
-    raw_input: object
-
-    @property
-    def input(self) -> dict[str, Any]:
-        return self.raw_input if isinstance(self.raw_input, dict) else {}
-
-
 class Agent:
-    """A conversation with a model that can use the tools of ``registry``.
+    """A conversation with a model that can use the tools of its ``toolbox``.
 
-    ``tool_timeout``: seconds one tool call may run (``None``: no limit); ``max_result_chars``:
-    the longest tool result the model sees (cut in the middle, marked); ``context_window``: the
-    model's window in tokens (``None``: the documented one, ``fitting.context_window_for``).
+    ``registry``: the tools (a new ``Toolbox`` holds it); ``toolbox``: a toolbox shared with other
+    agents instead (its registry, policies, context and MCP servers). ``tool_timeout``: seconds
+    one tool call may run (``None``: no limit; it is the toolbox's); ``max_result_chars``: the
+    longest tool result the model sees (cut in the middle, marked); ``context_window``: the
+    model's window in tokens (``None``: the documented one, ``fitting.context_window_for``);
+    ``max_parallel_tools``: calls of one reply that run at the same time.
     """
 
     def __init__(
@@ -158,8 +126,14 @@ class Agent:
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         context_window: int | None = None,
+        toolbox: Toolbox | None = None,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
     ) -> None:
         _check_max_turns(max_turns)
+        if toolbox is not None and registry is not None and registry is not toolbox.registry:
+            raise ValueError("pass a registry or a toolbox (which has its registry), not both")
+        if max_parallel_tools < 1:
+            raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools}")
         if tool_timeout is not None and tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive or None, not {tool_timeout}")
         if max_result_chars is not None and max_result_chars < 1000:
@@ -169,8 +143,8 @@ class Agent:
         self.provider: Provider = provider
         self.max_turns = max_turns
         self.approval_handler: ApprovalHandler | None = approval_handler
-        self.tool_timeout = tool_timeout
         self.max_result_chars = max_result_chars
+        self.max_parallel_tools = max_parallel_tools
         #: ``None``: the provider's model's documented window.
         self.context_window = context_window
         self.messages: list[dict[str, Any]] = []
@@ -182,20 +156,48 @@ class Agent:
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
         self._chat_token = 0
-        self.context = ToolContext(workspace)
-        self.context.bind(self)
-        if registry is None:
-            from ..tools.factory import create_default_registry
-
-            registry = create_default_registry(self.context)
-        self.registry: ToolRegistry = registry
-        self.gate = PolicyGate(registry)
+        if toolbox is None:
+            context = ToolContext(workspace)
+            context.bind(self)
+            toolbox = Toolbox(context, registry)
+        self.toolbox = toolbox
+        self.tool_timeout = tool_timeout
 
     def __repr__(self) -> str:
         return (
             f"<Agent provider={self.provider.name}:{self.provider.model} "
             f"messages={len(self.messages)} tools={len(self.get_tools())}>"
         )
+
+    # -- the toolbox's parts, by their old names --------------------------------------------
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The toolbox's registry (assigning one replaces it for every agent of the toolbox)."""
+        return self.toolbox.registry
+
+    @registry.setter
+    def registry(self, registry: ToolRegistry) -> None:
+        self.toolbox.registry = registry
+
+    @property
+    def gate(self) -> PolicyGate:
+        return self.toolbox.gate
+
+    @property
+    def context(self) -> ToolContext:
+        return self.toolbox.context
+
+    @property
+    def tool_timeout(self) -> float | None:
+        """Seconds one tool call may run (``None``: no limit): the toolbox's."""
+        return self.toolbox.tool_timeout
+
+    @tool_timeout.setter
+    def tool_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and seconds <= 0:
+            raise ValueError(f"tool_timeout must be positive or None, not {seconds}")
+        self.toolbox.tool_timeout = seconds
 
     # -- state the tools can read ------------------------------------------------------------
 
@@ -240,12 +242,11 @@ class Agent:
             from ..tools.decorator import tool as make_tool
 
             tool = make_tool(tool)
-        self.registry.register(tool)
+        self.toolbox.add_tool(tool)
         return tool
 
     def remove_tool(self, name: str) -> None:
-        self.registry.unregister(name)
-        self.gate.forget(name)
+        self.toolbox.remove_tool(name)
 
     def enable_tool(self, name: str) -> None:
         self.registry.enable(name)
@@ -255,10 +256,10 @@ class Agent:
 
     def get_policy(self, name: str) -> Policy:
         """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
-        return self.gate.policy(name)
+        return self.toolbox.get_policy(name)
 
     def set_policy(self, name: str, policy: Policy) -> None:
-        self.gate.set_policy(name, policy)
+        self.toolbox.set_policy(name, policy)
 
     # -- the context window -------------------------------------------------------------------
 
@@ -389,17 +390,13 @@ class Agent:
         Returns the tools' names, ``{name}__{tool}``. Options: ``policy`` (default ``ask``),
         ``read_resources``, ``timeout``, ``allow_private_network``. See ``jupyter_agent.mcp``.
         """
-        from ..mcp import manager_for
-
-        return await manager_for(self).add_server(
+        return await self.toolbox.mcp.add_server(
             name, command=command, env=env, url=url, headers=headers, **options
         )
 
     async def remove_mcp_server(self, name: str) -> None:
         """Remove an MCP server's tools and stop it."""
-        from ..mcp import manager_for
-
-        await manager_for(self).remove(name)
+        await self.toolbox.mcp.remove(name)
 
     # -- chatting -----------------------------------------------------------------------------
 
@@ -433,7 +430,7 @@ class Agent:
         # Whatever an earlier chat left behind (an interrupt that never reached its clean-up).
         if conversation.repair(self.messages):
             self._tokens.forget()
-        state = _ChatState(max_turns=turns, used_ids=conversation.normalise_ids(self.messages))
+        state = ChatState(max_turns=turns, used_ids=conversation.normalise_ids(self.messages))
         before = [dict(message) for message in self.messages]
         conversation.add_user_text(self.messages, prompt)
         try:
@@ -445,7 +442,7 @@ class Agent:
                 self._recover(state, before)
             raise
 
-    def _recover(self, state: _ChatState, before: list[dict[str, Any]]) -> None:
+    def _recover(self, state: ChatState, before: list[dict[str, Any]]) -> None:
         """Leave a valid conversation after a chat that ended early."""
         partial = "".join(state.turn_text).rstrip()
         if partial:
@@ -460,7 +457,7 @@ class Agent:
             self._tokens.forget()
         conversation.repair(self.messages, missing_result=conversation.INTERRUPTED)
 
-    async def _loop(self, state: _ChatState, token: int) -> AsyncGenerator[AgentEvent, None]:
+    async def _loop(self, state: ChatState, token: int) -> AsyncGenerator[AgentEvent, None]:
         """The named steps: request → decide → (run tools | continue | finish)."""
         while True:
             state.turns += 1
@@ -508,12 +505,12 @@ class Agent:
                     f"*(Stopped after {turn} model turns, the `max_turns` limit. Ask to continue, "
                     "or raise `max_turns`.)*"
                 )
-                yield self._note(state, note)
+                yield state.note(note)
                 yield AgentFinished(state.text, "max_turns", turn, state.usage)
                 return
 
     async def _request(
-        self, state: _ChatState, token: int
+        self, state: ChatState, token: int
     ) -> AsyncGenerator[AgentEvent | ModelResponse, None]:
         """Step *request*: fit the context window, send, stream; the reply comes last.
 
@@ -547,7 +544,7 @@ class Agent:
                         elif isinstance(item, ThinkingDelta):
                             yield item
                         elif isinstance(item, TextDelta) and item.text:
-                            for delta in self._text(state, item.text):
+                            for delta in state.text_deltas(item.text):
                                 yield delta
             except ProviderError as exc:
                 if not retried and not state.turn_text and fitting.is_overflow(exc):
@@ -599,14 +596,14 @@ class Agent:
         else:
             self._tokens.scale = min(4.0, self._tokens.scale * 1.5)
 
-    def _store_reply(self, state: _ChatState, content: list[dict[str, Any]]) -> list[TextDelta]:
+    def _store_reply(self, state: ChatState, content: list[dict[str, Any]]) -> list[TextDelta]:
         """Add the reply to the conversation; the deltas of a reply whose text did not stream."""
         deltas: list[TextDelta] = []
         if not state.turn_text:
             # a provider that does not stream text: the text still reaches the UI once
             text = "".join(b["text"] for b in content if b.get("type") == "text")
             if text:
-                deltas = self._text(state, text)
+                deltas = state.text_deltas(text)
         state.turn_text = []
         if not content:
             return deltas
@@ -618,26 +615,6 @@ class Agent:
         state.produced = True
         return deltas
 
-    def _text(self, state: _ChatState, text: str) -> list[TextDelta]:
-        """The deltas for model text: a blank line first when an earlier turn said something."""
-        deltas = []
-        if not state.turn_text and state.deltas and not state.text.endswith("\n\n"):
-            separator = "\n\n" if not state.text.endswith("\n") else "\n"
-            state.deltas.append(separator)
-            deltas.append(TextDelta(separator))
-        state.turn_text.append(text)
-        state.deltas.append(text)
-        deltas.append(TextDelta(text))
-        return deltas
-
-    @staticmethod
-    def _note(state: _ChatState, note: str) -> TextDelta:
-        text = state.text
-        if text and not text.endswith("\n\n"):
-            note = ("\n" if text.endswith("\n") else "\n\n") + note
-        state.deltas.append(note)
-        return TextDelta(note)
-
     def _check_token(self, token: int) -> None:
         if token != self._chat_token:
             raise RuntimeError(
@@ -646,8 +623,8 @@ class Agent:
 
     @staticmethod
     def _clean_content(
-        content: list[dict[str, Any]], state: _ChatState
-    ) -> tuple[list[dict[str, Any]], list[_Call]]:
+        content: list[dict[str, Any]], state: ChatState
+    ) -> tuple[list[dict[str, Any]], list[Call]]:
         """The reply as it goes into the conversation, and its tool calls.
 
         Empty text blocks are dropped (the API refuses them); a ``tool_use`` whose input is not
@@ -657,7 +634,7 @@ class Agent:
         between providers. Thinking blocks stay as they came (with their signatures).
         """
         cleaned: list[dict[str, Any]] = []
-        calls: list[_Call] = []
+        calls: list[Call] = []
         for block in content:
             kind = block.get("type")
             if kind == "text":
@@ -670,7 +647,7 @@ class Agent:
                 state.used_ids.add(call_id)
                 raw_input = block.get("input")
                 name = str(block.get("name", ""))
-                calls.append(_Call(call_id, name, raw_input))
+                calls.append(Call(call_id, name, raw_input))
                 stored = dict(block, id=call_id, name=name)
                 stored["input"] = raw_input if isinstance(raw_input, dict) else {}
                 cleaned.append(stored)
@@ -680,145 +657,39 @@ class Agent:
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    def _refuse_all(self, calls: list[_Call], reason: str, token: int) -> list[AgentEvent]:
-        """Answer every call of a reply that did not stop for ``tool_use``, running none."""
-        why = (
-            f"Error: {{name}} was not run: your reply stopped with stop_reason {reason or 'none'!r}"
-            ", not 'tool_use', so this call may be incomplete (its arguments cut off)."
+    def _round(self, calls: list[Call]) -> ToolRound:
+        return ToolRound(
+            calls,
+            self.toolbox,
+            self.approval_handler,
+            self.max_result_chars,
+            self.max_parallel_tools,
         )
-        if reason in ("max_tokens", "model_context_window_exceeded"):
-            why += (
-                " The reply hit the output limit: call the tool again with smaller input "
-                "(split large content across several calls) and keep the reply short."
-            )
-        events: list[AgentEvent] = []
-        results: dict[str, ToolResult] = {}
-        for call in calls:
-            results[call.id] = ToolResult(why.format(name=call.name), is_error=True)
-            events.append(ToolCallStarted(call.id, call.name, call.input))
-            events.append(_finished(call, results[call.id]))
+
+    def _refuse_all(self, calls: list[Call], reason: str, token: int) -> list[AgentEvent]:
+        """Answer every call of a reply that did not stop for ``tool_use``, running none."""
+        tool_round = self._round(calls)
+        events = tool_round.refuse_all(reason)
         self._check_token(token)
-        self._answer(calls, results)
+        conversation.add_user_content(self.messages, tool_round.answer_blocks())
         return events
 
-    async def _run_tools(self, calls: list[_Call], token: int) -> AsyncGenerator[AgentEvent, None]:
-        """Run the calls of one reply concurrently; answer them all in one user message.
+    async def _run_tools(self, calls: list[Call], token: int) -> AsyncGenerator[AgentEvent, None]:
+        """Run the calls of one reply (``ToolRound``); answer them all in one user message.
 
-        Calls waiting for the user's approval wait in their own tasks (one question at a time),
-        so the allowed calls of the same reply run meanwhile.
+        The answer is added however the round ends, unless a newer chat superseded this one.
         """
-        results: dict[str, ToolResult] = {}
-        tasks: dict[str, asyncio.Task[ToolResult]] = {}
-        one_question_at_a_time = asyncio.Lock()
-        #: Calls that began to run (a call still waiting for approval never ran).
-        ran: set[str] = set()
+        tool_round = self._round(calls)
         try:
-            verdicts = [self.gate.verdict(call.name, call.raw_input) for call in calls]
-            if len(calls) == 1 and isinstance(verdicts[0], Run):
-                # the usual turn: one call that runs, in this task (no task and no wait to set
-                # up); an interrupt reaches it as it would reach its task
-                call = calls[0]
-                ran.add(call.id)
-                yield ToolCallStarted(call.id, call.name, call.input)
-                results[call.id] = await self._invoke(call)
-                yield _finished(call, results[call.id])
-                verdicts = []
-            for call, verdict in zip(calls, verdicts, strict=False):
-                if isinstance(verdict, Refuse):
-                    yield ToolCallStarted(call.id, call.name, call.input)
-                    results[call.id] = ToolResult(verdict.reason, is_error=True)
-                    yield _finished(call, results[call.id])
-                elif isinstance(verdict, Ask):
-                    # the UI shows the call first, then asks the user about it
-                    yield ToolCallStarted(call.id, call.name, call.input)
-                    tasks[call.id] = asyncio.create_task(
-                        self._ask_then_invoke(call, one_question_at_a_time, ran),
-                        name=f"approval {call.name} {call.id}",
-                    )
-                else:
-                    ran.add(call.id)
-                    tasks[call.id] = asyncio.create_task(
-                        self._invoke(call), name=f"tool {call.name} {call.id}"
-                    )
-                    yield ToolCallStarted(call.id, call.name, call.input)
-            names = {call.id: call for call in calls}
-            order = list(tasks.values())
-            pending = {task: call_id for call_id, task in tasks.items()}
-            while pending:
-                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done, key=order.index):
-                    call_id = pending.pop(task)
-                    results[call_id] = task.result()
-                    yield _finished(names[call_id], results[call_id])
+            async with aclosing(tool_round.run()) as events:
+                async for event in events:
+                    yield event
         except BaseException:
-            try:
-                for task in tasks.values():
-                    task.cancel()
-                await asyncio.gather(*tasks.values(), return_exceptions=True)
-            finally:
-                for call in calls:
-                    if call.id in results:
-                        continue
-                    if call.id not in ran:
-                        results[call.id] = ToolResult(conversation.NOT_RUN, is_error=True)
-                        continue
-                    running = tasks.get(call.id)  # None for a call that ran in this task
-                    if (
-                        running is not None
-                        and running.done()
-                        and not running.cancelled()
-                        and running.exception() is None
-                    ):
-                        results[call.id] = running.result()
-                    else:
-                        results[call.id] = ToolResult(conversation.INTERRUPTED, is_error=True)
-                if token == self._chat_token:
-                    self._answer(calls, results)
+            if token == self._chat_token:
+                conversation.add_user_content(self.messages, tool_round.answer_blocks())
             raise
         self._check_token(token)
-        self._answer(calls, results)
-
-    async def _ask_then_invoke(self, call: _Call, lock: asyncio.Lock, ran: set[str]) -> ToolResult:
-        async with lock:
-            decision = await self.gate.decide(
-                self.approval_handler, ApprovalRequest(call.id, call.name, dict(call.input))
-            )
-        if isinstance(decision, Refuse):
-            return ToolResult(decision.reason, is_error=True)
-        ran.add(call.id)
-        return await self._invoke(call)
-
-    async def _invoke(self, call: _Call) -> ToolResult:
-        """Run one call through the registry, within ``tool_timeout``, its result capped.
-
-        A ``CancelledError`` that the tool raised itself (nobody cancelled this task) is the
-        tool's failure, not the user's interrupt.
-        """
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.tool_timeout):
-                result = await self.registry.call(call.name, call.input)
-        except TimeoutError:
-            result = ToolResult(
-                f"Error: {call.name} timed out after {_seconds(self.tool_timeout)} s and was "
-                "cancelled. Try a smaller task, or a different approach.",
-                is_error=True,
-                duration_s=time.perf_counter() - started,
-            )
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
-            result = ToolResult(
-                f"Error: {call.name} failed: the tool's own work was cancelled (CancelledError).",
-                is_error=True,
-                duration_s=time.perf_counter() - started,
-            )
-        return fit_result(result, self.max_result_chars)
-
-    def _answer(self, calls: list[_Call], results: dict[str, ToolResult]) -> None:
-        blocks = [result_block(call.id, results[call.id]) for call in calls]
-        conversation.add_user_content(self.messages, blocks)
+        conversation.add_user_content(self.messages, tool_round.answer_blocks())
 
 
 def _estimator() -> fitting.TokenEstimator:
@@ -828,10 +699,6 @@ def _estimator() -> fitting.TokenEstimator:
 def _check_max_turns(max_turns: int) -> None:
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, not {max_turns}")
-
-
-def _seconds(value: float | None) -> str:
-    return f"{value:g}" if value is not None else "?"
 
 
 @asynccontextmanager
@@ -845,9 +712,3 @@ async def _closing(
         close = getattr(iterator, "aclose", None)
         if close is not None:
             await close()
-
-
-def _finished(call: _Call, result: ToolResult) -> ToolCallFinished:
-    return ToolCallFinished(
-        call.id, call.name, result.content, result.is_error, result.duration_s, result.images
-    )

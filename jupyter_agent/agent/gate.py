@@ -1,18 +1,31 @@
 """The policy gate: whether one tool call may run, as a typed verdict.
 
-Before any call runs, the gate answers ``Run``, ``Refuse(reason)`` (the model gets ``reason`` as
-an error result) or ``Ask`` (the user decides, through the UI's approval handler; ``decide`` turns
-that into ``Run`` or ``Refuse``). The loop never reads policy strings itself. Input that is not a
-JSON object is refused here too, so no tool ever sees it.
+Before any call runs, the gate answers ``Run``, ``Refuse(reason, why)`` (the model gets ``reason``
+as an error result; ``why`` says, as data, who refused) or ``Ask`` (the user decides, through the
+UI's approval handler; ``decide`` turns that into ``Run`` or ``Refuse``). The loop never reads
+policy strings itself. Input that is not a JSON object is refused here too, so no tool ever sees it.
+
+The gate fails closed. It judges the registry its owner holds *now* (``RegistryOwner``: the
+``Toolbox``), never a copy taken earlier, and a tool that registry does not have, or has
+disabled, is refused here — no verdict of "run" for a name the gate cannot judge.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
+from ..events import Refusal
 from ..tools.base import capabilities_of
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
+
+
+class RegistryOwner(Protocol):
+    """Whoever holds the registry the gate judges (a ``Toolbox``); read at every verdict."""
+
+    @property
+    def registry(self) -> ToolRegistry: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +35,10 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Refuse:
-    """The call does not run; ``reason`` is its error result."""
+    """The call does not run; ``reason`` is its error result, ``why`` who refused it."""
 
     reason: str
+    why: Refusal = "policy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +52,14 @@ Verdict = Run | Refuse | Ask
 class PolicyGate:
     """Per-tool policies (``allow``/``ask``/``deny``) over a registry, and their verdicts."""
 
-    def __init__(self, registry: ToolRegistry) -> None:
-        self.registry = registry
+    def __init__(self, owner: RegistryOwner) -> None:
+        self._owner = owner
         self.policies: dict[str, Policy] = {}
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The registry judged: the owner's, as it is now."""
+        return self._owner.registry
 
     def policy(self, name: str) -> Policy:
         """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
@@ -64,18 +83,21 @@ class PolicyGate:
             shown = shown if len(shown) <= 300 else shown[:300] + "…"
             return Refuse(
                 f"Error: invalid arguments for {name}: the input was not a JSON object "
-                f"({shown}). Call the tool again with a JSON object that matches its input_schema."
+                f"({shown}). Call the tool again with a JSON object that matches its input_schema.",
+                "invalid",
             )
-        if not self.registry.is_tool_enabled(name):
-            return Run()  # the registry explains unknown and disabled tools itself
+        unavailable = self.registry.unavailable(name)
+        if unavailable is not None:  # unknown or disabled: nothing to judge, nothing runs
+            return Refuse(unavailable, "unavailable")
         policy = self.policy(name)
-        if policy == "allow":
-            return Run()
-        if policy == "deny":
+        if policy == "deny":  # deny wins, whatever else is set
             return Refuse(
                 f"Error: {name} was not run: the user's policy for this tool is 'deny'. "
-                "Do not retry it; find another way or ask the user."
+                "Do not retry it; find another way or ask the user.",
+                "policy",
             )
+        if policy == "allow":
+            return Run()
         return Ask()
 
     @staticmethod
@@ -84,7 +106,8 @@ class PolicyGate:
         if handler is None:
             return Refuse(
                 f"Error: {request.name} was not run: it needs the user's approval and no "
-                "approval handler is available, so the call was denied."
+                "approval handler is available, so the call was denied.",
+                "no_approver",
             )
         try:
             decision = await handler(request)
@@ -94,5 +117,6 @@ class PolicyGate:
             return Run()
         reason = f" The user said: {decision.reason}" if decision.reason else ""
         return Refuse(
-            f"Error: the user declined this call of {request.name}; it was not run.{reason}"
+            f"Error: the user declined this call of {request.name}; it was not run.{reason}",
+            "user",
         )

@@ -1,69 +1,60 @@
-"""``MCPManager``: the MCP servers of one agent, their tools in its registry, their shutdown.
+"""``MCPManager``: the MCP servers of one toolbox, their tools in its registry, their shutdown.
 
 Adding a server starts it (``connection.py``), names each of its tools ``{server}__{tool}``,
-registers them enabled and sets their policy (``ask`` unless the entry says otherwise, through
-``agent.set_policy`` so it holds whatever the gate does with undeclared tools). Removing one
-unregisters its tools and stops it. One manager per agent (``manager_for``), kept beside the
-agent rather than in it, so the agent's code only delegates.
+registers them enabled and sets their policy (``ask`` unless the entry says otherwise). Removing
+one unregisters its tools and stops it. The manager belongs to the ``Toolbox`` whose registry
+holds the tools (``toolbox.mcp``), as the tools themselves do; it sees the toolbox only through
+``ToolHost``, so this package does not depend on the agent's.
 """
 
 from __future__ import annotations
 
-import math
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from ..agent.approvals import Policy
 from ..errors import MCPConfigError, MCPServerError
 from ..tools.netguard import PrivateNetworkSetting
+from ..tools.registry import ToolRegistry
 from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name
 from .connection import ServerConnection
 from .tool import MCPTool
 
-if TYPE_CHECKING:
-    from ..agent.agent import Agent
 
-_managers: weakref.WeakKeyDictionary[Any, MCPManager] = weakref.WeakKeyDictionary()
+class ToolHost(Protocol):
+    """What the manager needs of its owner (a ``Toolbox``): the registry, policies, a timeout."""
 
+    @property
+    def registry(self) -> ToolRegistry: ...
 
-def manager_for(agent: Agent) -> MCPManager:
-    """The agent's manager, created on first use."""
-    manager = _managers.get(agent)
-    if manager is None:
-        manager = _managers[agent] = MCPManager(agent)
-    return manager
+    def set_policy(self, name: str, policy: Policy) -> None: ...
+
+    def get_policy(self, name: str) -> Policy: ...
+
+    def remove_tool(self, name: str) -> None: ...
+
+    def call_timeout(self, wanted: float) -> float: ...
 
 
 class MCPManager:
     """Connections by server name, and the registry names of their tools."""
 
-    def __init__(self, agent: Agent) -> None:
-        self._agent = weakref.ref(agent)
+    def __init__(self, host: ToolHost) -> None:
+        self.host = host
         self.servers: dict[str, ServerConnection] = {}
         self.tool_names: dict[str, list[str]] = {}
         self.tools: dict[str, list[MCPTool]] = {}
 
-    @property
-    def agent(self) -> Agent:
-        agent = self._agent()
-        if agent is None:
-            raise RuntimeError("the agent of this MCP manager is gone")
-        return agent
-
     def call_timeout(self, config: MCPServerConfig) -> float:
-        """The entry's timeout, capped by the agent's ``tool_timeout`` when it has one."""
-        agent_timeout = getattr(self._agent(), "tool_timeout", None)
-        if isinstance(agent_timeout, int | float) and agent_timeout > 0:
-            return min(config.timeout, float(agent_timeout))
-        return config.timeout if math.isfinite(config.timeout) else math.inf
+        """The entry's timeout, capped by the toolbox's ``tool_timeout`` when it has one."""
+        return self.host.call_timeout(config.timeout)
 
     def _timeout_of(self, config: MCPServerConfig) -> Callable[[], float]:
         return lambda: self.call_timeout(config)
 
     def _private_network(self) -> PrivateNetworkSetting:
         """What ``web_fetch`` of this agent may reach; servers by URL obey the same rule."""
-        fetch = self.agent.registry.get_tool("web_fetch")
+        fetch = self.host.registry.get_tool("web_fetch")
         policy = getattr(fetch, "policy", None)
         if policy is None:
             return False
@@ -127,7 +118,7 @@ class MCPManager:
         return list(self.tool_names[config.name])
 
     def _tools_of(self, connection: ServerConnection) -> list[MCPTool]:
-        registry = self.agent.registry
+        registry = self.host.registry
         tools: list[MCPTool] = []
         seen: dict[str, str] = {}
         for tool in connection.tools:
@@ -143,40 +134,22 @@ class MCPManager:
         return tools
 
     def _register(self, config: MCPServerConfig, tools: list[MCPTool]) -> None:
-        agent = self.agent
+        host = self.host
         done: list[str] = []
         try:
             for tool in tools:
                 try:
-                    agent.registry.register(tool)
+                    host.registry.register(tool)
                 except ValueError as exc:
                     raise MCPConfigError(
                         f"MCP server {config.name!r}: tool {tool.tool_name!r} cannot be used: {exc}"
                     ) from None
                 done.append(tool.name)
-                agent.set_policy(tool.name, config.policy)
+                host.set_policy(tool.name, config.policy)
         except BaseException:
             for name in done:
-                agent.remove_tool(name)
+                host.remove_tool(name)
             raise
-
-    def move_to(self, agent: Agent) -> None:
-        """Carry the servers over to ``agent`` (the notebook rebuilds its agent on new settings).
-
-        The connections stay as they are; the tools join the new registry with their policies.
-        """
-        old = self._agent()
-        for server, tools in self.tools.items():
-            for tool in tools:
-                if agent.registry.has_tool(tool.name):
-                    continue
-                agent.registry.register(tool)
-                policy = self.servers[server].config.policy
-                agent.set_policy(tool.name, old.get_policy(tool.name) if old else policy)
-        if old is not None:
-            _managers.pop(old, None)
-        self._agent = weakref.ref(agent)
-        _managers[agent] = self
 
     async def remove(self, name: str) -> None:
         """Unregister the server's tools and stop it; ``MCPServerError`` if there is none."""
@@ -184,15 +157,13 @@ class MCPManager:
         if connection is None:
             known = ", ".join(self.servers) or "none"
             raise MCPServerError(f"No MCP server named {name!r} (added: {known})")
-        agent = self._agent()
         self.tools.pop(name, None)
         for tool_name in self.tool_names.pop(name, []):
-            if agent is not None:
-                agent.remove_tool(tool_name)
+            self.host.remove_tool(tool_name)
         await connection.close()
 
     async def aclose(self) -> None:
-        """Remove every server (the agent's session ends)."""
+        """Remove every server (the toolbox's session ends)."""
         for name in list(self.servers):
             await self.remove(name)
 
@@ -215,7 +186,7 @@ class MCPManager:
             raise MCPServerError(f"No MCP server named {name!r} (added: {known})")
         connection = found
         config = connection.config
-        agent = self._agent()
+        host = self.host
         lines = [
             f"MCP server {name} ({config.kind}: {config.target})",
             f"status: {connection.status}"
@@ -225,10 +196,10 @@ class MCPManager:
             lines.append(f"instructions: {connection.instructions.strip()}")
         lines.append("tools:")
         for tool_name in self.tool_names.get(name, []):
-            tool = agent.registry.get_tool(tool_name) if agent is not None else None
+            tool = host.registry.get_tool(tool_name)
             description = getattr(tool, "description", "")
-            policy = agent.get_policy(tool_name) if agent is not None else "?"
-            enabled = agent is not None and agent.registry.is_tool_enabled(tool_name)
+            policy = host.get_policy(tool_name)
+            enabled = host.registry.is_tool_enabled(tool_name)
             state = "enabled" if enabled else "disabled"
             lines.append(f"  {tool_name} ({state}, policy {policy}): {description}")
         if connection.stderr is not None:

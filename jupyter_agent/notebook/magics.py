@@ -280,7 +280,7 @@ class AgentMagics(Magics):
         """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
         if not self.mcp_servers:
             return
-        for problem in self.mcp.connect_configured(self.session.agent, self.mcp_servers):
+        for problem in self.mcp.connect_configured(self.session.toolbox, self.mcp_servers):
             print(problem, file=sys.stderr)
 
     def use_widgets(self) -> bool:
@@ -586,9 +586,9 @@ class AgentMagics(Magics):
             words = shlex.split(rest)
         except ValueError as exc:
             raise UsageError(f"%agent mcp: {exc}") from None
-        agent = self.session.agent
+        toolbox = self.session.toolbox
         self._connect_mcp_servers()
-        print(self.mcp.command(agent, words))
+        print(self.mcp.command(toolbox, words))
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:

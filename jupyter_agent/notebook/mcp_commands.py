@@ -13,8 +13,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
-from ..mcp import manager_for, parse_server_entry
+from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
 
 USAGE = (
@@ -99,12 +100,12 @@ class MCPCommands:
         #: ``mcp_servers`` entries already connected (or tried), as JSON, by server name.
         self._configured: dict[str, str] = {}
 
-    def command(self, agent: Any, words: list[str]) -> str:
+    def command(self, toolbox: Toolbox, words: list[str]) -> str:
         """Run ``%agent mcp WORDS``; the text to print. ``UsageError`` for mistakes."""
         if not words:
             raise UsageError(USAGE)
         verb, rest = words[0], words[1:]
-        manager = manager_for(agent)
+        manager = toolbox.mcp
         try:
             if verb == "add":
                 config = parse_add(rest)
@@ -125,9 +126,9 @@ class MCPCommands:
             raise UsageError(str(exc)) from None
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
-    def connect_configured(self, agent: Any, servers: Mapping[str, Any]) -> list[str]:
+    def connect_configured(self, toolbox: Toolbox, servers: Mapping[str, Any]) -> list[str]:
         """Add the ``mcp_servers`` entries not tried yet; one line per failure, to print."""
-        manager = manager_for(agent)
+        manager = toolbox.mcp
         problems: list[str] = []
         for name, entry in servers.items():
             fingerprint = json.dumps(entry, sort_keys=True, default=str)
@@ -142,7 +143,7 @@ class MCPCommands:
                 problems.append(f"jupyter-agent: {exc}")
         return problems
 
-    def close(self, agent: Any) -> None:
-        """Stop every server of ``agent`` (``%unload_ext``, the session closing)."""
-        self._run(manager_for(agent).aclose())
+    def close(self, toolbox: Toolbox) -> None:
+        """Stop every server of ``toolbox`` (``%unload_ext``, the session closing)."""
+        self._run(toolbox.mcp.aclose())
         self._configured.clear()

@@ -6,17 +6,21 @@ shell at all:
 
 - **Settings** (``SessionSettings``), changed through ``configure`` (``%config AgentMagics.*``).
 - **Conversations.** One ``Agent`` per chat name (``%%agent --chat NAME``; the first is
-  ``default``). The chats share what belongs to the session — the tool registry (enabled tools,
+  ``default``). The chats share the session's ``Toolbox`` — the tool registry (enabled tools,
   the tools you add, MCP servers' tools), the policy gate (approval policies), the workspace and
-  its undo journal, the settings — and keep apart what belongs to a conversation: its messages
-  and its token usage. The tools' context follows the chat that runs (``save_session_context``
-  saves that chat).
+  its undo journal — and the settings, and keep apart what belongs to a conversation: its
+  messages and its token usage. The tools' context follows the chat that runs
+  (``save_session_context`` saves that chat).
   ``agent`` is the default chat's agent, the one ``get_magics(ip).agent`` hands out.
+- **The toolbox** is built on first use and *rebuilt in place* when the workspace or the network
+  setting changes: new tools for the new context take the places of the old ones, with their
+  enabled states and policies; the agents, their conversations, the user's own tools and the MCP
+  servers stay as they are.
 - **Providers**, built on the session's one background loop (where their HTTP clients must
   stay) and cached by what tells them apart (kind, model, thinking budget, ...);
   ``use_provider`` plugs in one of your own.
-- **MCP servers** live on the default chat's agent (``jupyter_agent.mcp``), their tools in the
-  shared registry; they move with it when the agents are rebuilt and end with ``close``.
+- **MCP servers** belong to the toolbox (``toolbox.mcp``), their tools in its registry; they end
+  with ``close``.
 - **Usage** per model, for ``%agent usage``.
 - **Undo**: the workspace's change journal (``tools/journal.py``) on the tools' shared context,
   an entry per turn (per ``%%agent`` cell), whichever chat ran it.
@@ -30,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +41,15 @@ from typing import Any
 
 from ..agent.agent import Agent
 from ..agent.approvals import ApprovalHandler, Policy
+from ..agent.toolbox import Toolbox
 from ..errors import ProviderError, SessionError, WorkspaceError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
+from ..tools.base import ExecutableTool
+from ..tools.context import ToolContext
+from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
+from ..tools.registry import ToolRegistry
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
@@ -62,11 +70,12 @@ OFFLINE_NOTE = (
     "ANTHROPIC_API_KEY (or %config AgentMagics.provider = 'anthropic') to use Claude."
 )
 
-#: Settings whose change needs new agents (a new registry bound to the new workspace).
+#: Settings whose change rebuilds the toolbox's tools (bound to the new workspace or network).
 _REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
 #: Settings that choose the provider: a change drops a provider given with ``use_provider``.
 _PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
-#: Settings every chat's agent holds as an attribute of the same name, changed in place.
+#: Settings every chat's agent holds as an attribute of the same name, changed in place
+#: (``tool_timeout`` is the shared toolbox's, set through any agent).
 _AGENT_SETTINGS = frozenset({"max_turns", "tool_timeout", "max_result_chars", "context_window"})
 
 
@@ -117,13 +126,14 @@ class NotebookSession:
         self._background: BackgroundLoop | None = None
         self._bridge: MainThreadBridge | None = None
         self._chats: dict[str, Agent] = {}
+        self._toolbox: Toolbox | None = None
         self._stale = False
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
         self._offline_noted = False
         self._journal_problem = ""
         self._turns = 0
-        #: Called with the default chat's agent whenever the agents are (re)built.
+        #: Called with the default chat's agent whenever the toolbox is (re)built.
         self.on_rebuild: list[Callable[[Agent], None]] = []
         self.usage_by_model: dict[str, Usage] = {}
 
@@ -303,81 +313,80 @@ class NotebookSession:
     # -- tools and policies (what %agent_tools and the tool panel act on) ---------------------
 
     @property
-    def registry(self) -> Any:
-        """The tool registry every chat shares."""
-        return self.agent.registry
+    def registry(self) -> ToolRegistry:
+        """The tool registry every chat shares (the toolbox's)."""
+        return self.toolbox.registry
+
+    @property
+    def toolbox(self) -> Toolbox:
+        """The tools, policies, tool context and MCP servers every chat shares."""
+        self._primary()
+        assert self._toolbox is not None
+        return self._toolbox
 
     def get_policy(self, name: str) -> Policy:
-        return self.agent.get_policy(name)
+        return self.toolbox.get_policy(name)
 
     def set_policy(self, name: str, policy: Policy) -> None:
         """Set the approval policy of tool ``name`` (for every chat: they share one gate)."""
-        self.agent.set_policy(name, policy)
+        self.toolbox.set_policy(name, policy)
 
-    # -- building the agents -----------------------------------------------------------------
+    # -- building the toolbox and the agents ---------------------------------------------------
 
     def _primary(self) -> Agent:
-        """The default chat's agent: built first, it owns the registry the other chats share."""
+        """The default chat's agent, with the toolbox up to date with the settings."""
         primary = self._chats.get(DEFAULT_CHAT)
         if primary is not None and not self._stale:
             return primary
         workspace = self.workspace_path()
         if not workspace.is_dir():
             raise SessionError(f"The workspace {str(workspace)!r} is not an existing folder")
-        previous = dict(self._chats)
-        old_primary = previous.get(DEFAULT_CHAT)
-        primary = self._make_agent(self.provider(), workspace=workspace)
-        if self.settings.allow_private_network:
-            from ..tools.factory import create_default_registry
-
-            primary.registry = create_default_registry(primary.context, allow_private_network=True)
-        if self.namespace is not None:
-            for tool in kernel_tools(primary.context, self.namespace, self.bridge, self._shell):
-                primary.add_tool(tool)
-            primary.disable_tool("run_python")
-        self._attach_journal(primary)
-        if old_primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
-            from ..mcp import manager_for
-
-            manager_for(old_primary).move_to(primary)  # the servers stay connected
-        if old_primary is not None:  # settings changed: keep the choices made
-            for name in primary.registry.get_tool_names():
-                if old_primary.registry.has_tool(name):
-                    enabled = old_primary.registry.is_tool_enabled(name)
-                    primary.registry.set_enabled(name, enabled)
-                    primary.set_policy(name, old_primary.get_policy(name))
-        self._chats = {DEFAULT_CHAT: primary}
+        context = ToolContext(workspace)
+        tools = self._builtin_tools(context)
+        toolbox = self._toolbox
+        if toolbox is None:
+            toolbox = Toolbox(context, ToolRegistry(), tool_timeout=self.settings.tool_timeout)
+            self._toolbox = toolbox
+        # new tools take their places; enabled states and policies stay (the destructive ones,
+        # remove, run_bash and run_python, start off)
+        toolbox.rebuild(context, tools)
+        self._attach_journal(toolbox)
         self._stale = False
-        for name, old in previous.items():  # ... and every conversation
-            agent = primary if name == DEFAULT_CHAT else self._new_agent(primary)
-            agent.messages = old.messages
-            agent.usage = old.usage
-            self._chats[name] = agent
+        if primary is None:
+            primary = self._make_agent(self.provider(), toolbox)
+            self._chats = {DEFAULT_CHAT: primary, **self._chats}
+        context.bind(primary)  # until a chat runs (``run`` binds the chat that runs)
         for callback in self.on_rebuild:
             callback(primary)
         return primary
 
-    def _new_agent(self, primary: Agent) -> Agent:
-        """A chat's agent on the primary's registry, policy gate and tool context."""
-        agent = self._make_agent(
-            primary.provider, workspace=primary.context.workspace, registry=primary.registry
-        )
-        agent.context = primary.context
-        agent.gate = primary.gate  # one set of policies, whoever sets them
-        return agent
+    def _builtin_tools(self, context: ToolContext) -> list[ExecutableTool]:
+        """The default registry's tools and, with a namespace, the kernel's, for ``context``."""
+        built = create_default_registry(
+            context, allow_private_network=self.settings.allow_private_network
+        ).list_tools()
+        if self.namespace is not None:
+            built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
+        return built
 
-    def _make_agent(self, provider: Provider, **options: Any) -> Agent:
+    def _new_agent(self, primary: Agent) -> Agent:
+        """A chat's agent on the session's toolbox."""
+        return self._make_agent(primary.provider, primary.toolbox)
+
+    def _make_agent(self, provider: Provider, toolbox: Toolbox) -> Agent:
         settings = {name: getattr(self.settings, name) for name in _AGENT_SETTINGS}
         try:
-            return Agent(
+            agent = Agent(
                 provider,
                 system_prompt=self.settings.system_prompt,
                 approval_handler=self._approval_handler(),
+                toolbox=toolbox,
                 **settings,
-                **options,
             )
         except ValueError as exc:  # a setting out of range (the magics' traits refuse them)
             raise SessionError(_one_line(str(exc))) from None
+        toolbox.context.bind(agent)
+        return agent
 
     def _approval_handler(self) -> ApprovalHandler | None:
         if self._approvals is None and self._make_approvals is not None:
@@ -386,17 +395,18 @@ class NotebookSession:
 
     # -- undo --------------------------------------------------------------------------------
 
-    def _attach_journal(self, agent: Agent) -> None:
+    def _attach_journal(self, toolbox: Toolbox) -> None:
         """A change journal for the workspace, on the tools' shared context.
 
         It lives on disk (``.jupyter_agent/undo``), so a new one for the same workspace — after a
         settings change or a kernel restart — undoes what the earlier ones recorded.
         """
+        context = toolbox.context
         try:
-            agent.context.journal = ChangeJournal(agent.context.confinement)
+            context.journal = ChangeJournal(context.confinement)
             self._journal_problem = ""
         except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
-            agent.context.journal = None
+            context.journal = None
             self._journal_problem = _one_line(str(exc))
 
     def undo(self) -> str:
@@ -567,14 +577,12 @@ class NotebookSession:
         providers: Mapping[int, Provider] = {
             id(p): p for p in [*self._providers.values(), self._custom_provider] if p
         }
-        primary = self._chats.get(DEFAULT_CHAT)
+        toolbox = self._toolbox
 
         async def close_all() -> None:
-            if primary is not None and "jupyter_agent.mcp.manager" in sys.modules:
-                from ..mcp import manager_for
-
+            if toolbox is not None:
                 with contextlib.suppress(Exception):
-                    await manager_for(primary).aclose()  # the servers' processes end here
+                    await toolbox.aclose()  # the MCP servers' processes end here
             for provider in providers.values():
                 with contextlib.suppress(Exception):
                     await provider.aclose()
@@ -585,5 +593,6 @@ class NotebookSession:
         self._background = None
         self._bridge = None
         self._chats.clear()
+        self._toolbox = None
         self._providers.clear()
         self._approvals = None

@@ -60,6 +60,14 @@ class ToolRegistry:
         name = tool.name
         if name in self._tools:
             raise DuplicateToolError(name)
+        self._validators[name] = self._validator_for(tool)
+        self._tools[name] = tool
+        self._enabled[name] = True
+
+    @staticmethod
+    def _validator_for(tool: ExecutableTool) -> Validator | None:
+        """Check ``tool``'s schema; the validator of its arguments (None: it checks its own)."""
+        name = tool.name
         schema = tool.get_schema()
         if schema.get("name") != name:
             raise ValueError(
@@ -75,13 +83,17 @@ class ToolRegistry:
             validator_class.check_schema(dict(input_schema))
         except jsonschema_exceptions.SchemaError as exc:
             raise ValueError(f"Tool {name!r} has an invalid input_schema: {exc.message}") from None
-        self._validators[name] = (
-            None
-            if capabilities_of(tool).validates_arguments
-            else validator_class(dict(input_schema))
-        )
-        self._tools[name] = tool
-        self._enabled[name] = True
+        if capabilities_of(tool).validates_arguments:
+            return None
+        return validator_class(dict(input_schema))
+
+    def replace(self, tool: ExecutableTool) -> None:
+        """Put ``tool`` in place of the registered tool of its name, keeping its place and its
+        enabled state (a tool rebuilt for a new workspace, say). ``ToolNotFoundError`` if none."""
+        self._require(tool.name)
+        validator = self._validator_for(tool)
+        self._tools[tool.name] = tool  # an existing key keeps its place in the order
+        self._validators[tool.name] = validator
 
     def unregister(self, name: str) -> None:
         """Remove the tool called ``name``; an unknown name does nothing."""
@@ -186,17 +198,23 @@ class ToolRegistry:
         text, images = parts
         return ToolResult(text, False, _clock() - started, images)
 
+    def unavailable(self, name: object) -> str | None:
+        """Why ``name`` cannot be called at all (unknown or disabled), or None if it can."""
+        if not isinstance(name, str) or name not in self._tools:
+            known = ", ".join(self.get_tool_names()) or "none"
+            return f"Error: tool {name!r} not found (registered tools: {known})"
+        if not self._enabled[name]:
+            return f"Error: tool {name!r} is not available: it is disabled. The user can enable it."
+        return None
+
     def _refusal(self, name: str, args: Mapping[str, object], copied: dict[str, Any]) -> str | None:
         """Why a call cannot run (unknown, disabled, bad arguments), or None if it can.
 
         ``copied`` receives a copy of ``args``, the one that was checked.
         """
-        tool = self._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            known = ", ".join(self.get_tool_names()) or "none"
-            return f"Error: tool {name!r} not found (registered tools: {known})"
-        if not self._enabled[name]:
-            return f"Error: tool {name!r} is not available: it is disabled. The user can enable it."
+        unavailable = self.unavailable(name)
+        if unavailable is not None:
+            return unavailable
         if type(args) is not dict and not isinstance(args, Mapping):
             return (
                 f"Error: invalid arguments for {name}: expected a JSON object, "

@@ -1,0 +1,225 @@
+"""``ToolRound``: the tool calls of one model reply, from verdict to the message that answers them.
+
+Every call passes the toolbox's policy gate (``gate.py``: run, refuse, or ask the user), runs under
+``tool_timeout`` and its result is capped (``results.py``). Calls run concurrently — at most
+``max_parallel`` at a time, so one reply of 150 searches does not start 150 processes — and calls
+waiting for the user's approval wait in their own tasks (one question at a time), so the allowed
+calls of the same reply run meanwhile. All results go back in one user message, in the model's
+order, whatever happens: a cancelled round answers every call (``interrupted``, or ``not run``
+for a call that never started), so the conversation stays valid.
+
+A refused call's ``ToolCallFinished`` carries the refusal as data (``refused``): the views show
+``denied`` from it, never from the result's wording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+
+from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallStarted
+from ..tools.base import ToolResult
+from . import conversation
+from .approvals import ApprovalHandler, ApprovalRequest
+from .chat_state import Call
+from .gate import Ask, Refuse, Run
+from .results import fit_result
+from .toolbox import Toolbox
+
+#: Tool calls of one reply that run at the same time, by default.
+DEFAULT_MAX_PARALLEL_TOOLS = 8
+
+
+@dataclass
+class ToolRound:
+    """The calls of one reply; ``results`` fills in as they finish (``answer`` sends them)."""
+
+    calls: list[Call]
+    toolbox: Toolbox
+    approval_handler: ApprovalHandler | None
+    max_result_chars: int | None
+    max_parallel: int = DEFAULT_MAX_PARALLEL_TOOLS
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    refusals: dict[str, Refusal] = field(default_factory=dict)
+
+    def finished(self, call: Call) -> ToolCallFinished:
+        result = self.results[call.id]
+        return ToolCallFinished(
+            call.id,
+            call.name,
+            result.content,
+            result.is_error,
+            result.duration_s,
+            result.images,
+            self.refusals.get(call.id),
+        )
+
+    def answer_blocks(self) -> list[dict[str, object]]:
+        """The ``tool_result`` blocks of every call, in the model's order."""
+        from .results import result_block
+
+        return [result_block(call.id, self.results[call.id]) for call in self.calls]
+
+    # -- a reply whose calls never run ------------------------------------------------------------
+
+    def refuse_all(self, reason: str) -> list[AgentEvent]:
+        """Answer every call of a reply that did not stop for ``tool_use``, running none."""
+        why = (
+            f"Error: {{name}} was not run: your reply stopped with stop_reason {reason or 'none'!r}"
+            ", not 'tool_use', so this call may be incomplete (its arguments cut off)."
+        )
+        if reason in ("max_tokens", "model_context_window_exceeded"):
+            why += (
+                " The reply hit the output limit: call the tool again with smaller input "
+                "(split large content across several calls) and keep the reply short."
+            )
+        events: list[AgentEvent] = []
+        for call in self.calls:
+            self._refused(call, why.format(name=call.name), "incomplete")
+            events.append(ToolCallStarted(call.id, call.name, call.input))
+            events.append(self.finished(call))
+        return events
+
+    def _refused(self, call: Call, reason: str, why: Refusal) -> None:
+        self.results[call.id] = ToolResult(reason, is_error=True)
+        self.refusals[call.id] = why
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def run(self) -> AsyncGenerator[AgentEvent, None]:
+        """Run the calls; yields ``ToolCallStarted``/``ToolCallFinished``. Every call has a
+        result when this ends, however it ends (``conversation.INTERRUPTED``/``NOT_RUN``)."""
+        gate = self.toolbox.gate
+        tasks: dict[str, asyncio.Task[ToolResult]] = {}
+        one_question_at_a_time = asyncio.Lock()
+        slots = asyncio.Semaphore(max(1, self.max_parallel))
+        #: Calls that began to run (a call still waiting for approval or a slot never ran).
+        ran: set[str] = set()
+        try:
+            verdicts = [gate.verdict(call.name, call.raw_input) for call in self.calls]
+            if len(self.calls) == 1 and isinstance(verdicts[0], Run):
+                # the usual turn: one call that runs, in this task (no task and no wait to set
+                # up); an interrupt reaches it as it would reach its task
+                call = self.calls[0]
+                ran.add(call.id)
+                yield ToolCallStarted(call.id, call.name, call.input)
+                self.results[call.id] = await self._invoke(call)
+                yield self.finished(call)
+                verdicts = []
+            for call, verdict in zip(self.calls, verdicts, strict=False):
+                started = ToolCallStarted(call.id, call.name, call.input)
+                if isinstance(verdict, Refuse):
+                    self._refused(call, verdict.reason, verdict.why)
+                    yield started
+                    yield self.finished(call)
+                    continue
+                ask = isinstance(verdict, Ask)
+                if ask:  # the UI shows the call first, then asks the user about it
+                    yield started
+                tasks[call.id] = asyncio.create_task(
+                    self._run_one(call, ask, one_question_at_a_time, slots, ran),
+                    name=f"{'approval' if ask else 'tool'} {call.name} {call.id}",
+                )
+                if not ask:  # the call is on its way while the UI draws it
+                    yield started
+            by_id = {call.id: call for call in self.calls}
+            order = list(tasks.values())
+            pending = {task: call_id for call_id, task in tasks.items()}
+            while pending:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=order.index):
+                    call_id = pending.pop(task)
+                    self.results[call_id] = task.result()
+                    yield self.finished(by_id[call_id])
+        except BaseException:
+            try:
+                for task in tasks.values():
+                    task.cancel()
+                await asyncio.gather(*tasks.values(), return_exceptions=True)
+            finally:
+                self._settle_unfinished(tasks, ran)
+            raise
+
+    def _settle_unfinished(self, tasks: dict[str, asyncio.Task[ToolResult]], ran: set[str]) -> None:
+        for call in self.calls:
+            if call.id in self.results:
+                continue
+            if call.id not in ran:
+                self.results[call.id] = ToolResult(conversation.NOT_RUN, is_error=True)
+                continue
+            running = tasks.get(call.id)  # None for a call that ran in the round's own task
+            if (
+                running is not None
+                and running.done()
+                and not running.cancelled()
+                and running.exception() is None
+            ):
+                self.results[call.id] = running.result()
+            else:
+                self.results[call.id] = ToolResult(conversation.INTERRUPTED, is_error=True)
+
+    async def _run_one(
+        self,
+        call: Call,
+        ask: bool,
+        lock: asyncio.Lock,
+        slots: asyncio.Semaphore,
+        ran: set[str],
+    ) -> ToolResult:
+        if ask:
+            async with lock:
+                decision = await self.toolbox.gate.decide(
+                    self.approval_handler, ApprovalRequest(call.id, call.name, dict(call.input))
+                )
+            if isinstance(decision, Refuse):
+                self.refusals[call.id] = decision.why
+                return ToolResult(decision.reason, is_error=True)
+        async with slots:
+            ran.add(call.id)
+            return await self._invoke(call)
+
+    async def _invoke(self, call: Call) -> ToolResult:
+        """Run one call through the registry, within ``tool_timeout``, its result capped.
+
+        A ``CancelledError`` that the tool raised itself (nobody cancelled this task) is the
+        tool's failure, not the user's interrupt.
+        """
+        return await invoke(self.toolbox, call.name, call.input, self.max_result_chars)
+
+
+async def invoke(
+    toolbox: Toolbox,
+    name: str,
+    arguments: dict[str, object],
+    max_result_chars: int | None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> ToolResult:
+    """One call of ``name`` through the toolbox's registry, under its ``tool_timeout``, capped."""
+    started = clock()
+    timeout = toolbox.tool_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            result = await toolbox.registry.call(name, arguments)
+    except TimeoutError:
+        result = ToolResult(
+            f"Error: {name} timed out after {_seconds(timeout)} s and was "
+            "cancelled. Try a smaller task, or a different approach.",
+            is_error=True,
+            duration_s=clock() - started,
+        )
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        result = ToolResult(
+            f"Error: {name} failed: the tool's own work was cancelled (CancelledError).",
+            is_error=True,
+            duration_s=clock() - started,
+        )
+    return fit_result(result, max_result_chars)
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:g}" if value is not None else "?"
