@@ -224,6 +224,41 @@ def test_stop_button_ends_the_turn_and_the_next_cell_works(
     assert json.dumps(last_user).count("Are you there?") == 1
 
 
+def test_stop_ends_a_turn_while_an_approval_prompt_waits(
+    kernel: _Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Stop used to say "Stopping…" and leave the cell running until Deny or a kernel interrupt:
+    the prompt's wait never looked at it. Now Stop answers the prompt "denied" and ends the turn."""
+    fake_api.add(
+        Reply([tool_use("toolu_1", "run_bash", {"command": "echo ran > proof.txt"})]),
+        text("Back again."),
+    )
+    reply, outputs = kernel.execute("%agent_tools enable run_bash")
+    assert reply["status"] == "ok", outputs
+    buttons: dict[str, str] = {}
+    clicked: dict[str, float] = {}
+
+    def stop_while_asked(message: dict[str, Any]) -> None:
+        if message["msg_type"] != "comm_open":
+            return
+        state = message["content"]["data"].get("state", {})
+        if state.get("_model_name") == "ButtonModel":
+            buttons[state.get("description", "")] = message["content"]["comm_id"]
+        if "Approve" in buttons and "Stop" in buttons and not clicked:
+            clicked["at"] = time.monotonic()
+            kernel.send_comm(buttons["Stop"], {"method": "custom", "content": {"event": "click"}})
+
+    reply, outputs = kernel.execute("%%agent\nWrite the proof file", stop_while_asked)
+    ended = time.monotonic()
+    assert clicked, "no approval prompt with a Stop button was shown"
+    assert reply["status"] == "ok", outputs
+    assert ended - clicked["at"] < 5.0
+    assert not (tmp_path / "proof.txt").exists()
+    assert "stopped" in _text_of(outputs).lower() or "interrupted" in _text_of(outputs).lower()
+    reply, outputs = kernel.execute("print('next cell')")
+    assert _text_of(outputs) == "next cell\n"
+
+
 def test_approve_button_works_while_the_cell_runs(
     kernel: _Kernel, fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:

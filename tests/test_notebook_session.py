@@ -249,5 +249,11 @@ def test_the_settings_defaults_are_the_agents() -> None:
 
     parameters = inspect.signature(Agent).parameters
     defaults = SessionSettings()
-    for name in ("max_turns", "tool_timeout", "max_result_chars", "context_window"):
+    for name in (
+        "max_turns",
+        "tool_timeout",
+        "max_result_chars",
+        "context_window",
+        "max_parallel_tools",
+    ):
         assert getattr(defaults, name) == parameters[name].default, name

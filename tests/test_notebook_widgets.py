@@ -94,9 +94,21 @@ def test_a_refused_call_shows_as_denied() -> None:
         "Error: the user declined this call of run_bash; it was not run.",
         is_error=True,
         duration_s=0.0,
+        status="denied",  # the event's typed refusal (ToolCallFinished.status)
     )
     assert view.status == "denied"
     assert view.as_text().startswith("⊘ run_bash(command='rm -rf build') · denied")
+
+
+def test_a_result_that_only_says_it_was_not_run_is_an_error_not_a_denial() -> None:
+    """A reply cut off by max_tokens answers its calls "was not run": that is no denial."""
+    view = ToolCallView("c1", "write_file", {"file_path": "a.txt"})
+    view.finish(
+        "Error: write_file was not run: your reply stopped with stop_reason 'max_tokens'",
+        is_error=True,
+        duration_s=0.0,
+    )
+    assert view.status == "error"
 
 
 def test_long_results_are_cut_with_show_more() -> None:

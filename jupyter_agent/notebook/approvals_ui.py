@@ -6,7 +6,8 @@ thread through the bridge. In a kernel with a frontend that can answer, an ``App
 until a button is clicked; then a static line saying what was decided takes the prompt's place
 and the prompt's widgets are closed (nothing stays open in the kernel per approval, and the
 saved cell holds no widget view). In terminal IPython it asks with ``input()``. With nobody to ask —
-nbclient, nbval, a script without stdin — the call is denied with a message that says why.
+nbclient, nbval, a script without stdin — the call is denied with a message that says why. The
+cell's Stop button answers a waiting prompt "denied" and ends the turn, as an interrupt would.
 """
 
 from __future__ import annotations
@@ -84,12 +85,13 @@ class NotebookApprovals:
         handle = DisplayHandle()
         handle.display(prompt)
         try:
-            while prompt.decision is None:
+            while prompt.decision is None and not self._bridge.stop_requested:
                 if poller.poll(0.05) == 0:
                     time.sleep(0.01)
         finally:
-            if prompt.decision is None:  # interrupted while waiting: lock the buttons
-                prompt.decide(Decision(False, "the cell was interrupted"))
+            if prompt.decision is None:  # Stop, or an interrupt, while waiting: lock the buttons
+                why = "the user stopped the turn" if self._bridge.stop_requested else None
+                prompt.decide(Decision(False, why or "the cell was interrupted"))
             handle.update(prompt.static_bundle(), raw=True)
             prompt.close_all()
             if owned:

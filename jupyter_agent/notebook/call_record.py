@@ -15,6 +15,7 @@ import html
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..events import CallStatus
 from . import tool_format
 from .thumbnails import thumbnail_tags
 
@@ -137,6 +138,7 @@ class StaticCall(CallRendering):
         is_error: bool,
         duration_s: float | None,
         images: tuple[Any, ...] = (),
+        status: CallStatus | None = None,
     ) -> None:
         if images:
             self.images = tuple(images)
@@ -144,7 +146,7 @@ class StaticCall(CallRendering):
         self.is_error = is_error
         self.duration_s = duration_s
         self.result = output
-        self.status = tool_format.finished_status(output, is_error)
+        self.status = status or ("error" if is_error else "done")
 
     def mark(self, status: str) -> None:
         self.status = status

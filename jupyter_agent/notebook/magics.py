@@ -157,6 +157,11 @@ class AgentMagics(Magics):
         help="The model's context window in tokens; the conversation is compacted to fit "
         "(None: the model's documented window).",
     ).tag(config=True)
+    max_parallel_tools = Int(
+        _DEFAULTS.max_parallel_tools,
+        min=1,
+        help="Tool calls of one reply that run at the same time (the others wait their turn).",
+    ).tag(config=True)
     thinking_budget = Int(
         _DEFAULTS.thinking_budget,
         allow_none=True,

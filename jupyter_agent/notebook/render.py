@@ -198,8 +198,9 @@ class RichRenderer:
                 found[0].finish(
                     event.output,
                     is_error=event.is_error,
+                    status=event.status,
                     duration_s=event.duration_s,
-                    images=tuple(getattr(event, "images", ())),
+                    images=event.images,
                 )
                 self._redraw(*found[1:])
         elif isinstance(event, TurnFinished):
@@ -446,9 +447,13 @@ class TextRenderer:
             self._finished.add(event.call_id)
             started = self._calls.get(event.call_id)
             arguments = started.input if started is not None else {}
-            status = tool_format.finished_status(event.output, event.is_error)
             text = tool_format.plain_text(
-                event.name, arguments, status, event.duration_s, event.output, result_chars=300
+                event.name,
+                arguments,
+                event.status,
+                event.duration_s,
+                event.output,
+                result_chars=300,
             )
             self._line(text)
         elif isinstance(event, TurnStarted):

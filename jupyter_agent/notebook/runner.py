@@ -244,6 +244,11 @@ class MainThreadBridge:
         else:
             loop.call_soon_threadsafe(loop.call_later, delay, self._wake.set)
 
+    @property
+    def stop_requested(self) -> bool:
+        """The Stop button was pressed during the current run (a waiting prompt gives up)."""
+        return self._stop_requested
+
     def request_stop(self) -> None:
         """End the current run as an interrupt would (the Stop button); no-op when idle."""
         if self._pumping:

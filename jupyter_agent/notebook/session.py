@@ -76,7 +76,9 @@ _REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
 _PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
 #: Settings every chat's agent holds as an attribute of the same name, changed in place
 #: (``tool_timeout`` is the shared toolbox's, set through any agent).
-_AGENT_SETTINGS = frozenset({"max_turns", "tool_timeout", "max_result_chars", "context_window"})
+_AGENT_SETTINGS = frozenset(
+    {"max_turns", "tool_timeout", "max_result_chars", "context_window", "max_parallel_tools"}
+)
 
 
 def _one_line(text: str) -> str:

@@ -48,6 +48,8 @@ class SessionSettings:
     context_window: int | None = None
     #: Tokens Claude may think before answering (``None``: extended thinking off).
     thinking_budget: int | None = None
+    #: Tool calls of one reply that run at the same time.
+    max_parallel_tools: int = 8
 
 
 SETTING_NAMES = tuple(f.name for f in fields(SessionSettings))

@@ -79,15 +79,6 @@ def title(name: str, arguments: dict[str, Any], status: str, duration_s: float |
     return " · ".join(pieces)
 
 
-def finished_status(output: str, is_error: bool) -> str:
-    """``done``, ``error``, or ``denied`` for a call the agent refused to run (policy ``deny``,
-    the user declined): those results say the call "was not run"."""
-    if not is_error:
-        return "done"
-    head = output[:200].lower()
-    return "denied" if "was not run" in head or "declined" in head else "error"
-
-
 def pretty_json(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
 

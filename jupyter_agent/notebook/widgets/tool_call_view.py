@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
+from ...events import CallStatus
 from .. import tool_format
 from ..call_record import CallRendering
 from ..thumbnails import thumbnail_tags
@@ -111,8 +112,10 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         is_error: bool,
         duration_s: float | None,
         images: tuple[Any, ...] = (),
+        status: CallStatus | None = None,
     ) -> None:
-        """The call ended; an error result that reports a refusal shows as ``denied``.
+        """The call ended. ``status``: the event's (``denied`` for a refused call); by default
+        ``error`` or ``done`` from ``is_error``.
 
         ``images`` (the result's ``jupyter_agent.Image`` parts) show as small thumbnails under
         the title."""
@@ -124,7 +127,7 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         self.set_trait("is_error", is_error)
         self.set_trait("duration_s", duration_s)
         self.set_trait("result", output)
-        self.status = tool_format.finished_status(output, is_error)
+        self.status = status or ("error" if is_error else "done")
 
     def mark(self, status: str) -> None:
         """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
