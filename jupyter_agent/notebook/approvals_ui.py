@@ -96,7 +96,9 @@ class NotebookApprovals:
             prompt.close_all()
             if owned:
                 poller.close()
-        return prompt.decision
+        decision = prompt.decision
+        assert decision is not None  # decided by a click, or above
+        return decision
 
     def _ask_with_input(self, request: ApprovalRequest) -> Decision:
         if not self._interactive_frontend():
