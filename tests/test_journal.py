@@ -242,8 +242,11 @@ async def test_the_file_tools_cannot_touch_the_journal(cell: Cell, ws: Path) -> 
     report = cell.journal.undo()
     assert report.restored == ("f.txt",)
     assert (ws / "precious.txt").read_text() == "the user's\n"
-    # the session file next to the journal stays writable
-    await cell.ok("write_file", file_path=".jupyter_agent/notes.md", content="ok")
+    # any .jupyter_agent folder is the agent's alone (SPEC: out of the tools' reach, at any depth)
+    result = await cell.registry.call(
+        "write_file", {"file_path": ".jupyter_agent/notes.md", "content": "ok"}
+    )
+    assert result.is_error and ".jupyter_agent" in result.content
 
 
 # -- the journal is in the workspace, so a model can write it: treated as hostile ---------------

@@ -108,7 +108,9 @@ class ChangeJournal:
     ) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         # The folder as named (a symlink planted there is refused when used, never followed).
-        folder_path = self.workspace.resolve_for_writing(folder, follow_final_symlink=False)
+        folder_path = self.workspace.resolve_for_writing(
+            folder, follow_final_symlink=False, agent_folder_ok=True
+        )
         if folder_path == self.workspace.root:
             raise WorkspaceError("The undo journal needs a folder of its own, not the workspace")
         self.folder = folder_path
