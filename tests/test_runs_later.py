@@ -267,3 +267,15 @@ def _printer(sink: list[str]):  # type: ignore[no-untyped-def]
             sink.append(str(content.get("evalue", "")))
 
     return hook
+
+
+def test_search_skips_the_agent_folders(tmp_path: Path) -> None:
+    """What the journal keeps (earlier file contents) is not found by a search either."""
+    from jupyter_agent.tools.search import SearchTextTool
+
+    kept = tmp_path / "sub" / ".jupyter_agent" / "undo" / "000001"
+    kept.mkdir(parents=True)
+    (kept / "kept-1").write_text("needle in the journal\n")
+    (tmp_path / "visible.txt").write_text("needle here\n")
+    result = _run(SearchTextTool(ToolContext(tmp_path)).execute({"pattern": "needle"}))
+    assert "visible.txt" in result and ".jupyter_agent" not in result, result
