@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tools.base import capabilities_of
+from ..tools.base import approval_reason, capabilities_of
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
@@ -29,7 +29,10 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """The user decides (``PolicyGate.decide``)."""
+    """The user decides (``PolicyGate.decide``); ``reason`` says why when the tool asked for
+    this call itself (``needs_approval``), "" when its policy is ``ask``."""
+
+    reason: str = ""
 
 
 Verdict = Run | Refuse | Ask
@@ -69,14 +72,17 @@ class PolicyGate:
         if not self.registry.is_tool_enabled(name):
             return Run()  # the registry explains unknown and disabled tools itself
         policy = self.policy(name)
-        if policy == "allow":
-            return Run()
         if policy == "deny":
             return Refuse(
                 f"Error: {name} was not run: the user's policy for this tool is 'deny'. "
                 "Do not retry it; find another way or ask the user."
             )
-        return Ask()
+        # A tool may need approval for one call whatever its policy (git_commit of a CI
+        # workflow, issue 20): it says why (``tools.base.approval_reason``).
+        reason = approval_reason(self.registry.get_tool(name), raw_input)
+        if reason is not None:
+            return Ask(reason)
+        return Run() if policy == "allow" else Ask()
 
     @staticmethod
     async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:
