@@ -279,3 +279,20 @@ def test_search_skips_the_agent_folders(tmp_path: Path) -> None:
     (tmp_path / "visible.txt").write_text("needle here\n")
     result = _run(SearchTextTool(ToolContext(tmp_path)).execute({"pattern": "needle"}))
     assert "visible.txt" in result and ".jupyter_agent" not in result, result
+
+
+def test_the_users_own_imported_module_stays_writable(start_folder: Path) -> None:
+    """A helper module next to the notebook that the user imported is loaded, but it shadows
+    nothing: the agent may still edit it."""
+    import importlib
+
+    (start_folder / "my_helpers_20.py").write_text("VALUE = 1\n")
+    sys.path.insert(0, str(start_folder))
+    try:
+        importlib.import_module("my_helpers_20")
+        tool = WriteFileTool(ToolContext(start_folder))
+        result = _run(tool.execute({"file_path": "my_helpers_20.py", "content": "VALUE = 2\n"}))
+        assert result.startswith("Wrote"), result
+    finally:
+        sys.path.remove(str(start_folder))
+        sys.modules.pop("my_helpers_20", None)

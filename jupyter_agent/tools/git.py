@@ -88,6 +88,8 @@ _GIT_OPTIONS = (
 IDENTITY_KEYS = ("user.name", "user.email")
 #: Seconds the check before a call (``needs_approval``: one ``git status``) may take.
 STATUS_TIMEOUT_S = 20.0
+#: Calls whose check is remembered until they run (a denied call never runs).
+MAX_ANNOUNCED_CALLS = 64
 
 #: Files that run elsewhere once committed and pushed or checked out, so git_commit asks first.
 #: Folders (at the repository's top) whose every file counts: CI workflows and actions (GitHub,
@@ -225,6 +227,8 @@ class GitCommitTool(BuiltinTool):
             found = frozenset(path for path in changed if runs_elsewhere(path))
             reason = _approval_reason(found) if found else ""
         with self._lock:
+            if len(self._announced) >= MAX_ANNOUNCED_CALLS:  # calls that were denied, never run
+                self._announced.pop(next(iter(self._announced)))
             self._announced[_call_key(args)] = found
         return reason or None
 

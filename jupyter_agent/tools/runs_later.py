@@ -172,13 +172,27 @@ def _requirement_name(requirement: str) -> str:
     return requirement
 
 
-def protected_module_names() -> frozenset[str]:
+def protected_module_names(folder: str | None = None) -> frozenset[str]:
     """Module names a file in the kernel's start folder must not take.
 
     The standard library, the top-level modules loaded in this (kernel) process — everything a
-    started kernel imported — and those of ipykernel, jupyter-agent and what they require.
+    started kernel imported — and those of ipykernel, jupyter-agent and what they require. A
+    loaded module that was imported from ``folder`` itself (the user's own ``helpers.py`` next to
+    the notebook) shadows nothing and stays the user's to change.
     """
-    loaded = {name.partition(".")[0] for name in list(sys.modules)}
+    loaded = set()
+    for name, module in list(sys.modules.items()):
+        top = name.partition(".")[0]
+        if top != name or top in loaded:
+            continue
+        origin = getattr(module, "__file__", None)
+        if folder is not None and isinstance(origin, str):
+            try:
+                if _inside(os.path.realpath(origin), folder):
+                    continue
+            except (OSError, ValueError):
+                pass
+        loaded.add(top)
     return (
         frozenset(sys.stdlib_module_names)
         | KERNEL_START_MODULES
@@ -356,7 +370,7 @@ def _shadowing(real: Path) -> str | None:
             continue  # a folder of that name alone is a namespace portion: it shadows nothing
         if len(below) > 1 and not _is_package_part(folder, first, below):
             continue
-        if module is None or module not in protected_module_names():
+        if module is None or module not in protected_module_names(folder):
             continue
         if _is_users_own(folder, module):
             continue
