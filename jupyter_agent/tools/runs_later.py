@@ -30,6 +30,7 @@ from pathlib import Path
 __all__ = [
     "AGENT_FOLDER",
     "agent_data_dir",
+    "is_protected",
     "protected_module_names",
     "refusal",
     "refusal_to_read",
@@ -172,33 +173,34 @@ def _requirement_name(requirement: str) -> str:
     return requirement
 
 
-def protected_module_names(folder: str | None = None) -> frozenset[str]:
-    """Module names a file in the kernel's start folder must not take.
+def protected_module_names() -> frozenset[str]:
+    """Module names a file in the kernel's start folder must not take (see ``is_protected``):
+    the standard library, the top-level modules loaded in this (kernel) process — everything a
+    started kernel imported — and those of ipykernel, jupyter-agent and what they require."""
+    loaded = {name.partition(".")[0] for name in list(sys.modules)}
+    return _always_protected() | frozenset(loaded)
 
-    The standard library, the top-level modules loaded in this (kernel) process — everything a
-    started kernel imported — and those of ipykernel, jupyter-agent and what they require. A
-    loaded module that was imported from ``folder`` itself (the user's own ``helpers.py`` next to
-    the notebook) shadows nothing and stays the user's to change.
-    """
-    loaded = set()
-    for name, module in list(sys.modules.items()):
-        top = name.partition(".")[0]
-        if top != name or top in loaded:
-            continue
-        origin = getattr(module, "__file__", None)
-        if folder is not None and isinstance(origin, str):
-            try:
-                if _inside(os.path.realpath(origin), folder):
-                    continue
-            except (OSError, ValueError):
-                pass
-        loaded.add(top)
-    return (
-        frozenset(sys.stdlib_module_names)
-        | KERNEL_START_MODULES
-        | frozenset(loaded)
-        | _distribution_modules()
-    )
+
+@functools.lru_cache(maxsize=1)
+def _always_protected() -> frozenset[str]:
+    return frozenset(sys.stdlib_module_names) | KERNEL_START_MODULES | _distribution_modules()
+
+
+def is_protected(module: str, folder: str) -> bool:
+    """True if a module ``module`` in the start folder ``folder`` would shadow one the kernel
+    imports. A loaded module that was imported from ``folder`` itself (the user's own
+    ``helpers.py`` next to the notebook) shadows nothing and stays the user's to change."""
+    if module in _always_protected():
+        return True
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return False
+    origin = getattr(loaded, "__file__", None)
+    if isinstance(origin, str):
+        with contextlib.suppress(OSError, ValueError):
+            if _inside(os.path.realpath(origin), folder):
+                return False
+    return True
 
 
 @functools.lru_cache(maxsize=1)
@@ -370,7 +372,7 @@ def _shadowing(real: Path) -> str | None:
             continue  # a folder of that name alone is a namespace portion: it shadows nothing
         if len(below) > 1 and not _is_package_part(folder, first, below):
             continue
-        if module is None or module not in protected_module_names(folder):
+        if module is None or not is_protected(module, folder):
             continue
         if _is_users_own(folder, module):
             continue
