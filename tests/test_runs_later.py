@@ -49,6 +49,8 @@ def start_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "IPython.py",
         "ipykernel/__init__.py",
         "jupyter_agent/__init__.py",
+        "jupyter_agent/extension.py",
+        "email/__init__.py",
         "json.cpython-312-x86_64-linux-gnu.so",
         "sub/lib/site-packages/evil.pth",
         "sitecustomize.py",

@@ -370,7 +370,14 @@ def _shadowing(real: Path) -> str | None:
         module = _module_name(first) if len(below) == 1 else first
         if len(below) == 1 and module is None:
             continue  # a folder of that name alone is a namespace portion: it shadows nothing
-        if len(below) > 1 and not _is_package_part(folder, first, below):
+        if (
+            len(below) > 1
+            and first in sys.stdlib_module_names
+            and not _is_package_part(folder, first, below)
+        ):
+            # a folder without __init__ is a namespace portion, which the standard library's
+            # regular module outranks; for any other name an import hook (an editable install's
+            # finder runs after the path) could lose to it, so no file goes there at all
             continue
         if module is None or not is_protected(module, folder):
             continue
