@@ -772,9 +772,9 @@ def _refusal_note(journal_shown: str, refused: list[str]) -> str:
     names = ", ".join(f"{journal_shown}/{name}" for name in refused[-5:])
     more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
     return (
-        f" Refused {names}{more}: not signed by this agent, or altered since (it could name "
-        "changes the agent never made), so nothing of it was undone; remove it if you did not "
-        "expect it."
+        f" Refused {names}{more}: not signed by this agent — altered since, planted, or "
+        "written by an older version — and it could name changes the agent never made, so "
+        "nothing of it was undone; remove it by hand if you do not need it."
     )
 
 
