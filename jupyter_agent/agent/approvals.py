@@ -21,6 +21,8 @@ class ApprovalRequest:
     call_id: str
     name: str
     input: dict[str, Any]
+    #: Why this call asks although its policy may allow it (the tool's own reason), else "".
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..events import Refusal
-from ..tools.base import capabilities_of
+from ..tools.base import approval_reason, capabilities_of
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
@@ -43,7 +43,10 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """The user decides (``PolicyGate.decide``)."""
+    """The user decides (``PolicyGate.decide``); ``reason`` says why when the tool asked for
+    this call itself (``needs_approval``), "" when its policy is ``ask``."""
+
+    reason: str = ""
 
 
 Verdict = Run | Refuse | Ask
@@ -96,9 +99,12 @@ class PolicyGate:
                 "Do not retry it; find another way or ask the user.",
                 "policy",
             )
-        if policy == "allow":
-            return Run()
-        return Ask()
+        # A tool may need approval for one call whatever its policy (git_commit of a CI
+        # workflow, issue 20): it says why (``tools.base.approval_reason``).
+        reason = approval_reason(self.registry.get_tool(name), raw_input)
+        if reason is not None:
+            return Ask(reason)
+        return Run() if policy == "allow" else Ask()
 
     @staticmethod
     async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:

@@ -115,14 +115,14 @@ class ToolRound:
                     yield started
                     yield self.finished(call)
                     continue
-                ask = isinstance(verdict, Ask)
-                if ask:  # the UI shows the call first, then asks the user about it
+                ask = verdict if isinstance(verdict, Ask) else None
+                if ask is not None:  # the UI shows the call first, then asks the user about it
                     yield started
                 tasks[call.id] = asyncio.create_task(
                     self._run_one(call, ask, one_question_at_a_time, slots, ran),
-                    name=f"{'approval' if ask else 'tool'} {call.name} {call.id}",
+                    name=f"{'tool' if ask is None else 'approval'} {call.name} {call.id}",
                 )
-                if not ask:  # the call is on its way while the UI draws it
+                if ask is None:  # the call is on its way while the UI draws it
                     yield started
             by_id = {call.id: call for call in self.calls}
             order = list(tasks.values())
@@ -163,16 +163,15 @@ class ToolRound:
     async def _run_one(
         self,
         call: Call,
-        ask: bool,
+        ask: Ask | None,
         lock: asyncio.Lock,
         slots: asyncio.Semaphore,
         ran: set[str],
     ) -> ToolResult:
-        if ask:
+        if ask is not None:
+            request = ApprovalRequest(call.id, call.name, dict(call.input), ask.reason)
             async with lock:
-                decision = await self.toolbox.gate.decide(
-                    self.approval_handler, ApprovalRequest(call.id, call.name, dict(call.input))
-                )
+                decision = await self.toolbox.gate.decide(self.approval_handler, request)
             if isinstance(decision, Refuse):
                 self.refusals[call.id] = decision.why
                 return ToolResult(decision.reason, is_error=True)

@@ -613,10 +613,17 @@ class AgentMagics(Magics):
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
+    @argument(
+        "--system-prompt",
+        action="store_true",
+        help="Also use the saved system prompt (for every chat) instead of the session's.",
+    )
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
         args = self._parse(self._load, rest)
-        count = self.session.load(args.path, args.chat)
+        count = self.session.load(
+            args.path, args.chat, system_prompt=args.system_prompt, note=print
+        )
         print(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
     @magic_arguments("agent config")

@@ -543,13 +543,32 @@ class NotebookSession:
         )
         return len(agent.messages)
 
-    def load(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
-        """Replace chat ``chat``'s conversation with the one saved at ``path``."""
+    def load(
+        self,
+        path: str | os.PathLike[str],
+        chat: str = DEFAULT_CHAT,
+        *,
+        system_prompt: bool = False,
+        note: Callable[[str], None] | None = None,
+    ) -> int:
+        """Replace chat ``chat``'s conversation with the signed one saved at ``path``.
+
+        A saved system prompt that differs from the chat's is used only with
+        ``system_prompt=True`` (it then applies to every chat); either way ``note`` is told.
+        """
         saved = read_conversation(Path(path).expanduser())
         agent = self.chat(chat)
         agent.messages = saved.messages
-        if saved.system_prompt is not None:
+        differs = saved.system_prompt is not None and saved.system_prompt != agent.system_prompt
+        if differs and system_prompt:
             self.configure(system_prompt=saved.system_prompt)
+            if note is not None:
+                note("The system prompt is now the saved conversation's (for every chat).")
+        elif differs and note is not None:
+            note(
+                "The saved conversation has a different system prompt; this session keeps its "
+                f"own. To use the saved one: %agent load {os.fspath(path)} --system-prompt"
+            )
         return len(saved.messages)
 
     def describe(self) -> list[tuple[str, str]]:

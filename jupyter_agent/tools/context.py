@@ -90,9 +90,17 @@ class ToolContext:
     def session_context(self, value: str) -> None:
         self._session_context = value
 
-    def resolve(self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True) -> Path:
+    def resolve(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_final_symlink: bool = True,
+        agent_folder_ok: bool = False,
+    ) -> Path:
         """Shortcut for ``self.confinement.resolve`` (refuses paths outside the workspace)."""
-        return self._workspace.resolve(path, follow_final_symlink=follow_final_symlink)
+        return self._workspace.resolve(
+            path, follow_final_symlink=follow_final_symlink, agent_folder_ok=agent_folder_ok
+        )
 
     def resolve_for_writing(
         self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True

@@ -292,7 +292,7 @@ class _IgnoreRules:
 
     def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
         """Whether the entry at ``rel`` (relative to the workspace) is left out."""
-        if rel.rsplit("/", 1)[-1] == ".git":
+        if rel.rsplit("/", 1)[-1] in (".git", ".jupyter_agent"):  # the agent's records: runs_later
             return True
         if self._whitelist is not None:
             if self._whitelist.matches(rel, is_dir):
