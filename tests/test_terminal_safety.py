@@ -107,6 +107,34 @@ def test_the_terminal_renderer_writes_no_escape_sequence() -> None:
     assert "\\x1b]52;c;" in written and "\\u202e" in written and "\\r" in written
 
 
+def test_prints_from_tool_threads_reach_a_terminal_escaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a tool prints from its worker thread is shown by the main thread: to a terminal
+    escaped, to a kernel's stream (not a terminal) as it was (a progress bar's CR works)."""
+    from jupyter_agent.notebook.console import OrderedConsole, PrintedText
+
+    master, replica = os.openpty()
+    terminal = os.fdopen(replica, "w", encoding="utf-8")
+    try:
+        monkeypatch.setattr("sys.stdout", terminal)
+        with OrderedConsole(lambda item: None):
+            PrintedText(f"page says {OSC52_CLIPBOARD}{CLEAR_SCREEN}\u202eok\n", "stdout").show()
+        terminal.flush()
+        shown = os.read(master, 4096).decode("utf-8")
+    finally:
+        terminal.close()
+        os.close(master)
+    assert raw_controls(shown.replace("\r\n", "\n")) == [], repr(shown)
+    assert "\\x1b]52;c;" in shown and "\\u202eok" in shown
+
+    kernel_stream = io.StringIO()
+    monkeypatch.setattr("sys.stdout", kernel_stream)
+    with OrderedConsole(lambda item: None):
+        PrintedText("50%\r100%\n", "stdout").show()
+    assert kernel_stream.getvalue() == "50%\r100%\n"
+
+
 # -- approvals ------------------------------------------------------------------------------
 
 

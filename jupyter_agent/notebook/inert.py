@@ -42,7 +42,6 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-import mistune
 import nh3
 
 # -- terminal text --------------------------------------------------------------------------
@@ -104,7 +103,7 @@ _LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 _URL_IGNORED = re.compile(r"[\x00-\x20\x7f]")
 
-#: What Markdown renders to, and no more (no ``img``: see ``_InertRenderer.image``).
+#: What Markdown renders to, and no more (no ``img``: see ``_markdown``).
 _MARKDOWN_TAGS = frozenset(
     {
         "a", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5",
@@ -188,29 +187,31 @@ def html_text(text: str) -> str:
     return html.escape(visible(text))
 
 
-class _InertRenderer(mistune.HTMLRenderer):
-    """mistune's HTML renderer with raw HTML escaped, unsafe links as text, images as links."""
-
-    def __init__(self) -> None:
-        super().__init__(escape=True)
-
-    def safe_url(self, url: str) -> str:
-        return html.escape(url) if _allowed_link(url) else ""
-
-    def link(self, text: str, url: str, title: str | None = None) -> str:
-        if not _allowed_link(url):
-            return text
-        return super().link(text, url, title)
-
-    def image(self, text: str, url: str, title: str | None = None) -> str:
-        label = f"image: {text}" if text else "image"
-        return self.link(label, url, title)
-
-
 @lru_cache(maxsize=1)
 def _markdown() -> Any:
+    """mistune's Markdown with raw HTML escaped, unsafe links as text and images as links
+    (built on first use: ``%load_ext`` does not pay for importing mistune)."""
+    import mistune
+
+    class InertRenderer(mistune.HTMLRenderer):
+        def __init__(self) -> None:
+            super().__init__(escape=True)
+
+        def safe_url(self, url: str) -> str:
+            return html.escape(url) if _allowed_link(url) else ""
+
+        def link(self, text: str, url: str, title: str | None = None) -> str:
+            if not _allowed_link(url):
+                return text
+            return str(super().link(text, url, title))
+
+        def image(self, text: str, url: str, title: str | None = None) -> str:
+            # a link, not an image: the page fetches nothing the model names (an address
+            # with the notebook's data in its query)
+            return self.link(f"image: {text}" if text else "image", url, title)
+
     return mistune.create_markdown(
-        renderer=_InertRenderer(),
+        renderer=InertRenderer(),
         plugins=["table", "strikethrough", "url", "task_lists", "math"],
     )
 
