@@ -97,14 +97,18 @@ def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic)
     assert "".join(markdown) == "I'll read the notes.\n\nSales grew **12%** this quarter."
     # a finished cell keeps a static record of its calls, no widget view
     assert [o for o in agent_outputs if WIDGET_VIEW in o.get("data", {})] == []
-    records = [o for o in agent_outputs if "text/html" in o.get("data", {})]
+    records = [
+        o
+        for o in agent_outputs
+        if "text/html" in o.get("data", {}) and not is_answer(o.get("metadata"))
+    ]
     assert len(records) == 1
     view_text = records[0].data["text/plain"]
     assert view_text.startswith("⇉ 2 calls in parallel:")
     assert "read_file(file_path='notes.txt') · done" in view_text
     assert "Quarterly sales grew 12%." in view_text
     assert "list_variables() · done" in view_text
-    assert "read_file(file_path=&#x27;notes.txt&#x27;) · done" in records[0].data["text/html"]
+    assert "read_file(file_path='notes.txt') · done" in records[0].data["text/html"]
 
     printed = "".join(o.get("text", "") for o in nb.cells[3].outputs)
     assert printed.strip() == "I'll read the notes.\n\nSales grew **12%** this quarter."

@@ -71,8 +71,8 @@ class ToolRow(widgets.HBox):  # type: ignore[misc]
         registry = owner.registry
         self.checkbox = widgets.Checkbox(
             value=registry.is_tool_enabled(name),
-            description=name,
-            tooltip=tool_description(registry, name),
+            description=visible(name),  # names and descriptions come from MCP servers too
+            tooltip=visible(tool_description(registry, name)),
             indent=False,
             layout=widgets.Layout(width="220px"),
         )
