@@ -19,7 +19,13 @@ from pathlib import Path
 import pytest
 from fake_anthropic import Reply, text, tool_use
 from IPython.core.interactiveshell import InteractiveShell
-from test_notebook_shell import _Terminal, run_ok, shell, use_fake  # noqa: F401  (fixture)
+from test_notebook_shell import (  # noqa: F401  (shell: the fixture)
+    _Terminal,
+    magics_of,
+    run_ok,
+    shell,
+    use_fake,
+)
 
 from jupyter_agent.agent.approvals import ApprovalRequest
 from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, ToolCallStarted
@@ -133,6 +139,27 @@ def test_prints_from_tool_threads_reach_a_terminal_escaped(
     with OrderedConsole(lambda item: None):
         PrintedText("50%\r100%\n", "stdout").show()
     assert kernel_stream.getvalue() == "50%\r100%\n"
+
+
+def test_the_magics_tables_show_a_hostile_description_escaped(
+    shell: InteractiveShell,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``%agent_tools list`` prints tool descriptions, which MCP servers and packages write."""
+    from jupyter_agent import tool
+
+    @tool(description=f"Looks things up.{OSC0_TITLE}{CLEAR_SCREEN}\u202enoitpircsed")
+    def lookup(query: str) -> str:
+        return query
+
+    use_fake(shell)
+    magics_of(shell).agent.add_tool(lookup)
+    capsys.readouterr()
+    run_ok(shell, "%agent_tools list")
+    out = capsys.readouterr().out
+    assert "lookup" in out
+    assert raw_controls(out) == []
+    assert "Looks things up.\\x1b]0;all good\\x07\\x1b[2J" in out
 
 
 # -- approvals ------------------------------------------------------------------------------

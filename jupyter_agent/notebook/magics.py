@@ -26,7 +26,7 @@ from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
-from .inert import InertMarkdown, visible
+from .inert import InertMarkdown, text_bundle, visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
@@ -99,7 +99,7 @@ def _as_usage_errors() -> Iterator[None]:
     try:
         yield
     except SessionError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 @magics_class
@@ -337,7 +337,7 @@ class AgentMagics(Magics):
         try:
             bundle = panel.static_bundle(note)
         except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
-            bundle = {"text/plain": note}
+            bundle = text_bundle(note)
         handle.update(bundle, raw=True)
         panel.close_all()
 
@@ -398,7 +398,7 @@ class AgentMagics(Magics):
             )
         except SessionError as exc:
             renderer.close(interrupted=False)
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         finally:
             self._renderer = None
             if self._approvals is not None:

@@ -2,7 +2,8 @@
 
 The magics only parse the line; the servers live in ``jupyter_agent.mcp`` on the session's
 background loop (the coroutines are handed to ``run``, which waits for them there), so a
-server's session stays on the loop the agent's tool calls run on.
+server's session stays on the loop the agent's tool calls run on. What comes back (server and
+tool names, errors: the server's words) is printed through ``inert.visible``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from IPython.core.error import UsageError
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import manager_for, parse_server_entry
 from ..mcp.config import MCPServerConfig
+from .inert import visible
 
 USAGE = (
     "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
@@ -88,7 +90,7 @@ def parse_add(words: list[str]) -> MCPServerConfig:
     try:
         return parse_server_entry(name, entry)
     except MCPConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 class MCPCommands:
@@ -122,7 +124,7 @@ class MCPCommands:
                 self._configured.pop(rest[0], None)
                 return f"MCP server {rest[0]!r} removed; its process has ended."
         except (MCPServerError, MCPConfigError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
     def connect_configured(self, agent: Any, servers: Mapping[str, Any]) -> list[str]:
