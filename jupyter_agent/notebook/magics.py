@@ -26,9 +26,10 @@ from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
+from .inert import InertMarkdown, text_bundle, visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
-from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
+from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
 from .runner import MainThreadBridge
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
@@ -40,6 +41,13 @@ if TYPE_CHECKING:
 _DEFAULTS = SessionSettings()
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
+
+
+def _say(text: str, *, error: bool = False) -> None:
+    """Print a line or table of output. Chat names, paths, tool names, MCP servers' words and
+    settings in it come from files, servers and the model: ``visible`` shows their control and
+    invisible characters as escapes, so none can steer the terminal."""
+    print(visible(text), file=sys.stderr if error else sys.stdout)
 
 
 def _positive_int(text: str) -> int:
@@ -91,7 +99,7 @@ def _as_usage_errors() -> Iterator[None]:
     try:
         yield
     except SessionError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 @magics_class
@@ -286,7 +294,7 @@ class AgentMagics(Magics):
         if not self.mcp_servers:
             return
         for problem in self.mcp.connect_configured(self.session.toolbox, self.mcp_servers):
-            print(problem, file=sys.stderr)
+            _say(problem, error=True)
 
     def use_widgets(self) -> bool:
         if self.ui != "auto":
@@ -334,7 +342,7 @@ class AgentMagics(Magics):
         try:
             bundle = panel.static_bundle(note)
         except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
-            bundle = {"text/plain": note}
+            bundle = text_bundle(note)
         handle.update(bundle, raw=True)
         panel.close_all()
 
@@ -395,7 +403,7 @@ class AgentMagics(Magics):
             )
         except SessionError as exc:
             renderer.close(interrupted=False)
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         finally:
             self._renderer = None
             if self._approvals is not None:
@@ -404,7 +412,7 @@ class AgentMagics(Magics):
                 poller.close()
         renderer.close(interrupted=outcome.interrupted)
         if outcome.interrupted:
-            print(INTERRUPTED_NOTE)
+            _say(INTERRUPTED_NOTE)
         return outcome
 
     # -- %%agent -----------------------------------------------------------------------------
@@ -513,9 +521,9 @@ class AgentMagics(Magics):
         args = self._parse(self._reset, rest)
         cleared = self.session.reset(args.name)
         if args.name is None and len(cleared) > 1:
-            print(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
+            _say(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
         else:
-            print("The conversation was cleared; the next %%agent cell starts a new one.")
+            _say("The conversation was cleared; the next %%agent cell starts a new one.")
 
     @magic_arguments("agent chats")
     def _chats(self, rest: str) -> None:
@@ -523,7 +531,7 @@ class AgentMagics(Magics):
         self._parse(self._chats, rest)
         chats = self.session.chats()
         if not chats:
-            print("No chats yet: the first %%agent cell starts 'default'.")
+            _say("No chats yet: the first %%agent cell starts 'default'.")
             return
         width = max(len("chat"), *(len(chat.name) for chat in chats))
         lines = [f"{'chat'.ljust(width)}  {'messages':>8}  {'input':>9}  {'output':>9}"]
@@ -533,7 +541,7 @@ class AgentMagics(Magics):
                 f"{chat.usage.output_tokens:>9}"
             )
         lines.append("input, output: tokens this chat sent to and received from the model")
-        print("\n".join(lines))
+        _say("\n".join(lines))
 
     @magic_arguments("agent history")
     @argument(
@@ -544,15 +552,15 @@ class AgentMagics(Magics):
         args = self._parse(self._history, rest)
         agent = self.session.existing_chat(args.name)
         if not agent.messages:
-            print("(the conversation is empty)")
+            _say("(the conversation is empty)")
             return
-        display(MarkdownText(agent.session_context))
+        display(InertMarkdown(agent.session_context, kind="history"))
 
     @magic_arguments("agent usage")
     def _usage(self, rest: str) -> None:
         """Tokens and estimated cost per model, for this session."""
         self._parse(self._usage, rest)
-        print(self.session.usage_report())
+        _say(self.session.usage_report())
 
     @magic_arguments("agent error")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
@@ -573,10 +581,10 @@ class AgentMagics(Magics):
         args = self._parse(self._compact, rest)
         compacted = self.session.compact(args.name)
         if compacted is None:
-            print(f"Nothing to compact in chat {args.name!r}.")
+            _say(f"Nothing to compact in chat {args.name!r}.")
         else:
             done = "; ".join(compacted.actions())
-            print(
+            _say(
                 f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
                 f"{compacted.tokens_after:,} tokens" + (f" ({done})." if done else ".")
             )
@@ -593,13 +601,13 @@ class AgentMagics(Magics):
             raise UsageError(f"%agent mcp: {exc}") from None
         toolbox = self.session.toolbox
         self._connect_mcp_servers()
-        print(self.mcp.command(toolbox, words))
+        _say(self.mcp.command(toolbox, words))
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
         self._parse(self._undo, rest)
-        print(self.session.undo())
+        _say(self.session.undo())
 
     @magic_arguments("agent save")
     @argument("path", metavar="PATH", help="The JSON file to write.")
@@ -608,7 +616,7 @@ class AgentMagics(Magics):
         """Save a conversation to a file (%agent load brings it back)."""
         args = self._parse(self._save, rest)
         count = self.session.save(args.path, args.chat)
-        print(f"Saved {count} messages to {args.path}")
+        _say(f"Saved {count} messages to {args.path}")
 
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
@@ -621,10 +629,8 @@ class AgentMagics(Magics):
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
         args = self._parse(self._load, rest)
-        count = self.session.load(
-            args.path, args.chat, system_prompt=args.system_prompt, note=print
-        )
-        print(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
+        count = self.session.load(args.path, args.chat, system_prompt=args.system_prompt, note=_say)
+        _say(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
     @magic_arguments("agent config")
     def _config(self, rest: str) -> None:
@@ -638,7 +644,7 @@ class AgentMagics(Magics):
             rows.append((f"AgentMagics.{name}", repr(value)))
         rows.extend(self.session.describe())
         width = max(len(key) for key, _ in rows)
-        print("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+        _say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
 
     #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
     SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
@@ -693,16 +699,16 @@ class AgentMagics(Magics):
                 registry.set_enabled(name, command == "enable")
             if command == "enable":
                 states = ", ".join(f"{name} (policy {session.get_policy(name)})" for name in names)
-                print(f"enabled: {states}")
+                _say(f"enabled: {states}")
             else:
-                print(f"disabled: {', '.join(names)}")
+                _say(f"disabled: {', '.join(names)}")
         elif command == "policy":
             if len(names) != 2 or names[1] not in POLICIES:
                 raise UsageError("usage: %agent_tools policy NAME allow|ask|deny")
             self._check_tool_names(names[:1])
             policy: Policy = names[1]
             session.set_policy(names[0], policy)
-            print(f"{names[0]}: policy {policy}")
+            _say(f"{names[0]}: policy {policy}")
         else:
             raise UsageError(
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
@@ -721,7 +727,7 @@ class AgentMagics(Magics):
     def _print_tools(self) -> None:
         from .widgets.tool_panel import tools_table
 
-        print(tools_table(self.session))
+        _say(tools_table(self.session))
 
 
 def _subcommand_help() -> str:

@@ -2,7 +2,8 @@
 
 The magics only parse the line; the servers live in ``jupyter_agent.mcp`` on the session's
 background loop (the coroutines are handed to ``run``, which waits for them there), so a
-server's session stays on the loop the agent's tool calls run on.
+server's session stays on the loop the agent's tool calls run on. What comes back (server and
+tool names, errors: the server's words) is printed through ``inert.visible``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
+from .inert import visible
 
 USAGE = (
     "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
@@ -89,7 +91,7 @@ def parse_add(words: list[str]) -> MCPServerConfig:
     try:
         return parse_server_entry(name, entry)
     except MCPConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 class MCPCommands:
@@ -123,7 +125,7 @@ class MCPCommands:
                 self._configured.pop(rest[0], None)
                 return f"MCP server {rest[0]!r} removed; its process has ended."
         except (MCPServerError, MCPConfigError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
     def connect_configured(self, toolbox: Toolbox, servers: Mapping[str, Any]) -> list[str]:

@@ -1,6 +1,7 @@
 """Draw an agent run in a cell, from its events, on the main thread.
 
-``RichRenderer`` (Jupyter): the answer streams into one Markdown display per text segment,
+``RichRenderer`` (Jupyter): the answer streams into one display per text segment — the model's
+Markdown rendered as sanitized HTML (``inert.py``: nothing the model writes can be active) —
 updated at most every ``interval`` seconds plus a final update. Each update re-sends (and the
 browser re-renders) the whole segment, so once the segment is long an update also waits until
 the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
@@ -21,8 +22,9 @@ no widget is opened at all: the calls show as their static record from the start
 saves every widget model a cell opened, closed ones too, in the notebook's metadata: some 60
 models per ``%%agent`` cell otherwise.
 
-``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
-is a line when it starts and a short block when it ends.
+``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams, through
+``inert.visible`` (no escape sequence reaches the terminal); each tool call is a line when it
+starts and a short block when it ends.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ..events import (
     TurnStarted,
 )
 from . import tool_format
+from .inert import InertMarkdown, html_bundle, html_text, text_bundle, visible
 
 #: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15
@@ -54,14 +57,8 @@ DEFAULT_RENDER_INTERVAL_S = 0.15
 MIN_GROWTH_FRACTION = 0.1
 
 
-class MarkdownText:
-    """Markdown for rich frontends, the same text for everything else."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/markdown": self.text, "text/plain": self.text}
+#: The answer's display: the model's Markdown as sanitized HTML (``inert.py`` says why).
+MarkdownText = InertMarkdown
 
 
 class ThinkingBlock:
@@ -71,17 +68,13 @@ class ThinkingBlock:
         self.text = text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        import html
-
         chars = len(self.text)
-        return {
-            "text/html": (
-                f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
-                '<pre style="white-space: pre-wrap; font-size: 12px; margin: 0;">'
-                f"{html.escape(self.text)}</pre></details>"
-            ),
-            "text/plain": f"[thinking: {chars:,} characters]",
-        }
+        return html_bundle(
+            f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
+            '<pre style="white-space: pre-wrap; font-size: 12px; margin: 0;">'
+            f"{html_text(self.text)}</pre></details>",
+            f"[thinking: {chars:,} characters]",
+        )
 
 
 def compaction_notice(event: ContextCompacted) -> str:
@@ -100,14 +93,10 @@ class Notice:
         self.text = text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        import html
-
-        return {
-            "text/html": (
-                f"<div style='color: #666; font-style: italic;'>{html.escape(self.text)}</div>"
-            ),
-            "text/plain": f"[{self.text}]",
-        }
+        return html_bundle(
+            f"<div style='color: #666; font-style: italic;'>{html_text(self.text)}</div>",
+            f"[{self.text}]",
+        )
 
 
 class Renderer(Protocol):
@@ -294,7 +283,7 @@ class RichRenderer:
             line = "■ Interrupted."
         else:
             line = ""
-        self._stop_handle.update({"text/plain": line}, raw=True)
+        self._stop_handle.update(text_bundle(line), raw=True)
         close_tree(self._stop_button)
         self._stop_handle = None
         self._stop_button = None
@@ -405,9 +394,12 @@ class TextRenderer:
         return "".join(self._parts)
 
     def _write(self, text: str) -> None:
+        """Write ``text`` with its control, escape, bidi and invisible characters made visible:
+        a model's answer or a tool's result cannot move the cursor, rewrite a line above an
+        approval, retitle the window or set the clipboard."""
         if not text:
             return
-        self.stream.write(text)
+        self.stream.write(visible(text))
         self._at_line_start = text.endswith("\n")
 
     def _line(self, text: str) -> None:

@@ -1,6 +1,8 @@
 """``ApprovalPrompt``: Approve / Deny buttons for one tool call that waits for the user.
 
-The prompt shows the tool and its full arguments; ``decision`` stays ``None`` until a button is
+The prompt shows the tool and its full arguments — exactly what the tool receives, one argument
+per line, multi-line text as its lines, control, bidi and zero-width characters as escapes
+(``tool_format.full_args``), nothing cut; ``decision`` stays ``None`` until a button is
 clicked. Then the prompt folds into one line that says what was decided (the buttons and the
 arguments go: the tool-call view below already shows the call). ``static_bundle`` is that line
 without a widget: the asker puts it in the prompt's place and closes the prompt's widgets, so an
@@ -9,13 +11,14 @@ answered prompt leaves nothing open in the kernel and no widget view in the save
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
 from ...agent.approvals import ApprovalRequest, Decision
 from .. import tool_format
+from ..inert import html_bundle, html_text
+from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
@@ -26,18 +29,16 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
         self.decision: Decision | None = None
-        self._question = widgets.HTML(
-            f"<b>Allow <code>{html.escape(request.name)}</code> to run?</b>"
-        )
-        self._arguments = widgets.HTML(
+        self._question = InertHTML(f"<b>Allow <code>{html_text(request.name)}</code> to run?</b>")
+        self._arguments = InertHTML(
             '<pre style="white-space: pre-wrap; margin: 0; font-size: 12px;">'
-            f"{html.escape(tool_format.pretty_json(request.input))}</pre>"
+            f"{html_text(tool_format.full_args(request.input, None, indent=''))}</pre>"
         )
         self.approve_button = widgets.Button(
             description="Approve", button_style="success", icon="check"
         )
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
-        self._status = widgets.HTML()
+        self._status = InertHTML()
         self.approve_button.on_click(lambda _b: self.decide(Decision(True)))
         self.deny_button.on_click(
             lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
@@ -55,13 +56,13 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.decision = decision
         self.approve_button.disabled = True
         self.deny_button.disabled = True
-        name = html.escape(self.request.name)
+        name = html_text(self.request.name)
         if decision.approved:
             verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs"
         else:
             verdict = (
                 f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
-                f" ({html.escape(decision.reason)})"
+                f" ({html_text(decision.reason)})"
                 if decision.reason
                 else f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
             )
@@ -81,13 +82,11 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
 
     def static_bundle(self) -> dict[str, str]:
         """What a decided prompt leaves in the cell: its one line, HTML and plain, no widget."""
-        return {
-            "text/html": (
-                f"<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
-                f"{self._status.value}</div>"
-            ),
-            "text/plain": self.verdict_text(),
-        }
+        return html_bundle(
+            f"<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
+            f"{self._status.value}</div>",
+            self.verdict_text(),
+        )
 
     def close_all(self) -> None:
         """Close the prompt and every widget it was built from (a decided prompt no longer
