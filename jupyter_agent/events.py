@@ -90,6 +90,8 @@ class ToolCallFinished:
     duration_s: float
     #: Images of the result, as sent to the model (downscaled; at most 5).
     images: tuple[Image, ...] = ()
+    #: How many secret values were replaced by ``[redacted: NAME]`` in ``output``.
+    redacted: int = 0
 
 
 @dataclass(frozen=True, slots=True)
