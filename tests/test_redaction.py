@@ -202,6 +202,8 @@ def test_token_shapes(secret: str, name: str) -> None:
         "xoxo-hugs",
         "ASIAN cuisine ABCDEFGHIJKLMNOPQRSTUV",
         "key = value",
+        "    KEYWORD_ONLY = 'keyword-only'\n    ERRORTOKEN = token.ERRORTOKEN\n",
+        "TOKENIZERS_PARALLELISM=false\nMAX_TOKENS=4096\n",
     ],
 )
 def test_ordinary_text_is_left_alone(harmless: str) -> None:

@@ -100,10 +100,11 @@ _SHAPES = (
     ),
 )
 
-#: A dotenv line, ``NAME=value`` (``export`` and quotes allowed): its value is redacted when
-#: NAME is credential-like. Looked at only around the markers the name rule looks for.
+#: A dotenv line, ``NAME=value`` (``export`` and quotes allowed, no space around ``=``: Python's
+#: ``KEYWORD_ONLY = '…'`` is not one): its value is redacted when NAME is credential-like.
+#: Looked at only around the markers the name rule looks for.
 _DOTENV_LINE = re.compile(
-    r"[ \t]*(?:export[ \t]+)?(?P<name>[A-Z][A-Z0-9_]*)[ \t]*=[ \t]*[\"']?"
+    r"[ \t]*(?:export[ \t]+)?(?P<name>[A-Z][A-Z0-9_]*)=[\"']?"
     r"(?!\[redacted: )(?P<value>[^\s\"'#]{8,})"
 )
 #: The markers of the name rule (``PASSW`` covers ``PASSWORD`` and ``PASSWD``), each a pattern:
