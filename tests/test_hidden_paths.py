@@ -268,6 +268,15 @@ def test_shell_network_reaches_the_default_registry(tmp_path: Path) -> None:
     assert context.shell_network is True
 
 
+def test_shell_network_is_a_setting_off_by_default() -> None:
+    from jupyter_agent.notebook.magics import AgentMagics
+    from jupyter_agent.notebook.settings import SETTING_NAMES, SessionSettings
+
+    assert "shell_network" in SETTING_NAMES
+    assert SessionSettings().shell_network is False
+    assert AgentMagics.class_traits()["shell_network"].default_value is False
+
+
 def test_the_subreaper_says_it_cannot_cut_the_network(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

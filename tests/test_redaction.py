@@ -216,13 +216,14 @@ def test_environment_values_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHORT_SECRET", "1")
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.123")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Jane Q. Developer")
+    monkeypatch.setenv("DEPLOY_KEY_MODE", "production")
     out, count = redact(
         "pw=correct-horse-battery parallel=false short=1 sock=/tmp/ssh-XXXX/agent.123 "
-        "by Jane Q. Developer"
+        "by Jane Q. Developer in production"
     )
     assert out == (
         "pw=[redacted: MY_DB_PASSWORD] parallel=false short=1 sock=/tmp/ssh-XXXX/agent.123 "
-        "by Jane Q. Developer"
+        "by Jane Q. Developer in production"
     )
     assert count == 1
     # a change of the environment is seen at the next call

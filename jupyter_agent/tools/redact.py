@@ -41,6 +41,8 @@ MIN_SECRET_CHARS = 8
 #: A preview that shows this many characters of a long secret value's head or tail (and no
 #: fewer) has them redacted too.
 _FRAGMENT_CHARS = 12
+#: A single short word of one case: a setting's value, too common to redact everywhere.
+_PLAIN_WORD = re.compile(r"[a-z]{1,15}|[A-Z]{1,15}")
 #: Values that are flags or settings, never secrets, whatever the variable is called.
 _TRIVIAL_VALUES = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off"})
 
@@ -119,6 +121,7 @@ def _is_secret_value(value: str) -> bool:
         len(value) >= MIN_SECRET_CHARS
         and value.lower() not in _TRIVIAL_VALUES
         and not value.startswith(("/", "~/", "./"))  # a path (SSH_AUTH_SOCK, KEY_FILE)
+        and _PLAIN_WORD.fullmatch(value) is None  # a setting ("production"), not a secret
         and "\n" not in value
     )
 
