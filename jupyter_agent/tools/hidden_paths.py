@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Mapping
 
 from ..errors import WorkspaceError
 
@@ -98,17 +99,29 @@ def jupyter_folders() -> list[str]:
 
 
 _lock = threading.Lock()
-_cached: tuple[tuple[str | None, ...], tuple[str, ...]] | None = None
+#: (environment key, the hidden places, the same as prefixes ending in a separator)
+_cached: tuple[tuple[object, ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
-def hidden_paths() -> tuple[str, ...]:
-    """Every hidden place as an absolute path, with its real path too where a symlink leads
-    elsewhere; shortest first. Computed again when the environment it depends on changes."""
+def _environment_key() -> tuple[object, ...]:
+    """The values of the variables the list depends on, read as ``os.environ`` stores them
+    (every file tool call asks: a dozen dictionary look-ups, no decoding)."""
+    data: Mapping[object, object] | None = getattr(os.environ, "_data", None)
+    if data is None:
+        return tuple(os.environ.get(name) for name in _DEPENDS_ON)
+    return tuple(data.get(key) for key in _ENCODED_NAMES)
+
+
+_encode: Callable[[str], object] = getattr(os.environ, "encodekey", lambda name: name)
+_ENCODED_NAMES = tuple(_encode(name) for name in _DEPENDS_ON)
+
+
+def _listed() -> tuple[tuple[str, ...], tuple[str, ...]]:
     global _cached
-    key = tuple(os.environ.get(name) for name in _DEPENDS_ON)
+    key = _environment_key()
     cached = _cached
     if cached is not None and cached[0] == key:
-        return cached[1]
+        return cached[1], cached[2]
     with _lock:
         home = os.environ.get("HOME") or os.path.expanduser("~")
         candidates = [os.path.join(home, relative) for relative in HIDDEN_HOME_PATHS]
@@ -125,8 +138,15 @@ def hidden_paths() -> tuple[str, ...]:
             found.add(path)
             found.add(os.path.realpath(path))
         listed = tuple(sorted(found, key=lambda p: (len(p), p)))
-        _cached = (key, listed)
-        return listed
+        prefixes = tuple(path.rstrip(os.sep) + os.sep for path in listed)
+        _cached = (key, listed, prefixes)
+        return listed, prefixes
+
+
+def hidden_paths() -> tuple[str, ...]:
+    """Every hidden place as an absolute path, with its real path too where a symlink leads
+    elsewhere; shortest first. Computed again when the environment it depends on changes."""
+    return _listed()[0]
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -136,7 +156,11 @@ def _inside(path: str, folder: str) -> bool:
 def refuse_hidden(real: str, workspace: str, shown: str) -> None:
     """Raise ``HiddenPathError`` if the resolved path ``real`` lies in a hidden place that is not
     the workspace itself nor one of its parents."""
-    for hidden in hidden_paths():
+    listed, prefixes = _listed()
+    probe = real + os.sep  # the place itself as well as what is inside it
+    if not probe.startswith(prefixes):  # the usual case: one C-level pass over the prefixes
+        return
+    for hidden in listed:
         if _inside(real, hidden) and not _inside(workspace, hidden):
             raise HiddenPathError(
                 f"Refusing to use {shown}: it is inside {hidden}, a credential store or one of "
