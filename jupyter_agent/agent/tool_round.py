@@ -54,6 +54,7 @@ class ToolRound:
             result.duration_s,
             result.images,
             self.refusals.get(call.id),
+            result.redacted,
         )
 
     def answer_blocks(self) -> list[dict[str, object]]:

@@ -135,6 +135,11 @@ class AgentMagics(Magics):
         _DEFAULTS.allow_private_network,
         help="Let web_fetch reach loopback and private addresses (your own services).",
     ).tag(config=True)
+    shell_network = Bool(
+        _DEFAULTS.shell_network,
+        help="Give run_bash's sandbox the network (pip install, curl); off by default, so a "
+        "command can neither reach the kernel's ports nor send what it read.",
+    ).tag(config=True)
     variable_budget = Int(
         _DEFAULTS.variable_budget,
         min=0,

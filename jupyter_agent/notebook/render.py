@@ -86,6 +86,12 @@ def compaction_notice(event: ContextCompacted) -> str:
     )
 
 
+def redaction_notice(count: int) -> str:
+    """What a cell says when secrets were taken out of tool results (``tools/redact.py``)."""
+    values = "1 secret value was" if count == 1 else f"{count:,} secret values were"
+    return f"{values} redacted from tool results before the model saw them ([redacted: NAME])."
+
+
 class Notice:
     """A one-line, static notice in the cell (HTML and plain text)."""
 
@@ -145,6 +151,8 @@ class RichRenderer:
         self._group_handle: Any = None
         self._group_closed = True
         self._groups: list[tuple[Any, Any]] = []
+        #: Secret values taken out of this turn's tool results (said once, at the end).
+        self._redacted = 0
         #: Display calls and updates made for the answer text (for tests and diagnostics).
         self.text_updates = 0
         #: Whether the Stop button was clicked.
@@ -192,6 +200,7 @@ class RichRenderer:
                     images=event.images,
                 )
                 self._redraw(*found[1:])
+            self._redacted += event.redacted
         elif isinstance(event, TurnFinished):
             self._flush(force=True)
             self._group_closed = True  # the next call belongs to a new reply
@@ -199,6 +208,10 @@ class RichRenderer:
             self._close_group()
         elif isinstance(event, AgentFinished | AgentError):
             self._flush(force=True)
+            if self._redacted:
+                self._end_segment()
+                self._handle_factory().display(Notice(redaction_notice(self._redacted)))
+                self._redacted = 0
 
     def tick(self) -> None:
         self._flush(force=False)
@@ -381,6 +394,7 @@ class TextRenderer:
         self._calls: dict[str, ToolCallStarted] = {}
         self._finished: set[str] = set()
         self._calls_this_reply = 0
+        self._redacted = 0
         #: Started calls whose line is not written yet, with their "⇉" prefix.
         self._unannounced: list[tuple[ToolCallStarted, str]] = []
         self._thinking_noted = False
@@ -448,10 +462,15 @@ class TextRenderer:
                 result_chars=300,
             )
             self._line(text)
+            self._redacted += event.redacted
         elif isinstance(event, TurnStarted):
             self._calls_this_reply = 0
-        elif isinstance(event, AgentFinished | AgentError) and not self._at_line_start:
-            self._write("\n")
+        elif isinstance(event, AgentFinished | AgentError):
+            if not self._at_line_start:
+                self._write("\n")
+            if self._redacted:
+                self._line(f"[{redaction_notice(self._redacted)}]")
+                self._redacted = 0
         self.stream.flush()
 
     def tick(self) -> None:

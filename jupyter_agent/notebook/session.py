@@ -156,6 +156,8 @@ class NotebookSession:
             if name == "system_prompt":
                 for agent in self._chats.values():
                     agent.set_system_prompt(value)
+            if name == "shell_network" and self._toolbox is not None:
+                self._toolbox.context.shell_network = bool(value)
             if name in _AGENT_SETTINGS:
                 for agent in self._chats.values():
                     setattr(agent, name, value)
@@ -344,6 +346,7 @@ class NotebookSession:
         if not workspace.is_dir():
             raise SessionError(f"The workspace {str(workspace)!r} is not an existing folder")
         context = ToolContext(workspace)
+        context.shell_network = self.settings.shell_network
         tools = self._builtin_tools(context)
         toolbox = self._toolbox
         if toolbox is None:

@@ -143,6 +143,8 @@ class ToolResult:
     duration_s: float = 0.0
     #: Images the tool returned, in order (the text parts are joined into ``content``).
     images: tuple[Image, ...] = field(default=())
+    #: How many secret values the registry replaced by ``[redacted: NAME]`` in ``content``.
+    redacted: int = 0
 
 
 class ToolFailure(Exception):

@@ -55,14 +55,21 @@ DISABLED_BY_DEFAULT: tuple[str, ...] = tuple(
 
 
 def create_default_registry(
-    context: ToolContext, *, allow_private_network: PrivateNetworkSetting = False
+    context: ToolContext,
+    *,
+    allow_private_network: PrivateNetworkSetting = False,
+    shell_network: bool | None = None,
 ) -> ToolRegistry:
     """A registry with every built-in tool bound to ``context``; the destructive ones (``remove``
     and ``run_bash``) off.
 
     ``allow_private_network`` is passed to ``web_fetch``: ``False`` (public addresses only),
     ``True`` (any address) or a list of hosts such as ``"127.0.0.1"`` or ``"localhost:8000"``.
+    ``shell_network``, when given, sets ``context.shell_network``: whether ``run_bash``'s
+    sandbox keeps the network (off by default).
     """
+    if shell_network is not None:
+        context.shell_network = bool(shell_network)
     registry = ToolRegistry()
     for tool_class in _BUILTIN_TOOLS:
         tool = (

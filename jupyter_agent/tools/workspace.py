@@ -4,7 +4,9 @@ A model can be prompt-injected, so every path it hands a tool is treated as host
 turns it into an absolute, symlink-free path and refuses it — before anything is touched — if it
 lands outside the workspace root: ``..`` escapes, absolute paths elsewhere, sibling folders whose
 name merely starts with the root's name (``/x/ws_evil`` next to ``/x/ws``), and symlinks (final or
-in a parent folder) that point outside. The root itself may be reached through a symlink.
+in a parent folder) that point outside. The root itself may be reached through a symlink. A
+path inside a credential store or one of Jupyter's folders is refused too (``hidden_paths``),
+even inside the workspace: with the workspace at ``~``, ``.ssh/id_ed25519`` is one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PathOutsideWorkspaceError, WorkspaceError
 from . import runs_later
+from .hidden_paths import refuse_hidden
 
 if TYPE_CHECKING:
     from .beneath import WorkspaceRoot
@@ -90,6 +93,7 @@ class Workspace:
                 f"Path {text!r} is outside the workspace ({self.root}); only paths inside it "
                 "are allowed"
             )
+        refuse_hidden(real, str(self.root), repr(text))
         if not agent_folder_ok:
             reason = runs_later.refusal_to_read(Path(real), self.relative(real).split("/"))
             if reason is not None:
