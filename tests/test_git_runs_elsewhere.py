@@ -18,7 +18,8 @@ from fake_anthropic import FakeAnthropic, Reply, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.agent.approvals import ApprovalRequest, Decision
-from jupyter_agent.agent.gate import Ask, PolicyGate, Refuse, Run
+from jupyter_agent.agent.gate import Ask, Refuse, Run
+from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
@@ -66,15 +67,16 @@ def test_the_list() -> None:
 
 
 async def test_the_gate_asks_and_headless_refuses(repo: Path) -> None:
-    registry = create_default_registry(ToolContext(repo))
+    context = ToolContext(repo)
+    registry = create_default_registry(context)
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / WORKFLOW).write_text(PAYLOAD)
-    gate = PolicyGate(registry)
+    gate = Toolbox(context, registry).gate
     args: dict[str, object] = {"message": "tidy up"}
     verdict = gate.verdict("git_commit", args)
     assert isinstance(verdict, Ask), verdict
     assert WORKFLOW in verdict.reason
-    decided = await PolicyGate.decide(None, ApprovalRequest("id1", "git_commit", args))
+    decided = await gate.decide(None, ApprovalRequest("id1", "git_commit", args))
     assert isinstance(decided, Refuse)
     gate.set_policy("git_commit", "deny")  # deny still wins
     assert isinstance(gate.verdict("git_commit", args), Refuse)

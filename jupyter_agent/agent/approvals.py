@@ -30,6 +30,10 @@ class Decision:
     approved: bool
     #: Told to the model when the call is denied ("the user said: ...").
     reason: str = ""
+    #: Approved "for this session": the tool's own question (``ApprovalRequest.reason``) is
+    #: not asked again for what it covers (``web_fetch``: that host); a tool asked about for its
+    #: ``ask`` policy gets ``allow``.
+    remember: bool = False
 
 
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Decision]]

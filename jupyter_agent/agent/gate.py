@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..events import Refusal
-from ..tools.base import approval_reason, capabilities_of
+from ..tools.base import approval_reason, capabilities_of, remember_approval
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
@@ -106,13 +106,19 @@ class PolicyGate:
             return Ask(reason)
         return Run() if policy == "allow" else Ask()
 
-    @staticmethod
-    async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:
-        """Ask ``handler`` about a call whose verdict was ``Ask``; no handler means refusal."""
+    async def decide(
+        self, handler: ApprovalHandler | None, request: ApprovalRequest
+    ) -> Run | Refuse:
+        """Ask ``handler`` about a call whose verdict was ``Ask``; no handler means refusal.
+
+        A yes "for this session" is remembered: by the tool, for what its own question covers
+        (``web_fetch``: the host), else as the policy ``allow`` for the tool.
+        """
+        why = f" ({request.reason})" if request.reason else ""
         if handler is None:
             return Refuse(
                 f"Error: {request.name} was not run: it needs the user's approval and no "
-                "approval handler is available, so the call was denied.",
+                f"approval handler is available, so the call was denied.{why}",
                 "no_approver",
             )
         try:
@@ -120,9 +126,13 @@ class PolicyGate:
         except Exception as exc:
             decision = Decision(False, f"the approval request failed ({exc})")
         if decision.approved:
+            if decision.remember and request.reason:  # the tool's own question
+                remember_approval(self.registry.get_tool(request.name), request.input)
+            elif decision.remember:
+                self.set_policy(request.name, "allow")
             return Run()
-        reason = f" The user said: {decision.reason}" if decision.reason else ""
+        said = f" The user said: {decision.reason}" if decision.reason else ""
         return Refuse(
-            f"Error: the user declined this call of {request.name}; it was not run.{reason}",
+            f"Error: the user declined this call of {request.name}; it was not run.{said}{why}",
             "user",
         )

@@ -109,6 +109,9 @@ class NotebookApprovals:
         width = shutil.get_terminal_size((100, 24)).columns
         name = visible(request.name)
         print(f"{name} wants to run with:\n{tool_format.full_args(request.input, width)}")
+        if request.reason:
+            print(visible(request.reason))
+        print("(y: yes; a: yes, and don't ask again this session; anything else: no)")
         question = f"Allow {name}? [y/N] "
         try:
             answer = input(question)
@@ -116,4 +119,6 @@ class NotebookApprovals:
             return Decision(False, f"{NO_ONE_TO_ASK} ({type(exc).__name__})")
         if answer.strip().lower() in ("y", "yes"):
             return Decision(True)
+        if answer.strip().lower() in ("a", "always"):
+            return Decision(True, remember=True)
         return Decision(False, "denied at the prompt")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, observe, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..agent.approvals import POLICIES, Policy
 from ..errors import SessionError
@@ -130,6 +130,11 @@ class AgentMagics(Magics):
     offline_cassette = Unicode(
         _DEFAULTS.offline_cassette,
         help="A recorded session (JSON cassette) for the offline model to replay.",
+    ).tag(config=True)
+    web_allow = List(
+        Unicode(),
+        help="Hosts web_fetch may reach without asking ('*.example.com' covers its subdomains); "
+        "any other host is asked about once per session.",
     ).tag(config=True)
     allow_private_network = Bool(
         _DEFAULTS.allow_private_network,

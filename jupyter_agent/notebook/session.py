@@ -47,6 +47,7 @@ from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, T
 from ..providers.base import Provider
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
+from ..tools.egress import EgressHosts
 from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
 from ..tools.registry import ToolRegistry
@@ -129,6 +130,8 @@ class NotebookSession:
         self._bridge: MainThreadBridge | None = None
         self._chats: dict[str, Agent] = {}
         self._toolbox: Toolbox | None = None
+        #: Hosts web_fetch may reach: ``web_allow`` and the hosts allowed this session.
+        self.egress = EgressHosts(self.settings.web_allow)
         self._stale = False
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
@@ -156,6 +159,8 @@ class NotebookSession:
             if name == "system_prompt":
                 for agent in self._chats.values():
                     agent.set_system_prompt(value)
+            if name == "web_allow":
+                self.egress.configure(value)
             if name == "shell_network" and self._toolbox is not None:
                 self._toolbox.context.shell_network = bool(value)
             if name in _AGENT_SETTINGS:
@@ -368,7 +373,9 @@ class NotebookSession:
     def _builtin_tools(self, context: ToolContext) -> list[ExecutableTool]:
         """The default registry's tools and, with a namespace, the kernel's, for ``context``."""
         built = create_default_registry(
-            context, allow_private_network=self.settings.allow_private_network
+            context,
+            allow_private_network=self.settings.allow_private_network,
+            web_allow=self.egress,
         ).list_tools()
         if self.namespace is not None:
             built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))

@@ -75,6 +75,19 @@ def approval_reason(tool: object, args: dict[str, object]) -> str | None:
     return reason if isinstance(reason, str) and reason else None
 
 
+def remember_approval(tool: object, args: dict[str, object]) -> bool:
+    """The user allowed this call "for this session": the tool remembers what it covers
+    (``remember_approval(args)``: ``web_fetch``, its host); whether the tool could."""
+    remember = getattr(tool, "remember_approval", None)
+    if not callable(remember):
+        return False
+    try:
+        remember(args)
+    except Exception:
+        return False
+    return True
+
+
 @runtime_checkable
 class ExecutableTool(Protocol):
     """Anything the registry can hold: a name, an Anthropic-format schema, an async ``execute``.

@@ -35,6 +35,7 @@ import httpx
 from .. import __version__
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
+from .egress import EgressHosts, normal_host
 from .netguard import (
     FetchTarget,
     NetworkPolicy,
@@ -182,16 +183,45 @@ class WebFetchTool(BuiltinTool):
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_html_bytes: int = web_convert.MAX_HTML_BYTES,
         ssl_context: ssl.SSLContext | None = None,
+        egress: EgressHosts | None = None,
     ) -> None:
         """``timeout_s`` is the deadline of one whole fetch, conversion included;
         ``max_body_bytes`` caps the body; ``max_html_bytes`` caps the HTML converted to Markdown;
-        ``ssl_context`` replaces the default certificate verification (e.g. a company CA)."""
+        ``ssl_context`` replaces the default certificate verification (e.g. a company CA);
+        ``egress``: the hosts reachable without asking (``egress.py``; the session's)."""
         super().__init__(context)
         self.policy = NetworkPolicy(allow_private_network)
+        self.egress = egress if egress is not None else EgressHosts()
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
         self.max_html_bytes = max_html_bytes
         self.ssl_context = ssl_context
+
+    # -- asking before a new host (egress.py) -----------------------------------------------
+
+    def approval_key(self, args: dict[str, object]) -> str | None:
+        """The host a call would reach first: what "allow for this session" covers."""
+        url = args.get("url")
+        try:
+            return normal_host(parse_target(url).host) if isinstance(url, str) else None
+        except URLRefusedError:
+            return None
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Why the user must say yes first: a host not allowed yet (no DNS lookup here)."""
+        host = self.approval_key(args)
+        if host is None or self.egress.allows(host):
+            return None  # a URL that cannot be fetched is refused by the call itself
+        return (
+            f"web_fetch would send a request to {host}, a host not allowed yet in this session "
+            f"(the URL and its query reach that host). To allow it without asking: "
+            f"%config AgentMagics.web_allow = [{host!r}]"
+        )
+
+    def remember_approval(self, args: dict[str, object]) -> None:
+        host = self.approval_key(args)
+        if host is not None:
+            self.egress.allow_for_session(host)
 
     async def execute(self, args: dict[str, object]) -> str:
         url = args["url"]
@@ -223,10 +253,18 @@ class WebFetchTool(BuiltinTool):
 
     async def _fetch(self, url: str) -> _Fetched:
         target = parse_target(url)
+        first_host = normal_host(target.host)
         visited = {str(target.url)}
         redirects: list[str] = []
         came_from: FetchTarget | None = None
         while True:
+            host = normal_host(target.host)
+            if came_from is not None and host != first_host and not self.egress.allows(host):
+                raise URLRefusedError(
+                    f"{came_from.url} redirected to {target.url}: Refused: {host} is a host not "
+                    "allowed in this session; fetch that URL with web_fetch itself, and the user "
+                    "is asked"
+                )
             try:
                 address = await self.policy.pin(target)
             except URLRefusedError as exc:

@@ -29,7 +29,14 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
         self.decision: Decision | None = None
-        self._question = InertHTML(f"<b>Allow <code>{html_text(request.name)}</code> to run?</b>")
+        why = (
+            f"<div style='margin: 2px 0;'>{html_text(request.reason)}</div>"
+            if request.reason
+            else ""
+        )
+        self._question = InertHTML(
+            f"<b>Allow <code>{html_text(request.name)}</code> to run?</b>{why}"
+        )
         self._arguments = InertHTML(
             '<pre style="white-space: pre-wrap; margin: 0; font-size: 12px;">'
             f"{html_text(tool_format.full_args(request.input, None, indent=''))}</pre>"
@@ -37,13 +44,23 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.approve_button = widgets.Button(
             description="Approve", button_style="success", icon="check"
         )
+        self.session_button = widgets.Button(
+            description="Allow for this session",
+            tooltip=(
+                "Don't ask again for this host" if request.reason else "Set this tool to 'allow'"
+            ),
+            layout=widgets.Layout(width="auto"),
+        )
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
         self._status = InertHTML()
         self.approve_button.on_click(lambda _b: self.decide(Decision(True)))
+        self.session_button.on_click(lambda _b: self.decide(Decision(True, remember=True)))
         self.deny_button.on_click(
             lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
         )
-        self._buttons = widgets.HBox([self.approve_button, self.deny_button, self._status])
+        self._buttons = widgets.HBox(
+            [self.approve_button, self.session_button, self.deny_button, self._status]
+        )
         super().__init__(
             children=[self._question, self._arguments, self._buttons],
             layout=widgets.Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
@@ -55,10 +72,12 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             return
         self.decision = decision
         self.approve_button.disabled = True
+        self.session_button.disabled = True
         self.deny_button.disabled = True
         name = html_text(self.request.name)
         if decision.approved:
-            verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs"
+            scope = " (and from now on, this session)" if decision.remember else ""
+            verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs{scope}"
         else:
             verdict = (
                 f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
@@ -76,7 +95,8 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         if decision is None:
             return ""
         if decision.approved:
-            return f"Approved: {self.request.name} runs"
+            scope = " (and from now on, this session)" if decision.remember else ""
+            return f"Approved: {self.request.name} runs{scope}"
         reason = f" ({decision.reason})" if decision.reason else ""
         return f"Denied: {self.request.name} was not run{reason}"
 
@@ -101,7 +121,8 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             else ("approved" if self.decision.approved else "denied")
         )
         args = tool_format.full_args(self.request.input)
-        return f"Allow {self.request.name}? — {state}\n{args}"
+        why = f"\n{self.request.reason}" if self.request.reason else ""
+        return f"Allow {self.request.name}? — {state}{why}\n{args}"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
