@@ -14,7 +14,7 @@ import argparse
 import contextlib
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
@@ -48,6 +48,19 @@ def _say(text: str, *, error: bool = False) -> None:
     settings in it come from files, servers and the model: ``visible`` shows their control and
     invisible characters as escapes, so none can steer the terminal."""
     print(visible(text), file=sys.stderr if error else sys.stdout)
+
+
+def _show_link(text: str, url: str) -> None:
+    """A link in the running cell (an MCP server's Authorize page): inert markup, the URL as
+    text beside it, for a terminal or a frontend that does not open links."""
+    from ._ipython import display
+    from .inert import html_bundle, html_text
+
+    markup = (
+        f'<div style=\'margin: 4px 0;\'><a href="{html_text(url)}" target="_blank">'
+        f"{html_text(text)}</a></div>"
+    )
+    display(html_bundle(markup, f"{text}: {url}"), raw=True)
 
 
 def _positive_int(text: str) -> int:
@@ -232,6 +245,7 @@ class AgentMagics(Magics):
                 namespace=getattr(self.shell, "user_ns", None),
                 shell=self.shell,
                 approvals=self._make_approvals,
+                show_link=_show_link,
             )
             self._session.on_rebuild.append(self._rebind_panel)
         return self._session
@@ -295,9 +309,16 @@ class AgentMagics(Magics):
         if self._mcp_commands is None:
             from .mcp_commands import MCPCommands
 
-            background = self.session.bridge.background
-            self._mcp_commands = MCPCommands(lambda coro: background.run(coro))
+            self._mcp_commands = MCPCommands(self._run_pumped)
         return self._mcp_commands
+
+    def _run_pumped(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the session's loop while the main thread pumps: what it shows (an
+        MCP server's Authorize link, a form) reaches this cell, and an interrupt ends it."""
+        outcome = self.session.bridge.run(coro, lambda _event: None)
+        if outcome.interrupted:
+            raise UsageError("Interrupted; nothing was changed")
+        return outcome.value
 
     def _connect_mcp_servers(self) -> None:
         """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""

@@ -18,12 +18,13 @@ from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
+from ..mcp.manager import MCPManager
 from .inert import visible
 
 USAGE = (
     "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
     "COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] [--policy P] | "
-    "%agent mcp list [NAME] | %agent mcp remove NAME"
+    "%agent mcp list [NAME] | %agent mcp remove NAME | %agent mcp logout NAME"
 )
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -124,9 +125,32 @@ class MCPCommands:
                 self._run(manager.remove(rest[0]))
                 self._configured.pop(rest[0], None)
                 return f"MCP server {rest[0]!r} removed; its process has ended."
+            if verb == "logout":
+                if len(rest) != 1:
+                    raise UsageError("usage: %agent mcp logout NAME")
+                return self.logout(manager, rest[0])
         except (MCPServerError, MCPConfigError) as exc:
             raise UsageError(visible(str(exc))) from None
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
+
+    @staticmethod
+    def logout(manager: MCPManager, name: str) -> str:
+        """Forget the OAuth tokens (and client registration) kept for server ``name``."""
+        from ..mcp.oauth import forget_tokens
+
+        connection = manager.servers.get(name)
+        if connection is None:
+            known = ", ".join(manager.servers) or "none"
+            raise UsageError(f"No MCP server named {name!r} (added: {known})")
+        url = connection.config.url
+        if url is None:
+            return f"MCP server {name!r} runs locally (stdio): it has no sign-in to forget."
+        forgot = forget_tokens(url)
+        said = "Forgot its tokens" if forgot else "No tokens were kept for it"
+        return (
+            f"{said} ({url}). The connection open now keeps working until it is removed; the "
+            "next connection asks you to authorize again."
+        )
 
     def connect_configured(self, toolbox: Toolbox, servers: Mapping[str, Any]) -> list[str]:
         """Add the ``mcp_servers`` entries not tried yet; one line per failure, to print."""

@@ -115,16 +115,19 @@ class NotebookSession:
         approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
         notify: Callable[[str], None] = print,
         start_dir: str | os.PathLike[str] | None = None,
+        show_link: Callable[[str, str], None] | None = None,
     ) -> None:
         """``namespace``: the user's variables (the kernel tools and ``{{name}}`` read them);
         ``approvals``: builds the handler that asks the user, given the session's bridge;
-        ``notify``: how a one-line note reaches the user."""
+        ``notify``: how a one-line note reaches the user; ``show_link(text, url)``: how a link
+        (an MCP server's "Authorize") reaches the user, on the main thread (default: ``notify``)."""
         self.settings = settings if settings is not None else SessionSettings()
         self.namespace = namespace
         self._shell = shell
         self._make_approvals = approvals
         self._approvals: ApprovalHandler | None = None
         self._notify = notify
+        self._show_link = show_link
         self._start_dir = Path(start_dir if start_dir is not None else os.getcwd())
         self._background: BackgroundLoop | None = None
         self._bridge: MainThreadBridge | None = None
@@ -356,6 +359,7 @@ class NotebookSession:
         toolbox = self._toolbox
         if toolbox is None:
             toolbox = Toolbox(context, ToolRegistry(), tool_timeout=self.settings.tool_timeout)
+            self._connect_mcp_hooks(toolbox)
             self._toolbox = toolbox
         # new tools take their places; enabled states and policies stay (the destructive ones,
         # remove, run_bash and run_python, start off)
@@ -369,6 +373,26 @@ class NotebookSession:
         for callback in self.on_rebuild:
             callback(primary)
         return primary
+
+    def _connect_mcp_hooks(self, toolbox: Toolbox) -> None:
+        """MCP servers reach the user through the session: sampling after an approval, the
+        OAuth "Authorize" link in the running cell (``mcp/client_features.py``)."""
+        from ..mcp.sampling import make_sampler
+
+        hooks = toolbox.mcp.hooks
+        hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
+        hooks.open_authorization = self._open_authorization
+
+    async def _open_authorization(self, url: str) -> None:
+        text = "Authorize the MCP server (the link opens its sign-in page)"
+
+        def show() -> None:
+            if self._show_link is not None:
+                self._show_link(text, url)
+            else:
+                self._notify(f"jupyter-agent: {text}: {url}")
+
+        await self.bridge.call_on_main(show)
 
     def _builtin_tools(self, context: ToolContext) -> list[ExecutableTool]:
         """The default registry's tools and, with a namespace, the kernel's, for ``context``."""
