@@ -55,9 +55,12 @@ class Kernel:
                 except Exception:
                     return
 
-    def execute(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], str]:
-        """Run ``code``; its reply and what it printed."""
-        msg_id = self.client.execute(code, allow_stdin=True)
+    def execute(
+        self, code: str, timeout: float = 60, *, attended: bool = True
+    ) -> tuple[dict[str, Any], str]:
+        """Run ``code``; its reply and what it printed (``attended``: as a frontend that can
+        answer the cell, not nbclient)."""
+        msg_id = self.client.execute(code, allow_stdin=attended)
         deadline = time.monotonic() + timeout
         while True:
             assert time.monotonic() < deadline, f"timed out running {code!r}"
@@ -325,6 +328,18 @@ def test_an_ask_policy_shows_the_prompt_in_the_serve_cell_and_approve_runs_it(
     ]
     assert widget_updates
     assert {m["content"]["transient"]["display_id"] for m in widget_updates} <= prompt_ids
+
+
+def test_an_ask_policy_is_refused_when_nobody_watches(kernel: Kernel, served: Served) -> None:
+    """A kernel run by nbclient (no ``allow_stdin``) has nobody to click Approve: refused."""
+    kernel.execute("%agent_tools policy inspect_variable ask", attended=False)
+    try:
+        result = call(served, "inspect_variable", {"name": "secret_note"})
+    finally:
+        kernel.execute("%agent_tools policy inspect_variable allow")
+    assert result.is_error
+    assert "no one could approve it" in result_text(result)
+    assert "only for the approved" not in result_text(result)
 
 
 def test_the_saved_notebook_keeps_the_record(
