@@ -89,6 +89,7 @@ class ServeLog:
         self.calls: list[StaticCall] = []
         self.dropped = 0
         self.note = "No calls yet: they show here as other agents make them."
+        self.ended = False
 
     def apply(self, events: list[object]) -> None:
         for event in events:
@@ -129,6 +130,9 @@ class ServeLog:
         html_parts += [call.as_html() for call in self.calls]
         text_parts = [head] if head else []
         text_parts += [call.as_text() for call in self.calls]
+        if self.ended and self.calls:
+            html_parts.append(f"<div style='color: #666;'>■ {html.escape(self.note)}</div>")
+            text_parts.append(f"■ {self.note}")
         return {"text/html": "".join(html_parts), "text/plain": "\n".join(text_parts)}
 
     def draw(self) -> None:
@@ -139,6 +143,7 @@ class ServeLog:
             if not call.finished:
                 call.mark("interrupted")
         self.note = note
+        self.ended = True
         self.draw()
 
 
@@ -178,6 +183,11 @@ class KernelServe:
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
         self.stopped = False
+
+    @property
+    def url(self) -> str:
+        """Where MCP clients connect (with ``Authorization: Bearer`` and ``token``)."""
+        return self.server.url
 
     # -- starting and stopping (main thread) -----------------------------------------------------
 
