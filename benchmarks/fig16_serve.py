@@ -105,7 +105,7 @@ def run(ctx: BenchContext) -> list[Row]:
                 "The protocol, not the tool (the tool itself is the 'theirs' column): each call "
                 "is an HTTP POST answered by an SSE stream, with the SDK's task and memory-stream "
                 "machinery on both sides — about 7 ms of CPU per call, client and server "
-                "together, measured with both in one process. The SDK's client also opens a new TCP "
+                "together, measured with both in one process. The SDK's client opens a new TCP "
                 "connection for every call (it closes each SSE response before its end, so the "
                 "connection cannot be reused: 200 connects for 200 calls under cProfile). Under "
                 "load the round trip's several thread wake-ups stretch further on 2 shared cores."
