@@ -501,3 +501,81 @@ def _tool_names(served: Served) -> list[str]:
             return [tool.name for tool in (await s.list_tools()).tools]
 
     return asyncio.run(go())
+
+
+class _SlowGate:
+    """``Reply.gate`` that makes the model's answer trickle: one piece every 0.3 s."""
+
+    async def wait(self) -> None:
+        await asyncio.sleep(0.3)
+
+
+def test_while_an_agent_cell_runs_its_pump_serves_the_outside_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During a ``%%agent`` cell the main thread is the cell's pump: an outside call's approval
+    prompt shows and is clicked, and ``run_python`` runs, while the cell still streams."""
+    from fake_anthropic import FakeAnthropic, Reply
+    from notebook_fake_server import serve
+
+    fake = FakeAnthropic()
+    fake.add(Reply([{"type": "text", "text": "word " * 100}], chunk=5, gate=_SlowGate()))  # type: ignore[arg-type]
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+        kernel = Kernel(tmp_path)
+        try:
+            kernel.execute(
+                "%load_ext jupyter_agent\nsecret_note = 'approved during a cell'\n"
+                "%agent_tools policy inspect_variable ask\n"
+                "%agent_tools enable run_python\n%agent_tools policy run_python allow"
+            )
+            served = start_serving(kernel)
+            cell_id = kernel.client.execute("%%agent\nTell me a story", allow_stdin=True)
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and "text/markdown" in m["content"].get("data", {})
+                )
+            )
+
+            def click_approve() -> None:
+                message = kernel.wait_for(
+                    lambda m: (
+                        m["msg_type"] == "comm_open"
+                        and m["content"]["data"].get("state", {}).get("description") == "Approve"
+                    ),
+                    timeout=30,
+                )
+                kernel.send_click(message["content"]["comm_id"])
+
+            clicker = threading.Thread(target=click_approve)
+            clicker.start()
+            approved = call(served, "inspect_variable", {"name": "secret_note"})
+            clicker.join(35)
+            ran = call(served, "run_python", {"code": "secret_note.upper()"})
+            kernel.drain()
+            cell_ended = [
+                m
+                for m in kernel.messages
+                if m["parent_header"].get("msg_id") == cell_id
+                and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "idle"
+            ]
+            assert not cell_ended, "the calls waited for the %%agent cell to end"
+            assert not approved.is_error, result_text(approved)
+            assert "approved during a cell" in result_text(approved)
+            assert not ran.is_error, result_text(ran)
+            assert "APPROVED DURING A CELL" in result_text(ran)
+            kernel.manager.interrupt_kernel()  # the story has made its point
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and m["msg_type"] == "status"
+                    and m["content"]["execution_state"] == "idle"
+                ),
+                timeout=60,
+            )
+        finally:
+            kernel.close()
