@@ -27,7 +27,7 @@ import contextlib
 import functools
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
@@ -176,6 +176,8 @@ class KernelServe:
         )
         self._port = port
         self._pending: list[object] = []
+        #: Tasks started on the loop and not awaited (held until they end).
+        self._tasks: set[asyncio.Task[None]] = set()
         self._drawing = False
         #: A cell other than a ``%%agent`` one is running (main-thread work waits for it).
         self._cell_running = True  # the ``%agent serve`` cell itself, until it ends
@@ -283,7 +285,12 @@ class KernelServe:
         self._pending.append(event)
         if not self._drawing:
             self._drawing = True
-            self._loop.create_task(self._draw())
+            self._spawn(self._draw())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _draw(self) -> None:
         """Hand the queued events to the main thread, in order, a batch at a time."""
@@ -327,7 +334,7 @@ class KernelServe:
             await clicked
         finally:
             self._post(_Waiting(request.call_id, False))
-            self._loop.create_task(self._settle(prompt))
+            self._spawn(self._settle(prompt))
         decision: Decision | None = prompt.decision
         return decision if decision is not None else Decision(False, "no answer")
 
