@@ -122,6 +122,12 @@ def test_the_subcommand_in_a_shell(shell: InteractiveShell) -> None:
         shell.run_line_magic("agent", "serve --tools nope")
     with pytest.raises(UsageError, match="--port must be"):
         shell.run_line_magic("agent", "serve --port 70000")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        with pytest.raises(UsageError, match="cannot listen on port"):
+            shell.run_line_magic("agent", f"serve --port {taken.getsockname()[1]}")
+    assert get_magics(shell).server is None
     with capture_output() as nothing:
         shell.run_line_magic("agent", "serve stop")
     assert "no server is running" in nothing.stdout

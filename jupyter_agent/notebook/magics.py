@@ -601,8 +601,11 @@ class AgentMagics(Magics):
         print(self.mcp.command(toolbox, words))
 
     def _serve(self, rest: str) -> None:
-        """%agent serve [--port N] [--tools NAME,...] | stop | status: this kernel's tools as
-        an MCP server for other agents (``serve.py``)."""
+        """%agent serve [--port N] [--tools NAME,...] | stop | status — MCP for other agents
+
+        This kernel's tools as an MCP server on loopback, for Claude Code, Codex or any MCP
+        client (``serve.py``; its own parser).
+        """
         from .serve import serve_command
 
         serve_command(self, rest)
