@@ -132,8 +132,9 @@ def test_the_subcommand_in_a_shell(shell: InteractiveShell) -> None:
         shell.run_line_magic("agent", "serve stop")
     assert "no server is running" in nothing.stdout
     with capture_output() as started:
-        shell.run_line_magic("agent", "serve --tools list_variables,read_file")
+        shell.run_line_magic("agent", "serve --tools list_variables,read_file,run_python")
     assert "Serving 2 tools" in started.stdout
+    assert "Not offered while disabled: run_python" in started.stdout
     served: Any = get_magics(shell).server
     assert served is not None
     with capture_output() as status:

@@ -211,6 +211,12 @@ class KernelServe:
         )
         print(connection_lines(self.server.url, self.token))
         print(f"\nTools: {', '.join(offered) or 'none (enable some with %agent_tools)'}")
+        disabled = [name for name in self.server.only or () if name not in offered]
+        if disabled:
+            print(
+                f"Not offered while disabled: {', '.join(disabled)} "
+                f"(%agent_tools enable {' '.join(disabled)})"
+            )
         log_handle = DisplayHandle()
         self._log = ServeLog(log_handle)
         log_handle.display(self._log.bundle(), raw=True)
