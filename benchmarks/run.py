@@ -46,6 +46,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("14", "benchmarks.fig14_mcp", "MCP tool call through the registry; stdio connect"),
     ("15", "benchmarks.fig15_cell_recorder", "cell recorder per cell (100 KB printed + a PNG)"),
     ("16", "benchmarks.fig16_redaction", "redaction of a 1 MB tool result"),
+    ("17", "benchmarks.fig17_serve", "`inspect_variable` through `%agent serve` (MCP over HTTP)"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

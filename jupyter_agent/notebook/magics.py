@@ -229,6 +229,8 @@ class AgentMagics(Magics):
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
         self._mcp_commands: MCPCommands | None = None
+        #: The running ``%agent serve`` (``serve.py``), if any.
+        self.server: Any = None
 
     @property
     def session(self) -> NotebookSession:
@@ -299,6 +301,9 @@ class AgentMagics(Magics):
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
         self._retire_panel("(the extension was unloaded)")
+        from .serve import stop_serving
+
+        stop_serving(self, "stopped: the extension was unloaded")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -484,7 +489,7 @@ class AgentMagics(Magics):
         Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
         ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
         ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
-        ``%agent mcp add|list|remove`` (listed below).
+        ``%agent mcp add|list|remove``, ``%agent serve`` (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -634,6 +639,16 @@ class AgentMagics(Magics):
         self._connect_mcp_servers()
         _say(self.mcp.command(toolbox, words))
 
+    def _serve(self, rest: str) -> None:
+        """%agent serve [--port N] [--tools NAME,...] | stop | status — MCP for other agents
+
+        This kernel's tools as an MCP server on loopback, for Claude Code, Codex or any MCP
+        client (``serve.py``; its own parser).
+        """
+        from .serve import serve_command
+
+        serve_command(self, rest)
+
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
@@ -690,6 +705,7 @@ class AgentMagics(Magics):
         "load": _load,
         "config": _config,
         "mcp": _mcp,
+        "serve": _serve,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -201,6 +201,9 @@ class MainThreadBridge:
         self._accepting_calls = False
         self._pumping = False
         self._stop_requested = False
+        #: Runs main-thread work while no run is pumping (``%agent serve`` sets it: the kernel's
+        #: own loop, between cells); ``None``: such work is refused with ``NotPumpingError``.
+        self.idle_runner: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
         #: Times the pump woke up (for tests and benchmarks).
@@ -258,19 +261,29 @@ class MainThreadBridge:
     async def call_on_main(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the main thread during the current run and return its result.
 
-        Raises ``NotPumpingError`` when no run is pumping, ``InterruptedByUser`` when the user
-        interrupted the kernel while ``fn`` ran. Cancelling the awaiting task before ``fn`` starts
-        means it never starts.
+        Raises ``NotPumpingError`` when no run is pumping (and no ``idle_runner`` is set: then
+        it runs ``fn``), ``InterruptedByUser`` when the user interrupted the kernel while ``fn``
+        ran. Cancelling the awaiting task before ``fn`` starts means it never starts.
         """
-        if not self._accepting_calls:
-            raise NotPumpingError(
-                "this needs the notebook's main thread, which is only available while a "
-                "%%agent cell is running"
-            )
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._queue.put(_MainCall(fn, future))
-        self._wake.set()
-        return await asyncio.wrap_future(future)
+        if self._accepting_calls:
+            future: concurrent.futures.Future[T] = concurrent.futures.Future()
+            self._queue.put(_MainCall(fn, future))
+            self._wake.set()
+            try:
+                return await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if self.idle_runner is None or (task is not None and task.cancelling()):
+                    raise
+                # the run ended before the pump reached ``fn`` (it never started): between
+                # cells, the idle runner takes it
+        if self.idle_runner is not None:
+            result: T = await self.idle_runner(fn)
+            return result
+        raise NotPumpingError(
+            "this needs the notebook's main thread, which is only available while a "
+            "%%agent cell is running"
+        )
 
     # -- on the main thread ----------------------------------------------------------------------
 
