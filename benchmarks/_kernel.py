@@ -50,16 +50,20 @@ class Kernel:
         code: str,
         on_message: Callable[[dict[str, Any]], None] | None = None,
         timeout: float = 120,
+        on_tick: Callable[[], None] | None = None,
     ) -> list[dict[str, Any]]:
-        """Run ``code``; every iopub message of it goes to ``on_message``; its outputs."""
+        """Run ``code``; every iopub message goes to ``on_message`` and ``on_tick`` is called
+        at least every 2 ms meanwhile; returns the cell's outputs."""
         msg_id = self.client.execute(code)
         outputs: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while True:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"timed out running {code[:80]!r}")
+            if on_tick is not None:
+                on_tick()
             try:
-                message = self.client.get_iopub_msg(timeout=0.05)
+                message = self.client.get_iopub_msg(timeout=0.002 if on_tick else 0.05)
             except Exception:
                 continue
             if on_message is not None:

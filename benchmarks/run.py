@@ -46,6 +46,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("14", "benchmarks.fig14_mcp", "MCP tool call through the registry; stdio connect"),
     ("15", "benchmarks.fig15_cell_recorder", "cell recorder per cell (100 KB printed + a PNG)"),
     ("16", "benchmarks.fig16_first_token", "first token of a fresh kernel's first `%%agent` cell"),
+    ("17", "benchmarks.fig17_widget_round_trip", "widget round trip during a `%%agent` turn"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 
