@@ -423,6 +423,8 @@ class AgentMagics(Magics):
             if poller is not None:
                 poller.poll(0)
 
+        bridge = self.session.bridge
+        bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
         try:
             outcome = self.session.run(
                 prompt,
@@ -441,6 +443,7 @@ class AgentMagics(Magics):
             renderer.close(interrupted=False)
             raise UsageError(visible(str(exc))) from None
         finally:
+            bridge.comm_waiter = None
             self._renderer = None
             if self._approvals is not None:
                 self._approvals.poller = None

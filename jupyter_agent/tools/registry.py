@@ -22,13 +22,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import exceptions as jsonschema_exceptions
-from jsonschema import validators as jsonschema_validators
-from jsonschema.protocols import Validator
-
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, Image, ToolResult, capabilities_of
 from .redact import redact
+from .schema_validation import Validator, jsonschema_exceptions, jsonschema_validators
 
 _clock = time.perf_counter
 

@@ -13,10 +13,11 @@ The URL may come from a prompt injection, so the fetch is bounded in every direc
 * what comes back: JSON pretty-printed, HTML turned into Markdown (scripts, styles and the like
   dropped first), other text as is; binary content is refused, naming its content type. A
   non-2xx status is an error result with the status;
-* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default) and JSON are
-  converted in a child process under the same deadline, killed when it passes, so a page crafted
-  to make the parser slow can neither freeze the event loop nor outlive the call (see
-  ``web_convert``).
+* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default; converted by
+  html-to-markdown, with nesting past its depth limit flattened first) and JSON are converted in
+  a child process under the same deadline, killed when it passes, so a page crafted to make the
+  parser slow can neither freeze the event loop nor outlive the call, and a parser crash ends the
+  child, not the kernel (see ``web_convert``).
 """
 
 from __future__ import annotations
@@ -453,7 +454,7 @@ async def start_converter() -> asyncio.subprocess.Process:
     Python and its libraries need. Its environment is empty: it needs nothing of the user's, and
     must not see their keys.
     """
-    # python -I finds its libraries (bs4, markdownify) under these prefixes only
+    # python -I finds its library (html_to_markdown) under these prefixes only
     visible = [sys.prefix, sys.base_prefix, os.path.dirname(CONVERTER_SCRIPT)]
     await probe_off_the_loop()
     return await start_reader(
