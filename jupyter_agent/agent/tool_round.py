@@ -24,7 +24,7 @@ from ..tools.base import ToolResult
 from . import conversation
 from .approvals import ApprovalHandler, ApprovalRequest
 from .chat_state import Call
-from .gate import Ask, Refuse, Run
+from .gate import Ask, Refuse, Run, Verdict
 from .results import fit_result
 from .toolbox import Toolbox
 
@@ -92,14 +92,13 @@ class ToolRound:
     async def run(self) -> AsyncGenerator[AgentEvent, None]:
         """Run the calls; yields ``ToolCallStarted``/``ToolCallFinished``. Every call has a
         result when this ends, however it ends (``conversation.INTERRUPTED``/``NOT_RUN``)."""
-        gate = self.toolbox.gate
         tasks: dict[str, asyncio.Task[ToolResult]] = {}
         one_question_at_a_time = asyncio.Lock()
         slots = asyncio.Semaphore(max(1, self.max_parallel))
         #: Calls that began to run (a call still waiting for approval or a slot never ran).
         ran: set[str] = set()
         try:
-            verdicts = [gate.verdict(call.name, call.raw_input) for call in self.calls]
+            verdicts = await self._verdicts()
             if len(self.calls) == 1 and isinstance(verdicts[0], Run):
                 # the usual turn: one call that runs, in this task (no task and no wait to set
                 # up); an interrupt reaches it as it would reach its task
@@ -142,6 +141,19 @@ class ToolRound:
             finally:
                 self._settle_unfinished(tasks, ran)
             raise
+
+    async def _verdicts(self) -> list[Verdict]:
+        """The gate's verdict on each call. A tool's own check (``needs_approval``: git_commit
+        runs ``git status``) may take a while: then the verdicts are reached off the loop."""
+        gate = self.toolbox.gate
+
+        def judge() -> list[Verdict]:
+            return [gate.verdict(call.name, call.raw_input) for call in self.calls]
+
+        registry = self.toolbox.registry
+        if any(hasattr(registry.get_tool(c.name), "needs_approval") for c in self.calls):
+            return await asyncio.to_thread(judge)
+        return judge()
 
     def _settle_unfinished(self, tasks: dict[str, asyncio.Task[ToolResult]], ran: set[str]) -> None:
         for call in self.calls:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
-from .. import __version__
+from .._version import __version__
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
 from .egress import EgressHosts, normal_host
