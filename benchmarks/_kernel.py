@@ -87,7 +87,14 @@ class Kernel:
 
 
 def markdown_of(message: dict[str, Any]) -> str:
-    """The Markdown an iopub display message shows, or ``""``."""
+    """The answer text an iopub display message shows (its plain text), or ``""``.
+
+    Answers are inert HTML marked as such in their metadata (``notebook/inert.py``)."""
+    from jupyter_agent.notebook.inert import is_answer
+
     if message["msg_type"] not in ("display_data", "update_display_data"):
         return ""
-    return str(message["content"].get("data", {}).get("text/markdown", ""))
+    content = message["content"]
+    if not is_answer(content.get("metadata")):
+        return ""
+    return str(content.get("data", {}).get("text/plain", ""))

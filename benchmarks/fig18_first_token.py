@@ -18,7 +18,7 @@ from typing import Any
 
 from ._harness import BenchContext, Row, Stats, compare, python_child, require, scratch_dir
 
-FIGURE = "16"
+FIGURE = "18"
 MODEL = "bench-t0-c0"
 
 _THEIRS = """

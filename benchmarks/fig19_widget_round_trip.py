@@ -20,7 +20,7 @@ from typing import Any
 
 from ._harness import BenchContext, Row, Stats, limit, require, scratch_dir
 
-FIGURE = "17"
+FIGURE = "19"
 PROBE_EVERY_S = 0.03
 PROBE_TIMEOUT_S = 5.0
 

@@ -117,4 +117,5 @@ def test_the_key_is_private_and_outside_the_workspace(tmp_path: Path, data_dir: 
     # the tools cannot read it, even with the workspace holding the data folder
     registry = create_default_registry(ToolContext(tmp_path))
     result = asyncio.run(registry.call("read_file", {"file_path": str(key)}))
-    assert result.is_error and "signing key" in result.content
+    # the whole Jupyter data folder is out of the tools' reach (hidden_paths), the key with it
+    assert result.is_error and "one of Jupyter's own folders" in result.content

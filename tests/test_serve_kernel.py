@@ -23,6 +23,8 @@ import nbformat
 import pytest
 from jupyter_client.manager import start_new_kernel
 
+from jupyter_agent.notebook.inert import is_answer
+
 pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
 
@@ -536,7 +538,7 @@ def test_while_an_agent_cell_runs_its_pump_serves_the_outside_calls(
             kernel.wait_for(
                 lambda m: (
                     m["parent_header"].get("msg_id") == cell_id
-                    and "text/markdown" in m["content"].get("data", {})
+                    and is_answer(m["content"].get("metadata"))  # the answer is streaming
                 )
             )
 

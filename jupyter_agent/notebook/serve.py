@@ -37,6 +37,7 @@ from ..events import ToolCallFinished, ToolCallStarted
 from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
 from .approvals_ui import NO_ONE_TO_ASK
 from .call_record import StaticCall
+from .inert import html_bundle, html_text
 from .kernel_comm import unattended_kernel
 from .runner import InterruptedByUser, MainThreadBridge
 
@@ -121,19 +122,18 @@ class ServeLog:
         return None
 
     def bundle(self) -> dict[str, str]:
-        import html
 
         head = f"MCP calls from other agents ({self.note})" if not self.calls else ""
         if self.dropped:
             head = f"({self.dropped} earlier calls not shown)"
-        html_parts = [f"<div style='color: #666; font-size: 12px;'>{html.escape(head)}</div>"]
+        html_parts = [f"<div style='color: #666; font-size: 12px;'>{html_text(head)}</div>"]
         html_parts += [call.as_html() for call in self.calls]
         text_parts = [head] if head else []
         text_parts += [call.as_text() for call in self.calls]
         if self.ended and self.calls:
-            html_parts.append(f"<div style='color: #666;'>■ {html.escape(self.note)}</div>")
+            html_parts.append(f"<div style='color: #666;'>■ {html_text(self.note)}</div>")
             text_parts.append(f"■ {self.note}")
-        return {"text/html": "".join(html_parts), "text/plain": "\n".join(text_parts)}
+        return html_bundle("".join(html_parts), "\n".join(text_parts))
 
     def draw(self) -> None:
         self._handle.update(self.bundle(), raw=True)
