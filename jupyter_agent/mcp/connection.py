@@ -25,6 +25,7 @@ from ..tools.base import ToolFailure
 from ..tools.netguard import NetworkPolicy, PrivateNetworkSetting, parse_target
 from . import process
 from .config import MCPServerConfig
+from .schema import MAX_SCHEMA_BYTES_PER_SERVER, MAX_TOOLS_PER_SERVER, schema_bytes
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -203,16 +204,32 @@ class ServerConnection:
         except OSError as exc:
             raise MCPServerError(self._start_failure(exc)) from None
 
-    @staticmethod
-    async def _list_tools(session: ClientSession) -> list[Tool]:
-        tools: list[Tool] = []
-        cursor: str | None = None
+    async def _list_tools(self, session: ClientSession) -> list[Tool]:
+        """Every page of ``tools/list``; ``MCPServerError`` past the caps (``schema.py``)."""
         from mcp.types import PaginatedRequestParams
 
+        tools: list[Tool] = []
+        size = 0
+        cursor: str | None = None
         while True:
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             tools.extend(page.tools)
+            if len(tools) > MAX_TOOLS_PER_SERVER:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} offers more than {MAX_TOOLS_PER_SERVER} tools, "
+                    "the most one server may add (every request to the model carries them all)"
+                )
+            size += sum(
+                schema_bytes(tool.name, tool.description or "", tool.input_schema)
+                for tool in page.tools
+            )
+            if size > MAX_SCHEMA_BYTES_PER_SERVER:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} describes its tools in more than "
+                    f"{MAX_SCHEMA_BYTES_PER_SERVER // 1024} KB of schemas, the most one server "
+                    "may add (every request to the model carries them all)"
+                )
             cursor = page.next_cursor
             if not cursor:
                 return tools

@@ -139,7 +139,12 @@ class MCPManager:
                     f"like {other!r}"
                 )
             seen[name] = tool.name
-            tools.append(MCPTool(connection, name, tool, self._timeout_of(connection.config)))
+            try:
+                tools.append(MCPTool(connection, name, tool, self._timeout_of(connection.config)))
+            except ValueError as exc:
+                raise MCPConfigError(
+                    f"MCP server {connection.name!r}: tool {tool.name!r} cannot be used: {exc}"
+                ) from None
         return tools
 
     def _register(self, config: MCPServerConfig, tools: list[MCPTool]) -> None:
