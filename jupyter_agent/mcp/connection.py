@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
-from ..tools.netguard import NetworkPolicy, PrivateNetworkSetting, parse_target
+from ..tools.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
 from . import process
 from .config import MCPServerConfig
 from .schema import MAX_SCHEMA_BYTES_PER_SERVER, MAX_TOOLS_PER_SERVER, schema_bytes
@@ -57,11 +57,13 @@ def _describe(exc: BaseException) -> str:
 class ServerConnection:
     """The live session with one server, and what it said about itself."""
 
-    def __init__(
-        self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting = False
-    ) -> None:
+    def __init__(self, config: MCPServerConfig, *, startup_timeout: float | None = None) -> None:
         self.config = config
-        self.network = NetworkPolicy(allow_private_network)
+        #: The URL is the user's choice: any address, but only the one checked (``pinned.py``).
+        self.network = NetworkPolicy(True)
+        self._pinned: tuple[FetchTarget, IPAddress] | None = None
+        #: Seconds the start may take (``start_timeout``), when the agent bounds it.
+        self.startup_timeout = startup_timeout
         self.tools: list[Tool] = []
         self.instructions: str = ""
         self.server_name: str = ""
@@ -80,6 +82,19 @@ class ServerConnection:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def start_timeout(self) -> float:
+        """Seconds to start and list the tools: the entry's timeout with a floor, the agent's cap.
+
+        A Python server needs a second or two just to import, so a short per-call ``timeout`` in
+        the entry does not shorten the start below ``STARTUP_FLOOR_S``; the agent's
+        ``tool_timeout`` (``startup_timeout``) bounds it like every call.
+        """
+        startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
+        if self.startup_timeout is not None:
+            startup = min(startup, self.startup_timeout)
+        return startup
 
     @property
     def running(self) -> bool:
@@ -150,8 +165,7 @@ class ServerConnection:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
-                startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
-                async with asyncio.timeout(startup):
+                async with asyncio.timeout(self.start_timeout):
                     result = await session.initialize()
                     tools = await self._list_tools(session)
                 self.instructions = result.instructions or ""
@@ -175,9 +189,11 @@ class ServerConnection:
     async def _transport(self) -> AsyncIterator[Any]:
         if self.config.url is not None:
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=dict(self.config.headers) or None)
+            from .pinned import pinned_client
+
+            assert self._pinned is not None, "start() checks the URL first"
+            client = pinned_client(*self._pinned, self.config.headers)
             async with client, streamable_http_client(self.config.url, http_client=client) as s:
                 yield s
             return
@@ -235,19 +251,22 @@ class ServerConnection:
                 return tools
 
     async def _check_url(self, url: str) -> None:
-        target = parse_target(url)  # URLRefusedError (a ToolFailure) with the reason
         try:
-            await self.network.pin(target)
+            target = parse_target(url)  # URLRefusedError (a ToolFailure) with the reason
+            self._pinned = (target, await self.network.pin(target))
         except ToolFailure as exc:
             raise MCPServerError(f"MCP server {self.name!r} ({url}) refused: {exc}") from None
 
     def _start_failure(self, exc: BaseException) -> str:
         tail = self.stderr.tail() if self.stderr is not None else ""
         said = f"; stderr: {tail}" if tail else ""
-        return (
-            f"MCP server {self.name!r} failed to start ({self.config.target}): "
-            f"{_describe(exc)}{said}"
-        )
+        what = _describe(exc)
+        if isinstance(exc, TimeoutError):
+            what = (
+                f"TimeoutError: it did not answer initialize and tools/list within "
+                f"{self.start_timeout:g} s (the start is bounded by tool_timeout)"
+            )
+        return f"MCP server {self.name!r} failed to start ({self.config.target}): {what}{said}"
 
     # -- calls --------------------------------------------------------------------------------
 

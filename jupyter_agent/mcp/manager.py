@@ -61,16 +61,12 @@ class MCPManager:
     def _timeout_of(self, config: MCPServerConfig) -> Callable[[], float]:
         return lambda: self.call_timeout(config)
 
-    def _private_network(self) -> PrivateNetworkSetting:
-        """What ``web_fetch`` of this agent may reach; servers by URL obey the same rule."""
-        fetch = self.agent.registry.get_tool("web_fetch")
-        policy = getattr(fetch, "policy", None)
-        if policy is None:
-            return False
-        allowed = getattr(policy, "allowed", ())
-        if allowed:
-            return [str(entry) for entry in allowed]
-        return bool(getattr(policy, "allow_all", False))
+    def startup_timeout(self) -> float | None:
+        """The agent's ``tool_timeout``: starting a server is bounded like every call."""
+        agent_timeout = getattr(self._agent(), "tool_timeout", None)
+        if isinstance(agent_timeout, int | float) and agent_timeout > 0:
+            return float(agent_timeout)
+        return None
 
     async def add_server(
         self,
@@ -105,15 +101,17 @@ class MCPManager:
     async def add(
         self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting | None = None
     ) -> list[str]:
-        """Start the server and register its tools; returns their registry names."""
+        """Start the server and register its tools; returns their registry names.
+
+        A server's URL is the user's choice and may be loopback or private whatever
+        ``web_fetch`` may reach; ``allow_private_network`` is accepted for compatibility and no
+        longer needed.
+        """
         if config.name in self.servers:
             raise MCPServerError(
                 f"An MCP server named {config.name!r} is already added; remove it first"
             )
-        network = allow_private_network
-        if network is None:
-            network = self._private_network()
-        connection = ServerConnection(config, allow_private_network=network)
+        connection = ServerConnection(config, startup_timeout=self.startup_timeout())
         await connection.start()
         try:
             tools = self._tools_of(connection)
