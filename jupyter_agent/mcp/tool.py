@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..agent.images import prepare_off_loop
 from ..errors import ToolInputError
-from ..tools.base import ToolCapabilities, ToolOutput
+from ..tools.base import Image, ToolCapabilities, ToolOutput
 from .results import to_output
 from .schema import bounded_validator, check
 
@@ -68,7 +69,15 @@ class MCPTool:
             async def reader(uri: str) -> ReadResourceResult:
                 return await self.connection.read_resource(uri, timeout)
 
-        return await to_output(result, server=self.connection.name, read_resource=reader)
+        parts = await to_output(result, server=self.connection.name, read_resource=reader)
+        images = [part for part in parts if isinstance(part, Image)]
+        if not images:
+            return parts
+        # decoded (leniently, pixel-capped) in a worker under the call's deadline, not later on
+        # the loop; the agent finds them already fitted
+        prepared = await prepare_off_loop(images, timeout)
+        texts = [part for part in parts if isinstance(part, str)]
+        return [*texts, *prepared.notes, *prepared.images]
 
     def __repr__(self) -> str:
         return f"<MCPTool {self.name!r}>"
