@@ -201,7 +201,7 @@ class ServerConnection:
 
         from ..tools.processes import safe_environment
 
-        command = self.config.command
+        command = process.guarded(self.config.command)
         params = StdioServerParameters(
             command=command[0],
             args=list(command[1:]),
