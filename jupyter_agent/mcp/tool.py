@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.images import prepare_off_loop
 from ..errors import ToolInputError
 from ..tools.base import Image, ToolCapabilities, ToolOutput
+from ..tools.image_fit import prepare_off_loop
 from .results import to_output
 from .schema import bounded_validator, check
 

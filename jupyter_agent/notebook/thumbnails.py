@@ -2,7 +2,7 @@
 
 A saved notebook carries every byte of its outputs, so the record keeps a thumbnail (long edge
 at most ``THUMBNAIL_EDGE`` pixels, re-encoded with Pillow) rather than the image as the tool
-returned it. An image Pillow cannot read, or one past the pixel cap of ``agent/images.py``
+returned it. An image Pillow cannot read, or one past the pixel cap of ``tools/image_fit.py``
 (never decoded), is named, not shown.
 """
 
@@ -13,7 +13,7 @@ import html
 import io
 from typing import Any
 
-from ..agent.images import open_checked
+from ..tools.image_fit import open_checked
 
 #: Long edge of a thumbnail, in pixels.
 THUMBNAIL_EDGE = 160
