@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
-from ..tools.netguard import NetworkPolicy, PrivateNetworkSetting, parse_target
+from ..tools.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
 from . import process
 from .client_features import ClientHooks, session_callbacks
 from .config import MCPServerConfig
+from .schema import MAX_SCHEMA_BYTES_PER_SERVER, MAX_TOOLS_PER_SERVER, schema_bytes
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -61,7 +62,7 @@ class ServerConnection:
         self,
         config: MCPServerConfig,
         *,
-        allow_private_network: PrivateNetworkSetting = False,
+        startup_timeout: float | None = None,
         hooks: ClientHooks | None = None,
     ) -> None:
         self.config = config
@@ -69,7 +70,11 @@ class ServerConnection:
         #: Called after the server said its tools changed and they were listed again.
         self.on_tools_changed: Callable[[], None] | None = None
         self._refreshing: asyncio.Task[None] | None = None
-        self.network = NetworkPolicy(allow_private_network)
+        #: The URL is the user's choice: any address, but only the one checked (``pinned.py``).
+        self.network = NetworkPolicy(True)
+        self._pinned: tuple[FetchTarget, IPAddress] | None = None
+        #: Seconds the start may take (``start_timeout``), when the agent bounds it.
+        self.startup_timeout = startup_timeout
         self.tools: list[Tool] = []
         self.instructions: str = ""
         self.server_name: str = ""
@@ -88,6 +93,19 @@ class ServerConnection:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def start_timeout(self) -> float:
+        """Seconds to start and list the tools: the entry's timeout with a floor, the agent's cap.
+
+        A Python server needs a second or two just to import, so a short per-call ``timeout`` in
+        the entry does not shorten the start below ``STARTUP_FLOOR_S``; the agent's
+        ``tool_timeout`` (``startup_timeout``) bounds it like every call.
+        """
+        startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
+        if self.startup_timeout is not None:
+            startup = min(startup, self.startup_timeout)
+        return startup
 
     @property
     def running(self) -> bool:
@@ -165,8 +183,7 @@ class ServerConnection:
                         **session_callbacks(self.name, self.hooks),
                     )
                 )
-                startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
-                async with asyncio.timeout(startup):
+                async with asyncio.timeout(self.start_timeout):
                     result = await session.initialize()
                     tools = await self._list_tools(session)
                 self.instructions = result.instructions or ""
@@ -190,12 +207,12 @@ class ServerConnection:
     async def _transport(self) -> AsyncIterator[Any]:
         if self.config.url is not None:
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
+            from .pinned import pinned_client
+
+            assert self._pinned is not None, "start() checks the URL first"
             async with self._auth() as auth:
-                client = create_mcp_http_client(
-                    headers=dict(self.config.headers) or None, auth=auth
-                )
+                client = pinned_client(*self._pinned, self.config.headers, auth)
                 async with client, streamable_http_client(self.config.url, http_client=client) as s:
                     yield s
             return
@@ -203,7 +220,7 @@ class ServerConnection:
 
         from ..tools.processes import safe_environment
 
-        command = self.config.command
+        command = process.guarded(self.config.command)
         params = StdioServerParameters(
             command=command[0],
             args=list(command[1:]),
@@ -247,7 +264,7 @@ class ServerConnection:
             session = self._session
             if session is None:
                 return
-            async with asyncio.timeout(min(STARTUP_TIMEOUT_S, self.config.timeout)):
+            async with asyncio.timeout(self.start_timeout):
                 self.tools = await self._list_tools(session)
             if self.on_tools_changed is not None:
                 self.on_tools_changed()
@@ -256,34 +273,53 @@ class ServerConnection:
         finally:
             self._refreshing = None
 
-    @staticmethod
-    async def _list_tools(session: ClientSession) -> list[Tool]:
-        tools: list[Tool] = []
-        cursor: str | None = None
+    async def _list_tools(self, session: ClientSession) -> list[Tool]:
+        """Every page of ``tools/list``; ``MCPServerError`` past the caps (``schema.py``)."""
         from mcp.types import PaginatedRequestParams
 
+        tools: list[Tool] = []
+        size = 0
+        cursor: str | None = None
         while True:
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             tools.extend(page.tools)
+            if len(tools) > MAX_TOOLS_PER_SERVER:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} offers more than {MAX_TOOLS_PER_SERVER} tools, "
+                    "the most one server may add (every request to the model carries them all)"
+                )
+            size += sum(
+                schema_bytes(tool.name, tool.description or "", tool.input_schema)
+                for tool in page.tools
+            )
+            if size > MAX_SCHEMA_BYTES_PER_SERVER:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} describes its tools in more than "
+                    f"{MAX_SCHEMA_BYTES_PER_SERVER // 1024} KB of schemas, the most one server "
+                    "may add (every request to the model carries them all)"
+                )
             cursor = page.next_cursor
             if not cursor:
                 return tools
 
     async def _check_url(self, url: str) -> None:
-        target = parse_target(url)  # URLRefusedError (a ToolFailure) with the reason
         try:
-            await self.network.pin(target)
+            target = parse_target(url)  # URLRefusedError (a ToolFailure) with the reason
+            self._pinned = (target, await self.network.pin(target))
         except ToolFailure as exc:
             raise MCPServerError(f"MCP server {self.name!r} ({url}) refused: {exc}") from None
 
     def _start_failure(self, exc: BaseException) -> str:
         tail = self.stderr.tail() if self.stderr is not None else ""
         said = f"; stderr: {tail}" if tail else ""
-        return (
-            f"MCP server {self.name!r} failed to start ({self.config.target}): "
-            f"{_describe(exc)}{said}"
-        )
+        what = _describe(exc)
+        if isinstance(exc, TimeoutError):
+            what = (
+                f"TimeoutError: it did not answer initialize and tools/list within "
+                f"{self.start_timeout:g} s (the start is bounded by tool_timeout)"
+            )
+        return f"MCP server {self.name!r} failed to start ({self.config.target}): {what}{said}"
 
     # -- calls --------------------------------------------------------------------------------
 

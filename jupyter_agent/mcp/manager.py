@@ -38,6 +38,9 @@ class ToolHost(Protocol):
     def call_timeout(self, wanted: float) -> float: ...
 
     @property
+    def tool_timeout(self) -> float | None: ...
+
+    @property
     def context(self) -> ToolContext: ...
 
 
@@ -59,16 +62,10 @@ class MCPManager:
     def _timeout_of(self, config: MCPServerConfig) -> Callable[[], float]:
         return lambda: self.call_timeout(config)
 
-    def _private_network(self) -> PrivateNetworkSetting:
-        """What ``web_fetch`` of this agent may reach; servers by URL obey the same rule."""
-        fetch = self.host.registry.get_tool("web_fetch")
-        policy = getattr(fetch, "policy", None)
-        if policy is None:
-            return False
-        allowed = getattr(policy, "allowed", ())
-        if allowed:
-            return [str(entry) for entry in allowed]
-        return bool(getattr(policy, "allow_all", False))
+    def startup_timeout(self) -> float | None:
+        """The toolbox's ``tool_timeout``: starting a server is bounded like every call."""
+        limit = self.host.tool_timeout
+        return float(limit) if limit is not None and limit > 0 else None
 
     async def add_server(
         self,
@@ -105,15 +102,19 @@ class MCPManager:
     async def add(
         self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting | None = None
     ) -> list[str]:
-        """Start the server and register its tools; returns their registry names."""
+        """Start the server and register its tools; returns their registry names.
+
+        A server's URL is the user's choice and may be loopback or private whatever
+        ``web_fetch`` may reach; ``allow_private_network`` is accepted for compatibility and no
+        longer needed.
+        """
         if config.name in self.servers:
             raise MCPServerError(
                 f"An MCP server named {config.name!r} is already added; remove it first"
             )
-        network = allow_private_network
-        if network is None:
-            network = self._private_network()
-        connection = ServerConnection(config, allow_private_network=network, hooks=self.hooks)
+        connection = ServerConnection(
+            config, startup_timeout=self.startup_timeout(), hooks=self.hooks
+        )
         await connection.start()
         try:
             tools = self._tools_of(connection)
@@ -171,7 +172,12 @@ class MCPManager:
                     f"like {other!r}"
                 )
             seen[name] = tool.name
-            tools.append(MCPTool(connection, name, tool, self._timeout_of(connection.config)))
+            try:
+                tools.append(MCPTool(connection, name, tool, self._timeout_of(connection.config)))
+            except ValueError as exc:
+                raise MCPConfigError(
+                    f"MCP server {connection.name!r}: tool {tool.name!r} cannot be used: {exc}"
+                ) from None
         return tools
 
     def _register(self, config: MCPServerConfig, tools: list[MCPTool]) -> None:

@@ -5,7 +5,9 @@ it with the context; two things it leaves to the caller are kept here. **stderr*
 read into a bounded buffer (``StderrTail``), so a chatty server never floods a cell and a failed
 start can quote its last lines. **The pid** is found by a /proc scan right after the spawn, so
 that a kernel exiting without running the async clean-up (a daemon loop thread dies with it)
-still kills the server's process group (``kill_leftovers``, run at exit): no orphans.
+still kills the server's process group (``kill_leftovers``, run at exit): no orphans. A kernel
+killed outright runs no exit hook; for that, servers start under ``_guard.py`` (``guarded``),
+which ends the server's group when the thread that started it dies.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import collections
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
@@ -131,6 +134,14 @@ def find_server_pid(command: Sequence[str], known: set[int]) -> int | None:
             return pid
     # a script's interpreter shows in its argv instead: the only new child is the server
     return next(iter(new)) if len(new) == 1 else None
+
+
+GUARD = str(Path(__file__).with_name("_guard.py"))
+
+
+def guarded(command: Sequence[str]) -> list[str]:
+    """``command`` run under ``_guard.py``: it and what it starts die with this process."""
+    return [sys.executable, "-I", "-S", GUARD, str(os.getpid()), "--", *command]
 
 
 def child_pids() -> set[int]:

@@ -1,7 +1,9 @@
 """An MCP ``CallToolResult`` as a tool's output: text, ``Image`` parts, JSON, or a failure.
 
 Text blocks stay text; image blocks become ``jupyter_agent.Image`` parts (the agent sends them to
-the model as images); structured content is added as JSON when no text block already carries it;
+the model as images, never as base64 text); structured content is added as JSON only when the
+blocks do not already say it (``_carried``: servers usually send both, and the reference ones
+mirror their blocks in it, so a picture's base64 would otherwise reach the model as text);
 ``isError`` raises ``ToolFailure`` so the registry reports an error result. A resource link is
 shown as a link unless the server's entry allows reading it back (``read_resources``): a server
 could otherwise point the agent at any resource it can name.
@@ -12,7 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tools.base import IMAGE_MEDIA_TYPES, Image, ToolFailure
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
 #: Characters of one resource read back into a result.
 MAX_RESOURCE_CHARS = 50_000
+#: Structured content with more values than this is sent as it is, not compared with the text.
+MAX_COMPARED_LEAVES = 2_000
 
 ResourceReader = Callable[[str], Awaitable["ReadResourceResult"]]
 
@@ -53,7 +58,7 @@ async def to_output(
         else:
             parts.append(f"[{getattr(block, 'type', type(block).__name__)} block not shown]")
     structured = result.structured_content
-    if structured is not None and not _carried(structured, parts):
+    if structured is not None and not _carried(structured, parts, result.content):
         parts.append(json.dumps(structured, ensure_ascii=False, indent=1))
     if result.is_error:
         text = "\n".join(part for part in parts if isinstance(part, str)).strip()
@@ -61,23 +66,58 @@ async def to_output(
     return parts
 
 
-def _carried(structured: Any, parts: list[str | Image]) -> bool:
-    """Whether a text part already is ``structured`` (servers usually send both)."""
-    for part in parts:
-        if not isinstance(part, str):
-            continue
-        if (
-            isinstance(structured, dict)
-            and list(structured) == ["result"]
-            and part in (structured["result"], str(structured["result"]))
-        ):
-            return True
+def _carried(structured: Any, parts: list[str | Image], blocks: Sequence[Any]) -> bool:
+    """Whether the blocks already say what ``structured`` says (then it is not sent again).
+
+    It is said when a text part is the same JSON, or when every value in it (its leaves: strings,
+    numbers, booleans) appears in the blocks: a string inside a text part or as a field of a
+    block (an image's data and type), a number or boolean as a word of a text part. So
+    ``{"content": text}`` beside that text, ``{"result": "5"}`` beside "5", and
+    ``{"content": [the image block]}`` beside the image are all carried.
+    """
+    texts = [part for part in parts if isinstance(part, str)]
+    for text in texts:
         try:
-            if json.loads(part) == structured:
+            if json.loads(text) == structured:
                 return True
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-    return False
+    fields: set[str] = set()
+    for block in blocks:
+        dump = getattr(block, "model_dump", None)
+        if callable(dump):
+            _leaves(dump(by_alias=True, exclude_none=True), fields)
+    leaves: list[object] = []
+    _leaves(structured, leaves)
+    if len(leaves) > MAX_COMPARED_LEAVES:
+        return False
+    for leaf in leaves:
+        if isinstance(leaf, str):
+            if leaf and leaf not in fields and not any(leaf in text for text in texts):
+                return False
+        else:
+            word = re.compile(rf"(?<![\w.]){re.escape(json.dumps(leaf))}(?![\w.])")
+            if not any(word.search(text) for text in texts):
+                return False
+    return True
+
+
+def _leaves(value: Any, into: set[str] | list[object]) -> None:
+    """The scalar values inside ``value`` (keys are names, not data), iteratively."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple):
+            pending.extend(node)
+        elif node is None:
+            continue
+        elif isinstance(into, set):
+            if isinstance(node, str):
+                into.add(node)
+        else:
+            into.append(node)
 
 
 def _image(data: str, media_type: str) -> str | Image:

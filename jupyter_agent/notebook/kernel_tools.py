@@ -7,11 +7,18 @@ enables it, then asking before each call. Its code runs on the kernel's main thr
 user's objects, matplotlib and widgets expect to be used — through the runner's bridge, and a
 kernel interrupt stops it like any cell. It returns the figures the code produced as images
 (``figures.py``).
+
+``inspect_variable`` describes a value in a worker thread, not on the event loop: a summary of a
+big frame takes time, and the call's deadline (the agent's ``tool_timeout``) must be able to end
+the wait while the loop keeps serving. A lazy frame is described without being computed
+(``summarize.lazy_library``).
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
+import concurrent.futures
 import io
 import traceback
 import types
@@ -28,6 +35,9 @@ from .summarize import clip, shape_of, summarize, type_name
 MAX_RUN_OUTPUT = 10_000
 #: Variables ``list_variables`` lists at most.
 MAX_LISTED_VARIABLES = 200
+
+# Threads of their own: a summary abandoned at the deadline must not hold the loop's executor.
+_summaries = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="summary")
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
@@ -126,7 +136,8 @@ class InspectVariableTool(BuiltinTool):
                 "IPython's history and helpers, modules and imported objects cannot be inspected "
                 f"({self._known()})"
             )
-        return summarize(value, budget)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_summaries, summarize, value, budget)
 
     def _known(self) -> str:
         known = ", ".join(sorted(user_variables(self.namespace, self.shell))[:50]) or "none"

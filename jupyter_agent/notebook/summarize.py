@@ -4,6 +4,12 @@ A kernel variable can be huge (a million-row DataFrame, a long list, a 50 MB str
 needs to know what it is, not every byte of it: this module describes an object by type, shape
 and a small sample, and never returns more than the budget. It is shared by ``{{name}}`` prompt
 injection and the ``inspect_variable`` / ``list_variables`` kernel tools.
+
+A *lazy* frame — Dask, Spark, a Polars ``LazyFrame``, an Ibis expression, a DuckDB relation — is
+a query, not data: its ``head()``, ``shape``, ``len`` and even ``repr`` (DuckDB, interactive Ibis)
+run it, which can take minutes or read a warehouse. Such objects are recognised by the module of
+their class (``lazy_library``), before any duck-typed probe touches them, and described from the
+metadata their library keeps without running anything (``_CHEAP_ATTRIBUTES``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,58 @@ DEFAULT_BUDGET = 4000
 TRUNCATION_MARK = "… [truncated]"
 
 
+#: What the libraries of lazy frames call running the query, for the description.
+_RUN_WITH = {
+    "dask": ".compute()",
+    "dask_expr": ".compute()",
+    "pyspark": ".collect() / .toPandas()",
+    "polars": ".collect()",
+    "ibis": ".execute()",
+    "duckdb": ".df() / .fetchall()",
+}
+#: Attributes each library answers from its plan or metadata, without running the query.
+_CHEAP_ATTRIBUTES = {
+    "dask": ("npartitions", "columns", "dtypes", "dtype"),
+    "dask_expr": ("npartitions", "columns", "dtypes", "dtype"),
+    "pyspark": ("dtypes",),
+    "polars": (),  # even the schema may scan files
+    "ibis": ("columns",),
+    "duckdb": ("columns", "types"),
+}
+
+
+def lazy_library(obj: object) -> str | None:
+    """The library of a lazy frame or expression (``dask``, ``duckdb``, …), else None.
+
+    Decided from class names alone (the class and its bases), never by touching ``obj``.
+    """
+    for cls in type(obj).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root in ("dask", "dask_expr", "pyspark", "ibis"):
+            return root
+        if root == "polars" and cls.__qualname__.startswith("Lazy"):
+            return root
+        if root == "duckdb" and "Relation" in cls.__qualname__:
+            return root
+    return None
+
+
+def _summarize_lazy(obj: object, library: str, budget: int) -> str:
+    lines = [
+        f"{type_name(obj)}: a lazy {library} object (a query, not data). It was not computed: "
+        f"its size and rows are unknown until it runs ({_RUN_WITH[library]})."
+    ]
+    for attribute in _CHEAP_ATTRIBUTES[library]:
+        try:
+            value = getattr(obj, attribute)
+        except Exception:
+            continue
+        if callable(value):
+            continue
+        lines.append(f"{attribute}: {_short_repr(value, max(budget // 3, 80))}")
+    return clip("\n".join(lines), budget)
+
+
 def type_name(obj: object) -> str:
     """``DataFrame``, ``ndarray``, ``list``, … (with the module for uncommon classes)."""
     cls = type(obj)
@@ -28,6 +86,8 @@ def type_name(obj: object) -> str:
 
 def shape_of(obj: object) -> str:
     """A one-line size: ``(100, 3)`` for arrays and frames, ``len 12`` for sized objects."""
+    if lazy_library(obj) is not None:
+        return "(lazy: not computed)"
     shape = getattr(obj, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
         return "(" + ", ".join(str(n) for n in shape) + (",)" if len(shape) == 1 else ")")
@@ -48,8 +108,18 @@ def clip(text: str, budget: int) -> str:
     return text[:keep] + TRUNCATION_MARK
 
 
+class _Repr(reprlib.Repr):
+    """``reprlib`` that names a lazy frame instead of calling its ``repr`` (which may run it)."""
+
+    def repr_instance(self, obj: Any, level: int) -> str:
+        library = lazy_library(obj)
+        if library is not None:
+            return f"<{type_name(obj)} (lazy {library}, not computed)>"
+        return super().repr_instance(obj, level)
+
+
 def _short_repr(obj: object, budget: int) -> str:
-    limits = reprlib.Repr()
+    limits = _Repr()
     limits.maxstring = max(budget // 2, 40)
     limits.maxother = max(budget // 2, 40)
     limits.maxlist = limits.maxtuple = limits.maxset = limits.maxdict = 20
@@ -145,6 +215,9 @@ def _summarize_text(obj: str | bytes | bytearray, budget: int) -> str:
 def summarize(obj: object, budget: int = DEFAULT_BUDGET) -> str:
     """Describe ``obj`` in at most ``budget`` characters: type, size, and a sample of its data."""
     budget = max(budget, 80)
+    library = lazy_library(obj)
+    if library is not None:
+        return _summarize_lazy(obj, library, budget)
     if isinstance(obj, (str, bytes, bytearray)):
         return _summarize_text(obj, budget)
     if isinstance(obj, Mapping):

@@ -2,7 +2,8 @@
 
 A saved notebook carries every byte of its outputs, so the record keeps a thumbnail (long edge
 at most ``THUMBNAIL_EDGE`` pixels, re-encoded with Pillow) rather than the image as the tool
-returned it. An image Pillow cannot read is named, not shown.
+returned it. An image Pillow cannot read, or one past the pixel cap of ``tools/image_fit.py``
+(never decoded), is named, not shown.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 import io
 from typing import Any
 
+from ..tools.image_fit import open_checked
 from .inert import html_text
 
 #: Long edge of a thumbnail, in pixels.
@@ -24,7 +26,8 @@ def thumbnail_png(data: bytes, edge: int = THUMBNAIL_EDGE) -> bytes | None:
     from PIL import Image as PILImage
 
     try:
-        with PILImage.open(io.BytesIO(data)) as opened:
+        picture, _ = open_checked(data)  # lenient, and nothing past the pixel cap is decoded
+        with picture as opened:
             opened.thumbnail((edge, edge))
             image: PILImage.Image = opened
             if opened.mode not in ("RGB", "RGBA", "L", "LA", "P"):

@@ -6,7 +6,9 @@ count, source, its text outputs, errors (without terminal colours) and its image
 ``jupyter_agent.Image`` parts (at most ``MAX_NOTEBOOK_IMAGES``) — within a size budget, with
 ``start_cell`` to page on. The file is opened beneath the workspace like every file tool's read
 (``_read_notebook_bytes``, one function, so the descriptor-safe read can be swapped in one place);
-it is parsed with the standard library's ``json`` (no nbformat, no IPython in the core).
+it is parsed with the standard library's ``json`` (no nbformat, no IPython in the core). Its
+images are fitted within the call, in a worker (``image_fit.prepare_off_loop``): one past the
+pixel cap is named and never decoded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, ClassVar
 from .arguments import optional_int_arg, str_arg
 from .base import BuiltinTool, Image, ToolFailure
 from .beneath import WorkspaceRoot
+from .image_fit import prepare_off_loop
 
 #: Largest notebook file read, in bytes.
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -173,4 +176,12 @@ class ReadNotebookTool(BuiltinTool):
         path = self.context.resolve(file_path)
         held = self.context.confinement.held
         raw = await asyncio.to_thread(_read_notebook_bytes, held, path, file_path)
-        return await asyncio.to_thread(render_notebook, raw, file_path, start_cell)
+        parts = await asyncio.to_thread(render_notebook, raw, file_path, start_cell)
+        images = [part for part in parts if isinstance(part, Image)]
+        if not images:
+            return parts
+        # decoded and downscaled here, in a worker within this call (and its deadline), past
+        # the pixel cap not at all; the agent then finds them fitted
+        prepared = await prepare_off_loop(images, None, max_images=len(images))
+        texts = [part for part in parts if isinstance(part, str)]
+        return [*texts, *prepared.notes, *prepared.images]

@@ -1,0 +1,233 @@
+"""An MCP tool's input schema, checked the way a stranger's schema must be: bounded.
+
+The registry checks a built-in tool's arguments with ``jsonschema`` on the event loop, which is
+fine for schemas we wrote. A server's schema is someone else's, and two of ``jsonschema``'s
+defaults then hurt:
+
+- **It fetches.** A ``$ref`` to ``http://…`` or ``file:///dev/zero`` is retrieved with
+  ``urllib`` (past ``web_fetch``'s address guard, with no timeout). Here the validator is built
+  on an empty ``referencing.Registry()``: a ``$ref`` resolves inside the schema (and to the JSON
+  Schema metaschemas ``jsonschema`` ships) or is an error result; nothing is retrieved.
+- **It freezes.** ``pattern`` and ``patternProperties`` are matched with ``re``, which holds the
+  GIL for as long as a catastrophic backtrack takes (``^(a+)+$`` against ``"a" * 40 + "!"``), so
+  not even a worker thread would leave the loop free. Here those keywords (and
+  ``additionalProperties``, which matches the same patterns) match with the ``regex`` module,
+  which releases the GIL (``concurrent=True``) and stops at a timeout: the call's deadline.
+
+The whole check runs in a worker thread (``check``), awaited under the call's deadline: the loop
+keeps running while a large value is checked, and a check that overruns is an error result. A
+process would bound even pure-Python work (``uniqueItems`` over many objects) but costs a spawn
+and a pipe per server; the registry's size caps on arguments keep that work small, so a thread
+plus a regex engine with a timeout is the lighter sufficient choice.
+
+``unevaluatedProperties`` together with ``patternProperties`` is the one combination whose
+patterns ``jsonschema`` matches internally with ``re``: such a schema is refused when the server
+is added (``bounded_validator`` raises ``ValueError``).
+
+A server's tools are also capped in number (``MAX_TOOLS_PER_SERVER``) and in the size of their
+schemas (``MAX_SCHEMA_BYTES_PER_SERVER``): every request to the model carries them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import json
+import math
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import referencing
+import regex
+from jsonschema import exceptions as jsonschema_exceptions
+from jsonschema import validators as jsonschema_validators
+from jsonschema.protocols import Validator
+
+#: Tools one server may offer; more, and the server is refused (every request carries them all).
+MAX_TOOLS_PER_SERVER = 256
+#: Bytes of JSON (name, description and input schema) of one server's tools, all together.
+MAX_SCHEMA_BYTES_PER_SERVER = 512 * 1024
+#: How many schema violations one error lists, and how many are looked at to choose them.
+MAX_REPORTED_ERRORS = 3
+MAX_COLLECTED_ERRORS = 100
+MAX_MESSAGE_CHARS = 500
+
+# A few threads, separate from the loop's default executor (DNS lookups use that one): a check
+# abandoned at its deadline must not starve anything else.
+_workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-schema")
+_deadline = threading.local()
+
+
+class SchemaTimeout(Exception):
+    """A pattern could not be matched before the call's deadline."""
+
+
+def _search(pattern: str, text: str) -> bool:
+    remaining = getattr(_deadline, "at", None)
+    timeout = None if remaining is None else max(0.001, remaining - time.monotonic())
+    try:
+        return regex.search(pattern, text, timeout=timeout, concurrent=True) is not None
+    except TimeoutError:
+        raise SchemaTimeout(f"matching the pattern {pattern[:100]!r}") from None
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema_exceptions.ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, str(instance)):
+        yield jsonschema_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema_exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema_exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = {
+        key
+        for key in instance
+        if key not in properties and not any(_search(pattern, key) for pattern in patterns)
+    }
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        shown = ", ".join(repr(extra) for extra in sorted(extras, key=str))
+        if patterns:
+            yield jsonschema_exceptions.ValidationError(
+                f"{shown} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
+                + ", ".join(repr(pattern) for pattern in sorted(patterns))
+            )
+        else:
+            yield jsonschema_exceptions.ValidationError(
+                f"Additional properties are not allowed ({shown} "
+                f"{'was' if len(extras) == 1 else 'were'} unexpected)"
+            )
+
+
+_OVERRIDES = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
+_bounded_classes: dict[type[Validator], type[Validator]] = {}
+
+
+def _uses(schema: object, keyword: str) -> bool:
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping):
+            if keyword in node:
+                return True
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
+
+
+def bounded_validator(schema: Mapping[str, Any]) -> Validator:
+    """A validator for ``schema`` that fetches nothing and matches patterns with a timeout.
+
+    Raises ``ValueError`` for a schema that is not valid JSON Schema, or that could only be
+    checked unbounded.
+    """
+    plain = dict(schema)
+    base = jsonschema_validators.validator_for(
+        plain, default=jsonschema_validators.Draft202012Validator
+    )
+    try:
+        base.check_schema(plain)
+    except jsonschema_exceptions.SchemaError as exc:
+        raise ValueError(f"invalid input schema: {exc.message}") from None
+    if _uses(plain, "unevaluatedProperties") and _uses(plain, "patternProperties"):
+        raise ValueError(
+            "its schema combines unevaluatedProperties with patternProperties, which cannot be "
+            "checked within a time limit"
+        )
+    bounded = _bounded_classes.get(base)
+    if bounded is None:
+        bounded = jsonschema_validators.extend(base, _OVERRIDES)  # type: ignore[no-untyped-call]
+        _bounded_classes[base] = bounded
+    return bounded(plain, registry=referencing.Registry())
+
+
+async def check(validator: Validator, arguments: dict[str, Any], timeout: float) -> str | None:
+    """What is wrong with ``arguments`` (one line), or None; checked in a worker thread.
+
+    Never raises for bad arguments or a bad schema: an unresolvable ``$ref``, a bad pattern and
+    a check that outlives ``timeout`` are all reasons, returned like a violation.
+    """
+    deadline = time.monotonic() + timeout if math.isfinite(timeout) else None
+    loop = asyncio.get_running_loop()
+    work = loop.run_in_executor(_workers, _problems, validator, arguments, deadline)
+    try:
+        if deadline is None:
+            return await work
+        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        return f"checking them against the server's schema took longer than {timeout:g} s"
+
+
+def _problems(
+    validator: Validator, arguments: dict[str, Any], deadline: float | None
+) -> str | None:
+    _deadline.at = deadline
+    try:
+        collected = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS))
+    except SchemaTimeout as exc:
+        return f"checking them against the server's schema took longer than the call may ({exc})"
+    except referencing.exceptions.Unresolvable as exc:
+        return (
+            "the server's schema refers to something outside itself "
+            f"({_short(str(exc))}), which is never fetched"
+        )
+    except regex.error as exc:
+        return f"the server's schema has a pattern that is not a valid regular expression: {exc}"
+    except (Exception, RecursionError) as exc:
+        return f"they could not be checked ({type(exc).__name__}); send plain JSON values"
+    finally:
+        _deadline.at = None
+    if not collected:
+        return None
+    errors = sorted(collected, key=jsonschema_exceptions.relevance)
+    parts = []
+    for error in errors[:MAX_REPORTED_ERRORS]:
+        where = "/".join(str(part) for part in error.absolute_path)
+        message = _short(error.message)
+        parts.append(f"{where}: {message}" if where else message)
+    if len(errors) > MAX_REPORTED_ERRORS:
+        parts.append("and more")
+    return "; ".join(parts)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
+
+
+def schema_bytes(name: str, description: str, input_schema: Mapping[str, Any]) -> int:
+    """The size one tool adds to every request (its JSON, as sent)."""
+    try:
+        text = json.dumps(
+            {"name": name, "description": description, "input_schema": input_schema},
+            ensure_ascii=False,
+        )
+    except (TypeError, ValueError, RecursionError):
+        return MAX_SCHEMA_BYTES_PER_SERVER + 1
+    return len(text.encode("utf-8"))
