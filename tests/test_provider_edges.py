@@ -271,5 +271,22 @@ async def test_a_repeated_tool_call_id_keeps_both_calls(tmp_path: Path) -> None:
     assert len(ids) == 2 and len(set(ids)) == 2
 
 
+@pytest.mark.parametrize("shape", ["whole chunks without index", "all at index 0"])
+async def test_a_repeated_id_without_distinct_indexes_keeps_both_calls(
+    tmp_path: Path, shape: str
+) -> None:
+    """Ollama-style (each call whole, no ``index``) or every call at ``index: 0``, and every
+    call ``call_0``: a fragment naming a function again starts the next call."""
+    from test_provider_openai import calls_all_at_index_zero, calls_without_index
+
+    make = calls_without_index if shape.startswith("whole") else calls_all_at_index_zero
+    calls = [("call_0", "add", '{"a": 1, "b": 2}'), ("call_0", "add", '{"a": 30, "b": 4}')]
+    server = FakeChatServer(make(calls), text_reply("3 and 34."))
+    agent = make_agent(server, tmp_path)
+    events = [e async for e in agent.stream_chat("add two pairs")]
+    outputs = [e.output for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(outputs) == ["3", "34"]
+
+
 async def _all(iterator: Any) -> list[Any]:
     return [event async for event in iterator]

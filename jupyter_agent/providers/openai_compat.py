@@ -173,8 +173,8 @@ class _ToolCallAssembler:
     first one only. Some servers omit ``index`` (each call whole in one chunk) or reuse
     ``index: 0`` for every call, so a fragment with an ``id`` not seen before always starts a new
     call; one without an ``id`` continues the call of its ``index`` (or, with no index, the
-    latest call). An id seen before at another ``index`` starts a new call too: some servers
-    number every call ``call_0``.
+    latest call). An id seen before starts a new call too when it comes at another ``index`` or
+    with a function name again: some servers number every call ``call_0``.
     """
 
     def __init__(self) -> None:
@@ -188,13 +188,14 @@ class _ToolCallAssembler:
         pending: _PendingCall | None
         if call_id:
             pending = self._by_id.get(call_id)
-            if (
-                pending is not None
-                and index is not None
-                and self._by_index.get(index) is not pending
+            function = getattr(fragment, "function", None)
+            if pending is not None and (
+                (index is not None and self._by_index.get(index) is not pending)
+                or (pending.name and function is not None and function.name)
             ):
-                # the id again at another index: a server that repeats ids (``call_0`` for
-                # every call) starting a second call; the agent makes the ids unique
+                # the id again at another index, or with a name for a call that has one: a
+                # server that repeats ids (``call_0`` for every call) starting another call;
+                # the agent makes the ids unique
                 pending = None
             if pending is None:
                 # an id that arrives after its call's first fragment joins that call
