@@ -171,3 +171,40 @@ async def test_read_file_pages_of_a_6_mb_notebook_are_never_cut_by_the_agent(
         following = int(found.group(1))
         assert following == next_line + len(shown)
         next_line = following
+
+
+async def test_read_notebook_pages_fit_a_small_result_cap(tmp_path: Path) -> None:
+    """The same agreement for ``read_notebook``'s ``start_cell`` note, under a 10,000-character
+    ``max_result_chars`` (its own page is 40,000 characters)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(f"cell_{i} = 1\n" + "# note\n" * 300) for i in range(1, 41)
+    ]
+    plot = nbformat.v4.new_code_cell("plot()")
+    data = {"image/png": base64.b64encode(_png()).decode()}
+    plot.outputs = [nbformat.v4.new_output("display_data", data=data)]
+    nb.cells.insert(0, plot)
+    nbformat.write(nb, tmp_path / "long.ipynb")
+
+    def step(body: dict[str, Any]) -> Reply:
+        results = tool_results(body)
+        if len(results) == 2:
+            return text("Done.")
+        arguments: dict[str, Any] = {"file_path": "long.ipynb"}
+        if results:
+            found = re.search(r"start_cell=(\d+)", result_text(results[-1]))
+            assert found
+            arguments["start_cell"] = int(found.group(1))
+        return Reply([tool_use(f"toolu_{len(results)}", "read_notebook", arguments)])
+
+    fake = FakeAnthropic(step, step, step)
+    provider = AnthropicProvider("claude-test", client=fake.client(), cache=False)
+    agent = Agent(provider, workspace=tmp_path, max_result_chars=10_000)
+    assert await agent.chat("read long.ipynb") == "Done."
+    first, second = (result_text(r) for r in tool_results(fake.requests[-1]))
+    for page in (first, second):
+        assert "cut from the middle" not in page
+    shown = re.findall(r"── cell (\d+):", first)
+    resumed = re.search(r"start_cell=(\d+)", first)
+    assert shown and resumed and int(resumed.group(1)) == int(shown[-1]) + 1
+    assert re.findall(r"── cell (\d+):", second)[0] == resumed.group(1)

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from .arguments import optional_int_arg, str_arg
 from .base import BuiltinTool, Image, ToolFailure
 from .beneath import WorkspaceRoot
+from .result_budget import page_chars
 
 #: Largest notebook file read, in bytes.
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -207,6 +208,8 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
     images: list[Image] = []
     blocks: list[str] = []
     used = 0
+    # within what the agent passes on uncut, so that "start_cell=N" follows what was seen
+    limit = page_chars(MAX_NOTEBOOK_CHARS, with_images=True)
     last_shown = start_cell - 1
     for index, cell in enumerate(cells[start_cell - 1 :], start=start_cell):
         if not isinstance(cell, dict):
@@ -219,7 +222,7 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
             if isinstance(output, dict):
                 lines.extend(_output_lines(output, images))
         block = "\n".join(lines)
-        if used + len(block) > MAX_NOTEBOOK_CHARS and blocks:
+        if used + len(block) > limit and blocks:
             break
         blocks.append(block)
         used += len(block)

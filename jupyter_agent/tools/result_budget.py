@@ -34,10 +34,16 @@ def result_budget(max_chars: int | None) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
-def page_chars(default: int) -> int:
+def page_chars(default: int, *, with_images: bool = False) -> int:
     """The characters a page may hold: ``default``, or less if the current call's result budget
-    would cut it (leaving ``PAGE_NOTE_ROOM`` for the note, and at least half the budget)."""
+    would cut it (leaving ``PAGE_NOTE_ROOM`` for the note, and at least half the budget).
+
+    ``with_images``: the page may come with images, which take up to half the budget
+    (``agent/results.py``), so the text gets the other half.
+    """
     budget = _BUDGET.get()
     if budget is None:
         return default
+    if with_images:
+        budget //= 2
     return max(1, min(default, max(budget - PAGE_NOTE_ROOM, budget // 2)))
