@@ -28,6 +28,7 @@ from notebook_fake_server import serve
 from test_provider_openai import FakeChatServer, _Served, chunk, make_agent, text_reply
 
 from jupyter_agent.agent.agent import Agent
+from jupyter_agent.errors import ProviderError
 from jupyter_agent.events import (
     AgentFinished,
     TextDelta,
@@ -105,6 +106,36 @@ def test_the_cap_holds_for_bedrock_and_vertex_clients() -> None:
         assert sending._calculate_retry_timeout(1, options, headers) == 7
         assert sending.max_retries == client.max_retries
         assert provider._sending_client() is sending  # one copy, not one per request
+
+
+class AlwaysRateLimited:
+    """Any request, on any path (Vertex's ``:streamRawPredict`` too): a 429 asking for an hour."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        self.paths.append(request.url.path)
+        body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
+        return httpx2.Response(429, json=body, headers={"retry-after": AN_HOUR})
+
+
+async def test_a_vertex_client_passed_in_waits_only_the_cap(anthropic_server: Any) -> None:
+    server = AlwaysRateLimited()
+    client = anthropic.AsyncAnthropicVertex(
+        region="us-east5",
+        project_id="p",
+        access_token="t",
+        base_url=anthropic_server(server),
+        max_retries=1,
+    )
+    provider = AnthropicProvider("claude-test", client=client, max_retry_wait=0.2)
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="rate_limit_error"):
+        await asyncio.wait_for(_all(provider.stream(REQUEST)), timeout=20)
+    assert time.monotonic() - started < 10
+    assert len(server.paths) == 2 and server.paths[0].endswith(":streamRawPredict")
+    await client.close()
 
 
 def test_an_openai_client_passed_in_waits_only_the_cap(tmp_path: Path) -> None:
