@@ -3,7 +3,7 @@
 The agent knows nothing about notebooks; the notebook layer (or a terminal, or a test) iterates
 ``Agent.stream_chat`` and draws these. Order within one ``stream_chat``:
 
-    TurnStarted → ContextCompacted? → (ThinkingDelta | TextDelta)* → TurnFinished
+    TurnStarted → ContextCompacted? → (ThinkingDelta | TextDelta | TextReset)* → TurnFinished
         → (ToolCallStarted … ToolCallFinished)*
     … repeated per model turn …
     AgentFinished            (always last, unless the stream raised)
@@ -13,6 +13,7 @@ The agent knows nothing about notebooks; the notebook layer (or a terminal, or a
 
 ``AgentError`` is emitted just before a failed request raises out of the stream.
 ``ThinkingDelta`` streams extended thinking (never part of the final text);
+``TextReset`` takes back the text of the current turn (its reply is being streamed again);
 ``ContextCompacted`` says the agent shortened the conversation to fit the model's window.
 """
 
@@ -76,6 +77,13 @@ class TextDelta:
     """A piece of the model's answer, as it streams. Joined, they are the final text."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextReset:
+    """The reply of this turn is being streamed again from its start: the API broke off the
+    stream (``overloaded_error``) after some text had been shown, and the provider retried. The
+    text shown since this turn's ``TurnStarted`` is void; the deltas that follow replace it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +188,7 @@ class AgentError:
 AgentEvent = (
     TurnStarted
     | TextDelta
+    | TextReset
     | ThinkingDelta
     | ContextCompacted
     | ToolCallStarted

@@ -2,7 +2,7 @@
 
 Played faults: a 429 whose ``retry-after`` asks for an hour (the SDK honoured any value, so a
 cell could wait an hour); an ``overloaded_error`` event inside a 200 stream (the SDK does not
-retry it; it surfaced as "API error 200" on the first occurrence).
+retry it; it surfaced as "API error 200" on the first occurrence), also after text was shown.
 """
 
 from __future__ import annotations
@@ -129,17 +129,21 @@ async def test_an_overloaded_stream_that_stays_overloaded_names_the_error(loopba
     assert server.requests == 3
 
 
-async def test_a_stream_that_already_showed_text_is_not_repeated(loopback) -> None:  # type: ignore[no-untyped-def]
+async def test_a_stream_that_already_showed_text_is_retried_and_taken_back(loopback) -> None:  # type: ignore[no-untyped-def]
+    """The SPEC (issue 22): an ``overloaded_error`` after text was shown is retried too; a
+    ``TextReset`` tells the caller that the text it showed is replaced by the retry's."""
+    from jupyter_agent.events import TextDelta, TextReset
+
     server = loopback(
         OverloadedStreams(FakeAnthropic(text("again")), failures=1, text_first="Half an ans")
     )
     provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
-    seen: list[object] = []
-    with pytest.raises(ProviderError, match="overloaded_error: Overloaded"):
-        async for event in provider.stream(REQUEST):
-            seen.append(event)
+    seen = [event async for event in provider.stream(REQUEST)]
     await provider.aclose()
-    assert server.requests == 1 and len(seen) == 1
+    assert server.requests == 2
+    assert seen[:2] == [TextDelta("Half an ans"), TextReset()]
+    assert "".join(e.text for e in seen[2:] if isinstance(e, TextDelta)) == "again"
+    assert isinstance(seen[-1], ModelResponse)
 
 
 async def test_a_client_passed_in_keeps_its_retry_count_for_streams() -> None:

@@ -39,6 +39,7 @@ from ..events import (
     ContextCompacted,
     StopKind,
     TextDelta,
+    TextReset,
     ThinkingDelta,
     TurnFinished,
     TurnStarted,
@@ -451,6 +452,10 @@ class Agent:
                         elif isinstance(item, TextDelta) and item.text:
                             for delta in state.text_deltas(item.text):
                                 yield delta
+                        elif isinstance(item, TextReset):
+                            # the provider retries the reply: its text so far is void
+                            state.reset_turn()
+                            yield item
             except ProviderError as exc:
                 if overflow is None and not state.turn_text and is_overflow(exc):
                     overflow = exc  # compact (once) and send again

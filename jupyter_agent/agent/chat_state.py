@@ -21,6 +21,8 @@ class ChatState:
     deltas: list[str] = field(default_factory=list)
     #: Model text of the turn being streamed, not yet in ``messages``.
     turn_text: list[str] = field(default_factory=list)
+    #: Where this turn's text (its separator included) begins in ``deltas``.
+    turn_start: int = 0
     #: Whether this chat added an assistant message to the conversation.
     produced: bool = False
     turns: int = 0
@@ -35,9 +37,17 @@ class ChatState:
     def text(self) -> str:
         return "".join(self.deltas)
 
+    def reset_turn(self) -> None:
+        """Take back the text of the turn being streamed (its reply starts over)."""
+        if self.turn_text:
+            del self.deltas[self.turn_start :]
+        self.turn_text = []
+
     def text_deltas(self, text: str) -> list[TextDelta]:
         """The deltas for model text: a blank line first when an earlier turn said something."""
         deltas = []
+        if not self.turn_text:
+            self.turn_start = len(self.deltas)
         if not self.turn_text and self.deltas and not self.text.endswith("\n\n"):
             separator = "\n\n" if not self.text.endswith("\n") else "\n"
             self.deltas.append(separator)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult
+from ..tools.result_budget import result_budget
 from . import conversation
 from .approvals import ApprovalHandler, ApprovalRequest
 from .chat_state import Call
@@ -212,8 +213,10 @@ async def invoke(
     started = clock()
     timeout = toolbox.tool_timeout
     try:
-        async with asyncio.timeout(timeout):
-            result = await toolbox.registry.call(name, arguments)
+        # a paging tool (read_file) fits its page to the cap below, so its note stays true
+        with result_budget(max_result_chars):
+            async with asyncio.timeout(timeout):
+                result = await toolbox.registry.call(name, arguments)
     except TimeoutError:
         result = ToolResult(
             f"Error: {name} timed out after {_seconds(timeout)} s and was "

@@ -39,6 +39,7 @@ from ..events import (
     AgentFinished,
     ContextCompacted,
     TextDelta,
+    TextReset,
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -146,6 +147,9 @@ class RichRenderer:
         self._segment_chars_shown = 0
         self._segment_handle: Any = None
         self._segment_dirty = False
+        #: Where the current turn's text begins in ``_parts`` and in ``_segment`` (TextReset).
+        self._turn_parts_start = 0
+        self._turn_segment_start = 0
         self._last_update = 0.0
         self._group: Any = None
         self._group_handle: Any = None
@@ -206,6 +210,10 @@ class RichRenderer:
             self._group_closed = True  # the next call belongs to a new reply
         elif isinstance(event, TurnStarted):
             self._close_group()
+            self._turn_parts_start = len(self._parts)
+            self._turn_segment_start = len(self._segment)
+        elif isinstance(event, TextReset):
+            self._take_back_turn_text()
         elif isinstance(event, AgentFinished | AgentError):
             self._flush(force=True)
             if self._redacted:
@@ -330,8 +338,20 @@ class RichRenderer:
         self._segment_dirty = False
         self._last_update = now
 
+    def _take_back_turn_text(self) -> None:
+        """``TextReset``: the text shown since the turn began goes; what streams next replaces it
+        in the same display."""
+        del self._parts[self._turn_parts_start :]
+        del self._segment[self._turn_segment_start :]
+        self._segment_chars = sum(len(piece) for piece in self._segment)
+        self._segment_chars_shown = 0
+        if self._segment_handle is not None:
+            self._segment_dirty = True
+            self._flush(force=True)
+
     def _end_segment(self) -> None:
         self._flush(force=True)
+        self._turn_segment_start = 0
         self._segment = []
         self._segment_chars = 0
         self._segment_chars_shown = 0
@@ -398,6 +418,8 @@ class TextRenderer:
         #: Started calls whose line is not written yet, with their "⇉" prefix.
         self._unannounced: list[tuple[ToolCallStarted, str]] = []
         self._thinking_noted = False
+        #: Where the current turn's text begins in ``_parts`` (TextReset).
+        self._turn_parts_start = 0
 
     @property
     def stream(self) -> TextIO:
@@ -465,6 +487,12 @@ class TextRenderer:
             self._redacted += event.redacted
         elif isinstance(event, TurnStarted):
             self._calls_this_reply = 0
+            self._turn_parts_start = len(self._parts)
+        elif isinstance(event, TextReset):
+            # what is written stays on the terminal: say that it is replaced
+            if len(self._parts) > self._turn_parts_start:
+                del self._parts[self._turn_parts_start :]
+                self._line("[the reply broke off; retrying — the text above is replaced by:]")
         elif isinstance(event, AgentFinished | AgentError):
             if not self._at_line_start:
                 self._write("\n")

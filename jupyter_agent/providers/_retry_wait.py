@@ -9,6 +9,16 @@ so the SDK's own retry loop runs unchanged with no wait longer than ``max_retry_
 each provider mixes it into the client class it builds (this module imports neither SDK). The
 same cap bounds the backoff of the Anthropic provider's own retries of errors that arrive inside
 a stream (which the SDK does not retry).
+
+A client the user passes in (a proxy's, ``AsyncAnthropicBedrock``, ``AsyncAnthropicVertex``, an
+``AsyncOpenAI`` of their own) is not of that class: ``capped_copy`` gives the provider a copy of
+it (the SDK's ``with_options()``: same class, options, credentials and HTTP connection pool) whose
+``_calculate_retry_timeout`` is capped on the instance. Why there and not elsewhere: the SDK's
+retry loop also knows which failures are worth a retry (``x-should-retry``, timeouts, connection
+errors, a Bedrock or Vertex token refreshed per attempt), which retries of our own with
+``max_retries=0`` would have to copy; an httpx event hook that shortened the header would have to
+be put on the user's own HTTP client, which other code shares. The user's client object itself
+is left alone.
 """
 
 from __future__ import annotations
@@ -43,6 +53,24 @@ class RetryWaitCap:
         return client
 
     with_options = copy
+
+
+def capped_copy(client: Any, max_retry_wait: float) -> Any:
+    """A copy of an SDK ``client`` whose retries wait at most ``max_retry_wait`` seconds; the
+    client itself when it cannot be copied (an object that only looks like a client)."""
+    if isinstance(client, RetryWaitCap):
+        return client
+    try:
+        copy = client.with_options()
+        calculate = copy._calculate_retry_timeout
+    except Exception:
+        return client
+
+    def capped(*args: Any, **kwargs: Any) -> float:
+        return min(float(calculate(*args, **kwargs)), max_retry_wait)
+
+    copy._calculate_retry_timeout = capped
+    return copy
 
 
 def backoff(attempt: int, max_wait: float) -> float:

@@ -6,7 +6,8 @@ adds prompt caching (breakpoints on the system prompt, the tool definitions, the
 conversation and the end of the previous request, so each turn of a tool loop — however many
 parallel calls it made — re-reads the earlier ones from the cache), extended thinking
 (``thinking_budget``), a cap on every retry wait (``_retry_wait.py``: a ``retry-after`` of an hour
-is not honoured), retries of an ``overloaded_error`` that arrives inside a 200 stream, and turns
+is not honoured, whoever built the client), retries of an ``overloaded_error`` that arrives inside
+a 200 stream (after text was shown too: a ``TextReset`` takes that text back), and turns
 the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
 ``ProviderError`` with a message that names the API's error type.
 
@@ -42,7 +43,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
-from ..events import TextDelta, ThinkingDelta, Usage
+from ..events import TextDelta, TextReset, ThinkingDelta, Usage
 from ._anthropic_threads import (
     CREATE,
     REPLAY_ERROR_CODES,
@@ -53,7 +54,7 @@ from ._anthropic_threads import (
     new_thread,
 )
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
-from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff, capped_copy
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class AnthropicProvider:
         # ANTHROPIC_BASE_URL from the environment.
         self.client: anthropic.AsyncAnthropic = client if client is not None else self._new_client()
         self._loops = LoopTracker()
+        #: A client passed in, and the copy of it that sends (its retry waits capped).
+        self._capped: tuple[object, float, anthropic.AsyncAnthropic] | None = None
         self._threads_setting = threads
         #: What the server holds of the latest conversations, one thread each (the most recent
         #: last, at most ``MAX_THREADS``): the chats of a notebook share this provider, and each
@@ -190,7 +193,18 @@ class AnthropicProvider:
             else:
                 message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="AnthropicProvider")
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
-        return self.client
+        return self._sending_client()
+
+    def _sending_client(self) -> anthropic.AsyncAnthropic:
+        """The client requests go through: ``client``, or for a client that is not of the class
+        this provider builds, one copy of it whose retry waits are capped (``capped_copy``)."""
+        client = self.client
+        if isinstance(client, RetryWaitCap):
+            return client
+        wait = self.max_retry_wait
+        if self._capped is None or self._capped[0] is not client or self._capped[1] != wait:
+            self._capped = (client, wait, capped_copy(client, wait))
+        return self._capped[2]
 
     def _threading(self, request: ModelRequest) -> bool:
         """Whether ``request`` goes on a server-side thread (a summary is a one-off request)."""
@@ -281,16 +295,17 @@ class AnthropicProvider:
                         start, refused = None, exc
                         params, thread_field = self.build_params(request), None
                         continue
-                # an error event inside a 200 stream: the SDK does not retry it; before anything
-                # reached the caller, a transient one is tried again (after that, the text
-                # already shown could not be taken back)
+                # an error event inside a 200 stream: the SDK does not retry it; a transient one
+                # is tried again, and what this attempt already showed is taken back first
+                # (``TextReset``: the retry's text replaces it)
                 if (
                     exc.status_code == 200
                     and exc.type in _RETRYABLE_STREAM_ERRORS
-                    and not streamed
                     and attempt < client.max_retries
                 ):
                     attempt += 1
+                    if streamed:
+                        yield TextReset()
                     await asyncio.sleep(backoff(attempt, self.max_retry_wait))
                     if start is not None:
                         # the server may have begun the continuation: start a new thread

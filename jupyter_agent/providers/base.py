@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..events import TextDelta, ThinkingDelta, Usage
+from ..events import TextDelta, TextReset, ThinkingDelta, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class ModelResponse:
     model: str = ""
 
 
-ProviderEvent = TextDelta | ThinkingDelta | ModelResponse
+ProviderEvent = TextDelta | ThinkingDelta | TextReset | ModelResponse
 
 
 @runtime_checkable
@@ -54,7 +54,8 @@ class Provider(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one reply: any number of ``TextDelta``/``ThinkingDelta``, then one
-        ``ModelResponse``.
+        ``ModelResponse``. A ``TextReset`` says the reply starts over (a retry after text was
+        streamed): the deltas before it are void.
 
         A request that fails for good raises ``ProviderError`` (after the SDK's own retries).
         """

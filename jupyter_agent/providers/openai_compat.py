@@ -8,7 +8,8 @@ Servers bend the wire format: Ollama and some llama.cpp builds send parallel cal
 ``index`` (or all at ``index: 0``), told apart only by a new ``id`` (``_ToolCallAssembler``); a
 stream that stops before its ``finish_reason`` is an error, not a short reply; a server that
 cannot do tool calls is named as such.
-A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``).
+A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``); a
+client passed in sends through a copy whose retry waits are capped (``_retry_wait.py``).
 The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
 imported only when this provider is created.
 """
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import ProviderError
 from ..events import TextDelta, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
-from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap
+from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, capped_copy
 from .base import ModelRequest, ModelResponse, ProviderEvent
 
 if TYPE_CHECKING:
@@ -172,7 +173,8 @@ class _ToolCallAssembler:
     first one only. Some servers omit ``index`` (each call whole in one chunk) or reuse
     ``index: 0`` for every call, so a fragment with an ``id`` not seen before always starts a new
     call; one without an ``id`` continues the call of its ``index`` (or, with no index, the
-    latest call).
+    latest call). An id seen before starts a new call too when it comes at another ``index`` or
+    with a function name again: some servers number every call ``call_0``.
     """
 
     def __init__(self) -> None:
@@ -186,6 +188,15 @@ class _ToolCallAssembler:
         pending: _PendingCall | None
         if call_id:
             pending = self._by_id.get(call_id)
+            function = getattr(fragment, "function", None)
+            if pending is not None and (
+                (index is not None and self._by_index.get(index) is not pending)
+                or (pending.name and function is not None and function.name)
+            ):
+                # the id again at another index, or with a name for a call that has one: a
+                # server that repeats ids (``call_0`` for every call) starting another call;
+                # the agent makes the ids unique
+                pending = None
             if pending is None:
                 # an id that arrives after its call's first fragment joins that call
                 current = self._by_index.get(index) if index is not None else None
@@ -251,6 +262,8 @@ class OpenAIProvider:
             client = _capped_client_class()(**self._client_options)
         self.client: openai.AsyncOpenAI = client
         self._loops = LoopTracker()
+        #: A client passed in, and the copy of it that sends (its retry waits capped).
+        self._capped: tuple[object, Any] | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={str(self.client.base_url)!r})"
@@ -284,6 +297,12 @@ class OpenAIProvider:
             else:
                 message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="OpenAIProvider")
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
+        if not isinstance(client, RetryWaitCap):
+            # a client passed in: a copy of it whose retry waits are capped (_retry_wait.py)
+            if self._capped is None or self._capped[0] is not client:
+                wait = float(self._client_options["max_retry_wait"])
+                self._capped = (client, capped_copy(client, wait))
+            client = self._capped[1]
         try:
             stream = await client.chat.completions.create(**cast(Any, params))
             async with stream:

@@ -2,16 +2,26 @@
 
 This is how notebook users add their own tools. The schema comes from the signature (pydantic
 builds the JSON Schema from the type hints) and the docstring (its summary becomes the tool's
-description, its ``Args:`` entries the parameters' descriptions). Calls are validated and coerced
+description, its ``Args:`` entries the parameters' descriptions; claudette/toolslm-style inline
+comments after a parameter describe it too, the docstring winning). Calls are validated and coerced
 by pydantic with a validator compiled once; a sync function runs in a worker thread so that
 several calls of one model turn do not block each other or the event loop.
+
+Tools written for the ``anthropic`` SDK's runner (``@beta_tool``, ``@beta_async_tool`` objects)
+are taken as they are: ``tool(obj)``, ``agent.add_tool(obj)`` and ``registry.register(obj)`` wrap
+them with the SDK's name, description and schema. A function may return text, data (sent as
+JSON), or content: ``Image`` parts and the SDK's content blocks, which reach the model as images
+(``parts.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import json
+import textwrap
+import tokenize
 from collections.abc import Callable, Mapping
 from typing import Any, cast, overload
 
@@ -21,7 +31,8 @@ from pydantic.experimental.arguments_schema import generate_arguments_schema
 from pydantic_core import ArgsKwargs, SchemaValidator
 
 from ..errors import ToolInputError
-from .base import ToolCapabilities
+from .base import ToolCapabilities, ToolOutput
+from .parts import is_content
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -45,6 +56,8 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         destructive: bool = False,
+        input_schema: dict[str, Any] | None = None,
+        validates_arguments: bool = True,
     ) -> None:
         if not callable(func):
             raise TypeError(f"@tool needs a function, not {type(func).__name__}")
@@ -52,12 +65,16 @@ class FunctionTool:
         self.name: str = name or str(getattr(func, "__name__", ""))
         if not self.name or self.name == "<lambda>":
             raise ValueError("@tool needs a name for this function: use @tool(name=...)")
-        self.capabilities = ToolCapabilities(destructive=destructive, validates_arguments=True)
+        self.capabilities = ToolCapabilities(
+            destructive=destructive, validates_arguments=validates_arguments
+        )
         docstring = docstring_parser.parse(inspect.getdoc(func) or "")
         self.description: str = (
             description if description is not None else _describe(docstring, self.name)
         )
-        self.input_schema: dict[str, Any] = _input_schema(func, docstring)
+        self.input_schema: dict[str, Any] = (
+            input_schema if input_schema is not None else _input_schema(func, docstring)
+        )
         self._is_async = _is_async_callable(func)
         # Arguments are validated apart from the call, so that a ValidationError raised inside
         # the function's body is reported as the tool failing, not as bad arguments.
@@ -70,7 +87,7 @@ class FunctionTool:
             "input_schema": self.input_schema,
         }
 
-    async def execute(self, args: dict[str, object]) -> str:
+    async def execute(self, args: dict[str, object]) -> ToolOutput:
         try:
             positional, keywords = self._validate(ArgsKwargs((), args))
         except pydantic.ValidationError as exc:
@@ -81,7 +98,10 @@ class FunctionTool:
             result = await asyncio.to_thread(self.func, *positional, **keywords)
             if inspect.isawaitable(result):
                 result = await result
-        return result if type(result) is str else to_text(result)
+        if type(result) is str:
+            return result
+        # text and images (ours, or the SDK's content blocks) go to the registry as they are
+        return result if is_content(result) else to_text(result)
 
     @property
     def destructive(self) -> bool:
@@ -122,9 +142,43 @@ def tool(
     """
 
     def make(fn: ToolFunction) -> FunctionTool:
+        if is_sdk_function_tool(fn):
+            return _adopt_sdk_tool(fn, name=name, description=description, destructive=destructive)
         return FunctionTool(fn, name=name, description=description, destructive=destructive)
 
     return make(func) if func is not None else make
+
+
+def is_sdk_function_tool(obj: object) -> bool:
+    """Whether ``obj`` is a function tool of the ``anthropic`` SDK (``@beta_tool``,
+    ``@beta_async_tool``): its function, name, description and input schema as attributes, and
+    ``to_dict``/``call``. Told by its shape: the SDK is not imported."""
+    return (
+        callable(getattr(obj, "func", None))
+        and isinstance(getattr(obj, "name", None), str)
+        and isinstance(getattr(obj, "input_schema", None), Mapping)
+        and callable(getattr(obj, "to_dict", None))
+        and callable(getattr(obj, "call", None))
+    )
+
+
+def _adopt_sdk_tool(
+    sdk_tool: Any, *, name: str | None, description: str | None, destructive: bool
+) -> FunctionTool:
+    """Our tool for an SDK function tool: its name, description and input schema as the SDK
+    made them; its function called as the SDK's runner calls it (arguments validated by pydantic
+    against the function, sync functions in a thread). The registry also checks arguments
+    against the schema the model saw, which the SDK lets a user give apart from the function."""
+    schema = dict(sdk_tool.input_schema)
+    schema.setdefault("type", "object")
+    return FunctionTool(
+        sdk_tool.func,
+        name=name or sdk_tool.name,
+        description=description if description is not None else (sdk_tool.description or None),
+        destructive=destructive,
+        input_schema=schema,
+        validates_arguments=False,
+    )
 
 
 def to_text(value: object) -> str:
@@ -161,7 +215,9 @@ def _input_schema(func: ToolFunction, docstring: docstring_parser.Docstring) -> 
     if schema.get("type") != "object":  # pragma: no cover - pydantic always gives an object
         raise TypeError(f"Cannot build an object schema for {func!r}")
     properties: dict[str, Any] = schema.setdefault("properties", {})
-    described = {p.arg_name: p.description for p in docstring.params if p.description}
+    # the docstring's Args win over inline comments where both describe a parameter
+    described = _comment_descriptions(func)
+    described.update({p.arg_name: p.description for p in docstring.params if p.description})
     for arg_name, prop in properties.items():
         if not isinstance(prop, dict):
             continue
@@ -169,6 +225,65 @@ def _input_schema(func: ToolFunction, docstring: docstring_parser.Docstring) -> 
         if arg_name in described and "description" not in prop:
             prop["description"] = described[arg_name]
     return schema
+
+
+def _comment_descriptions(func: ToolFunction) -> dict[str, str]:
+    """Parameter descriptions from inline comments, as claudette and toolslm read them::
+
+        def scale(a: int,  # the number
+                  # how much (a comment on its own line describes the parameter below it)
+                  factor: float = 2.0): ...
+
+    Read from the function's source with ``tokenize``; ``{}`` when there is no source (a
+    function made by ``exec``, a builtin) or it cannot be read.
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError, IndentationError):
+        return {}
+    descriptions: dict[str, list[str]] = {}
+    depth = 0
+    in_signature = False
+    seen_def = False
+    expect_name = False
+    current: str | None = None
+    current_line = -1
+    above: list[str] = []
+    for token in tokens:
+        kind, value = token.type, token.string
+        if not in_signature:
+            if kind == tokenize.NAME and value == "def" and depth == 0:
+                seen_def = True
+            elif kind == tokenize.OP and value in "([{":
+                depth += 1
+                if seen_def and value == "(" and depth == 1:
+                    in_signature, expect_name = True, True
+            elif kind == tokenize.OP and value in ")]}":
+                depth -= 1
+            continue
+        if kind == tokenize.OP and value in "([{":
+            depth += 1
+        elif kind == tokenize.OP and value in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        elif depth == 1 and kind == tokenize.OP and value == ",":
+            expect_name = True
+        elif depth == 1 and kind == tokenize.NAME and expect_name:
+            current, current_line, expect_name = value, token.start[0], False
+            if above:
+                descriptions.setdefault(current, []).extend(above)
+                above = []
+        elif kind == tokenize.COMMENT:
+            text = value.lstrip("#").strip()
+            if not text:
+                continue
+            if current is not None and token.start[0] == current_line:
+                descriptions.setdefault(current, []).append(text)
+            elif token.line[: token.start[1]].strip() == "":
+                above.append(text)  # a comment line of its own: the parameter below
+    return {name: " ".join(parts) for name, parts in descriptions.items()}
 
 
 def _validation_message(exc: pydantic.ValidationError) -> str:

@@ -130,9 +130,15 @@ def past_the_end(shown: str, start: int, lines: int) -> ToolFailure:
 
 
 def read_lines(
-    stream: io.TextIOWrapper, shown: str, start: int, limit: int | None, line_no: int
+    stream: io.TextIOWrapper,
+    shown: str,
+    start: int,
+    limit: int | None,
+    line_no: int,
+    max_chars: int = MAX_READ_CHARS,
 ) -> str:
-    """Lines ``start`` .. ``start + limit - 1``, streamed, capped; with a note if capped.
+    """Lines ``start`` .. ``start + limit - 1``, streamed, capped at ``MAX_READ_LINES`` lines and
+    ``max_chars`` characters; with a note if capped.
 
     ``line_no`` is the line the stream is at (lines before ``start`` may be skipped already).
     """
@@ -149,8 +155,13 @@ def read_lines(
     size = 0
     lines_done = 0
     cut_in_line = False
+    full = False
     while lines_done < wanted:
-        room = MAX_READ_CHARS - size
+        room = max_chars - size
+        if room <= 0:
+            # the cap fell on a line's end: the page stops there, the next line is not begun
+            full = bool(stream.read(1))
+            break
         piece = stream.readline(min(room, _READ_PIECE) + 1)
         if not piece:
             break
@@ -162,15 +173,21 @@ def read_lines(
         size += len(piece)
         if piece.endswith("\n"):
             lines_done += 1
-        elif size >= MAX_READ_CHARS:
+        elif size >= max_chars:
             cut_in_line = bool(stream.read(1))
             break
     text = "".join(parts)
     last = start + lines_done - (0 if cut_in_line else 1)
+    cap = f"{max_chars // 1024} KB" if max_chars >= 4096 else f"{max_chars:,} characters"
     if cut_in_line:
         return text + (
-            f"\n\n[Output capped at about {MAX_READ_CHARS // 1024} KB in the middle of line "
+            f"\n\n[Output capped at about {cap} in the middle of line "
             f"{last}. To read further, call read_file with offset={last + 1}.]"
+        )
+    if full:
+        return text + (
+            f"\n\n[Showing lines {start}-{last} of {shown}; output capped at about {cap}. "
+            f"To read further, call read_file with offset={last + 1}.]"
         )
     capped_by_us = limit is None or limit > MAX_READ_LINES
     if lines_done == wanted and capped_by_us and stream.read(1):

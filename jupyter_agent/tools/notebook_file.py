@@ -8,7 +8,9 @@ count, source, its text outputs, errors (without terminal colours) and its image
 (``_read_notebook_bytes``, one function, so the descriptor-safe read can be swapped in one place);
 it is parsed with the standard library's ``json`` (no nbformat, no IPython in the core). Its
 images are fitted within the call, in a worker (``image_fit.prepare_off_loop``): one past the
-pixel cap is named and never decoded.
+pixel cap is named and never decoded. nbformat 3 notebooks (older books and courses) are read
+too, upgraded in memory as nbformat's own converter does (``_upgrade_v3``); older ones are
+refused with a clear error.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .arguments import optional_int_arg, str_arg
 from .base import BuiltinTool, Image, ToolFailure
 from .beneath import WorkspaceRoot
 from .image_fit import prepare_off_loop
+from .result_budget import page_chars
 
 #: Largest notebook file read, in bytes.
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -102,22 +105,114 @@ def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str]:
     return lines
 
 
+#: nbformat 3's short names of output data (``png``) and their MIME types (nbformat 4's keys).
+_V3_MIME = {
+    "text": "text/plain",
+    "html": "text/html",
+    "svg": "image/svg+xml",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "latex": "text/latex",
+    "json": "application/json",
+    "javascript": "application/javascript",
+    "pdf": "application/pdf",
+}
+_V3_OUTPUT_FIELDS = frozenset({"output_type", "prompt_number", "metadata"})
+
+
+def _upgrade_v3(notebook: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """An nbformat 3 notebook as the nbformat 4 shape this module reads, and its language.
+
+    What nbformat's own ``v4.convert.upgrade`` does, for reading (nbformat is not a runtime
+    dependency): the worksheets' cells in one list; a heading cell becomes a markdown ``#``
+    line; a code cell's ``input``/``prompt_number`` become ``source``/``execution_count``;
+    ``pyout`` and ``pyerr`` outputs become ``execute_result`` and ``error``, their short data
+    keys (``png``, ``text``) MIME types; a stream's ``stream`` becomes its ``name``.
+    """
+    cells: list[dict[str, Any]] = []
+    language = ""
+    worksheets = notebook.get("worksheets")
+    for sheet in worksheets if isinstance(worksheets, list) else []:
+        sheet_cells = sheet.get("cells") if isinstance(sheet, dict) else None
+        for cell in sheet_cells if isinstance(sheet_cells, list) else []:
+            if not isinstance(cell, dict):
+                continue
+            kind = cell.get("cell_type")
+            if kind == "code":
+                language = language or str(cell.get("language") or "")
+                outputs = cell.get("outputs")
+                cells.append(
+                    {
+                        "cell_type": "code",
+                        "source": cell.get("input", ""),
+                        "execution_count": cell.get("prompt_number"),
+                        "outputs": [
+                            _upgrade_v3_output(output)
+                            for output in (outputs if isinstance(outputs, list) else [])
+                            if isinstance(output, dict)
+                        ],
+                    }
+                )
+            elif kind == "heading":
+                level = cell.get("level", 1)
+                hashes = "#" * (level if isinstance(level, int) and 0 < level < 7 else 1)
+                line = " ".join(_joined(cell.get("source")).splitlines())
+                cells.append({"cell_type": "markdown", "source": f"{hashes} {line}"})
+            else:
+                cells.append(
+                    {
+                        "cell_type": "markdown" if kind == "html" else kind,
+                        "source": cell.get("source", ""),
+                    }
+                )
+    return {"cells": cells, "metadata": notebook.get("metadata") or {}}, language
+
+
+def _upgrade_v3_output(output: dict[str, Any]) -> dict[str, Any]:
+    kind = output.get("output_type")
+    if kind in ("pyout", "display_data"):
+        data = {
+            _V3_MIME.get(key, key): value
+            for key, value in output.items()
+            if key not in _V3_OUTPUT_FIELDS
+        }
+        return {
+            "output_type": "execute_result" if kind == "pyout" else "display_data",
+            "data": data,
+        }
+    if kind == "pyerr":
+        return {**output, "output_type": "error"}
+    if kind == "stream":
+        return {"output_type": "stream", "name": output.get("stream", "stdout"), **output}
+    return output
+
+
 def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | Image]:
     """The notebook in ``raw`` as text and image parts, from cell ``start_cell`` (1-based)."""
     try:
         notebook = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ToolFailure(f"{shown} is not a notebook (not valid JSON: {exc})") from None
+    version = notebook.get("nbformat") if isinstance(notebook, dict) else None
+    language = ""
+    if isinstance(notebook, dict) and version == 3 and "cells" not in notebook:
+        notebook, language = _upgrade_v3(notebook)
+    elif isinstance(version, int) and version < 3:
+        raise ToolFailure(
+            f"{shown} is an nbformat {version} notebook; read_notebook reads nbformat 3 and 4 "
+            "(open and save it in Jupyter to upgrade it, or read it with read_file)"
+        )
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
-        raise ToolFailure(f"{shown} is not a notebook (no 'cells' list; nbformat 4 expected)")
-    language = ""
+        raise ToolFailure(f"{shown} is not a notebook (no 'cells' list; nbformat 3 or 4 expected)")
     metadata = notebook.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("kernelspec"), dict):
-        language = str(metadata["kernelspec"].get("language", ""))
+        language = str(metadata["kernelspec"].get("language", "")) or language
     images: list[Image] = []
     blocks: list[str] = []
     used = 0
+    # within what the agent passes on uncut, so that "start_cell=N" follows what was seen
+    limit = page_chars(MAX_NOTEBOOK_CHARS, with_images=True)
     last_shown = start_cell - 1
     for index, cell in enumerate(cells[start_cell - 1 :], start=start_cell):
         if not isinstance(cell, dict):
@@ -130,13 +225,15 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
             if isinstance(output, dict):
                 lines.extend(_output_lines(output, images))
         block = "\n".join(lines)
-        if used + len(block) > MAX_NOTEBOOK_CHARS and blocks:
+        if used + len(block) > limit and blocks:
             break
         blocks.append(block)
         used += len(block)
         last_shown = index
     total = len(cells)
     header = f"{shown}: {total} cells" + (f" ({language})" if language else "")
+    if version == 3:
+        header += "; nbformat 3"
     if start_cell > total:
         header += f"; start_cell {start_cell} is past the end"
     elif last_shown < total:

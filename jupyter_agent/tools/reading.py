@@ -5,7 +5,8 @@ it: files of any size, lines of any length). A PNG, JPEG, GIF or WebP file — t
 bytes, not its name — comes back as a ``jupyter_agent.Image`` beside a line describing it, up to
 ``MAX_IMAGE_BYTES`` (the agent downscales it before sending). Other binary files are refused.
 The file is opened beneath the held workspace root (``beneath``), regular files only: a FIFO or
-device, even one swapped in mid-call, is refused instead of blocking.
+device, even one swapped in mid-call, is refused instead of blocking. A page is never longer than
+the agent passes on uncut (``result_budget.py``), so its closing note says truly where to go on.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .line_reader import (
     read_lines,
     skip_lines,
 )
+from .result_budget import page_chars
 
 __all__ = ["MAX_IMAGE_BYTES", "ReadFileTool"]
 
@@ -133,10 +135,13 @@ def _read_file(
                     f"{shown} looks like a binary file ({info.st_size} bytes), not text; "
                     "read_file only reads text"
                 )
-            if offset is None and limit is None and info.st_size <= MAX_READ_CHARS:
+            # a page never exceeds what the agent passes on uncut (result_budget.py): the note
+            # that ends it must point right after what the model saw
+            max_chars = page_chars(MAX_READ_CHARS)
+            if offset is None and limit is None and info.st_size <= max_chars:
                 data = head + raw.read()
                 text = data.decode(codec.name)
-                if count_lines(text) <= MAX_READ_LINES:
+                if count_lines(text) <= MAX_READ_LINES and len(text) <= max_chars:
                     return text
             start = offset or 1
             raw.seek(0)
@@ -148,7 +153,7 @@ def _read_file(
                     raise past_the_end(shown, start, total)
                 skipped = start
             stream = io.TextIOWrapper(raw, encoding=codec.name, newline="")
-            return read_lines(stream, shown, start, limit, skipped)
+            return read_lines(stream, shown, start, limit, skipped, max_chars)
     except UnicodeDecodeError:
         raise ToolFailure(
             f"{shown} is not valid {codec.name} text (it may be binary, or try another encoding)"

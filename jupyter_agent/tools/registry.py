@@ -20,10 +20,11 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, Image, ToolResult, capabilities_of
+from .parts import BadPart, split_parts
 from .redact import redact
 from .schema_validation import Validator, jsonschema_exceptions, jsonschema_validators
 
@@ -54,7 +55,12 @@ class ToolRegistry:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def register(self, tool: ExecutableTool) -> None:
-        """Add ``tool``, enabled. Raises ``DuplicateToolError`` or ``ValueError``."""
+        """Add ``tool``, enabled. Raises ``DuplicateToolError`` or ``ValueError``.
+
+        A function tool of the ``anthropic`` SDK (``@beta_tool``, ``@beta_async_tool``) is taken
+        as it is: its name, description and input schema, its function (``tool()`` adapts it).
+        """
+        tool = _adopt(tool)
         name = tool.name
         if name in self._tools:
             raise DuplicateToolError(name)
@@ -88,6 +94,7 @@ class ToolRegistry:
     def replace(self, tool: ExecutableTool) -> None:
         """Put ``tool`` in place of the registered tool of its name, keeping its place and its
         enabled state (a tool rebuilt for a new workspace, say). ``ToolNotFoundError`` if none."""
+        tool = _adopt(tool)
         self._require(tool.name)
         validator = self._validator_for(tool)
         self._tools[tool.name] = tool  # an existing key keeps its place in the order
@@ -187,7 +194,10 @@ class ToolRegistry:
             return _result(f"Error executing {name}: {_describe(exc)}", True, started)
         if type(output) is str or isinstance(output, str):
             return _result(output, False, started)
-        parts = _split_parts(output)
+        try:
+            parts = _split_parts(output)
+        except BadPart as exc:
+            return _result(f"Error executing {name}: {exc}", True, started)
         if parts is None:
             return ToolResult(
                 f"Error executing {name}: the tool returned {type(output).__name__}, not text "
@@ -235,6 +245,22 @@ class ToolRegistry:
                     f"({type(exc).__name__}); send plain JSON values"
                 )
         return None
+
+
+def _adopt(tool: ExecutableTool) -> ExecutableTool:
+    """``tool``, or for a function tool of the ``anthropic`` SDK (no ``get_schema``), our
+    adapter of it."""
+    if callable(getattr(tool, "get_schema", None)):
+        return tool
+    from .decorator import is_sdk_function_tool
+    from .decorator import tool as make_tool
+
+    if is_sdk_function_tool(tool):
+        return make_tool(cast(Any, tool))
+    raise TypeError(
+        f"not a tool: {tool!r} has no get_schema(); wrap a function with @tool "
+        "(jupyter_agent.tool) or pass an object with name, get_schema() and execute()"
+    )
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -292,19 +318,9 @@ def _result(
 
 
 def _split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
-    """A list of ``str`` and ``Image`` parts as (joined text, images); None for anything else."""
-    if not isinstance(output, list | tuple):
-        return None
-    texts: list[str] = []
-    images: list[Image] = []
-    for part in output:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, Image):
-            images.append(part)
-        else:
-            return None
-    return "\n".join(texts), tuple(images)
+    """A list of ``str`` and ``Image`` parts — or the SDK's content blocks (``parts.py``) — as
+    (joined text, images); None for anything else; ``BadPart`` for an unreadable image block."""
+    return split_parts(output)
 
 
 def _describe(exc: BaseException) -> str:
