@@ -145,9 +145,12 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
     one_panel = len(_instances)
     for time_shown in range(30):
         folder = tmp_path / "ab"[time_shown % 2]
-        run_ok(shell, f"%config AgentMagics.workspace = {str(folder)!r}")
         with capture_output() as captured:
-            run_ok(shell, "%agent_tools")
+            run_ok(
+                shell,
+                f"%config AgentMagics.workspace = {str(folder)!r}\n%agent_tools\n"
+                "%agent_tools disable web_fetch",
+            )
         # the panel shown before became a static table in its cell
         [replaced] = [o for o in captured.outputs if o.update]
         assert "application/vnd.jupyter.widget-view+json" not in replaced.data
@@ -156,7 +159,6 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
             "enabled",
             "policy",
         ]
-        run_ok(shell, "%agent_tools disable web_fetch")
     assert len(_instances) == one_panel
 
 
@@ -164,8 +166,8 @@ def test_unloading_with_a_live_panel_and_a_workspace_that_is_gone(
     shell: InteractiveShell, tmp_path: Path
 ) -> None:
     run_ok(shell, "%config AgentMagics.ui = 'widgets'")
-    run_ok(shell, "%agent_tools")
-    run_ok(shell, f"%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
+    # one cell: the panel is still live when the next cell unloads the extension
+    run_ok(shell, f"%agent_tools\n%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
     with capture_output() as captured:
         run_ok(shell, "%unload_ext jupyter_agent")
     [replaced] = [o for o in captured.outputs if o.update]

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 _DEFAULTS = SessionSettings()
 
+#: Under a tool panel's table once another cell has run (the panel was live until then).
+PANEL_RETIRED_NOTE = "(the tools when the next cell ran; %agent_tools shows a live panel again)"
+
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
 
 
@@ -197,6 +200,7 @@ class AgentMagics(Magics):
         self._renderer: Renderer | None = None
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
+        self._panel_cells_ended = 0
         self._mcp_commands: MCPCommands | None = None
 
     @property
@@ -310,15 +314,35 @@ class AgentMagics(Magics):
             self._panel[0].rebind(self.session)
 
     def _show_panel(self) -> None:
-        """Display a new live tool panel; the one shown before becomes a static table."""
+        """Display a new live tool panel; the one shown before becomes a static table.
+
+        The panel is live while its cell is the last one run: when the next cell ends, its
+        display becomes the static table of the tools (``_after_panel_cell``), as a finished
+        ``%%agent`` cell's calls do. A notebook saved after that holds no widget view, which after
+        a kernel restart would read "Error displaying widget: model not found". A kernel nobody
+        watches (nbconvert ``--execute``, papermill, nbval) gets the table straight away: nbclient
+        saves every widget model a cell opens (some 150 for a panel).
+        """
         from ._ipython import DisplayHandle
-        from .widgets.tool_panel import ToolPanel
+        from .widgets.tool_panel import ToolPanel, static_tools_bundle
 
         self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
+        if unattended_kernel(self.shell):
+            display(static_tools_bundle(self.session), raw=True)
+            return
         panel = ToolPanel(self.session)
         handle = DisplayHandle()
         handle.display(panel)
         self._panel = (panel, handle)
+        self._panel_cells_ended = 0
+        events = getattr(self.shell, "events", None)
+        if events is not None:
+            events.register("post_run_cell", self._after_panel_cell)
+
+    def _after_panel_cell(self, _result: Any) -> None:
+        self._panel_cells_ended += 1  # the first is the panel's own cell
+        if self._panel_cells_ended > 1:
+            self._retire_panel(PANEL_RETIRED_NOTE)
 
     def _retire_panel(self, note: str) -> None:
         """Replace the live panel's display by a table of the tools and close its widgets.
@@ -331,6 +355,10 @@ class AgentMagics(Magics):
             return
         panel, handle = self._panel
         self._panel = None
+        events = getattr(self.shell, "events", None)
+        if events is not None:
+            with contextlib.suppress(ValueError):  # not registered
+                events.unregister("post_run_cell", self._after_panel_cell)
         try:
             bundle = panel.static_bundle(note)
         except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
