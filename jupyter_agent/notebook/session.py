@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,6 +101,25 @@ class ChatSummary:
     name: str
     messages: int
     usage: Usage
+
+
+#: The environment variables a provider of each kind reads when it is built.
+_PROVIDER_ENVIRONMENT = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "JUPYTER_AGENT_MODEL"),
+    "auto": (
+        "JUPYTER_AGENT_PROVIDER",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ),
+}
+
+
+def _environment_fingerprint(kind: str) -> str:
+    """A digest of the variables ``kind`` reads (the keys themselves are not kept)."""
+    values = "\0".join(os.environ.get(name, "") for name in _PROVIDER_ENVIRONMENT.get(kind, ()))
+    return hashlib.sha256(values.encode()).hexdigest()
 
 
 class NotebookSession:
@@ -232,19 +252,12 @@ class NotebookSession:
         return variant
 
     def _provider_key(self, kind: str, model: str, thinking: int | None) -> tuple[Any, ...]:
+        """What a cached provider was built from: a key set (or changed) after a turn failed
+        without one builds a new provider, with a client that has it."""
         cassette = self.settings.offline_cassette
-        if kind != "auto":
+        if kind == "offline":
             return (kind, model, thinking, cassette)
-        env = os.environ
-        return (
-            kind,
-            model,
-            thinking,
-            cassette,
-            env.get("JUPYTER_AGENT_PROVIDER", ""),
-            bool(env.get("ANTHROPIC_API_KEY")),
-            env.get("ANTHROPIC_BASE_URL", ""),
-        )
+        return (kind, model, thinking, cassette, _environment_fingerprint(kind))
 
     async def _build_provider(self, kind: str, model: str) -> Provider:
         """Built on the background loop, where the provider's HTTP client will live."""
