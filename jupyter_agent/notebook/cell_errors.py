@@ -2,8 +2,8 @@
 
 IPython reports every finished cell to ``post_run_cell`` listeners with the cell's raw source,
 execution count and the exception it raised (``error_in_exec``, or ``error_before_exec`` for a
-syntax error). ``LastError`` keeps the last failing one; a ``UsageError`` (a mistyped magic, IPython's
-one-line complaint) is not one. For an error raised before the extension
+syntax error). ``LastError`` keeps the last failing one; a ``UsageError`` (a mistyped magic,
+IPython's one-line complaint) is not one. For an error raised before the extension
 was loaded, ``sys.last_value`` (set by IPython's ``showtraceback``) and the cell lines IPython keeps
 in ``linecache`` stand in. Nothing here imports IPython: the shell is duck-typed.
 
