@@ -7,7 +7,6 @@ reader, a kernel started in its own session. ``end_reader`` then must not kill i
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys

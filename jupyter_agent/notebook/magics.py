@@ -81,9 +81,17 @@ def _think(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _unquoted(text: str) -> str:
+    """``"my chat"`` → ``my chat``: ``magic_arguments`` splits a line at spaces outside quotes but
+    keeps the quotes themselves."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def _chat_name(text: str) -> str:
     try:
-        return check_chat_name(text)
+        return check_chat_name(_unquoted(text))
     except SessionError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -438,7 +446,7 @@ class AgentMagics(Magics):
     # -- %%agent -----------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line reads "%%agent [--model MODEL] ..."
-    @argument("--model", "-m", default=None, help="Model for this cell only.")
+    @argument("--model", "-m", default=None, type=_unquoted, help="Model for this cell only.")
     @argument(
         "--provider",
         "-p",
@@ -462,18 +470,23 @@ class AgentMagics(Magics):
         metavar="N",
         help="Let Claude think up to N tokens first (extended thinking), for this cell.",
     )
-    @argument("--system", default=None, help="Replace the system prompt (from this cell on).")
+    @argument(
+        "--system",
+        default=None,
+        type=_unquoted,
+        help="Replace the system prompt (from this cell on).",
+    )
     @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
     def agent_magic(self, line: str, cell: str | None = None) -> None:
         """Ask the agent: the cell body is the prompt; the chat's conversation carries over.
 
-        In the prompt, ``{{name}}`` brings in a summary of the kernel variable ``name``.
+        In the prompt, {{name}} brings in a summary of the kernel variable name.
 
-        Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
-        ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
-        ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
-        ``%agent mcp add|list|remove`` (listed below).
+        Line form (housekeeping): %agent reset [NAME], %agent chats, %agent history [NAME],
+        %agent usage, %agent error, %agent compact, %agent undo, %agent save PATH,
+        %agent load PATH, %agent config, %agent model [NAME], %agent mcp add|list|remove
+        (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -659,7 +672,31 @@ class AgentMagics(Magics):
             rows.append((f"AgentMagics.{name}", repr(value)))
         rows.extend(self.session.describe())
         width = max(len(key) for key, _ in rows)
+        print(self._model_line())
         print("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+
+    def _model_line(self) -> str:
+        from .model_choice import answering_model
+
+        session = self.session
+        return f"model: {answering_model(session.settings, session.custom_provider)}"
+
+    @magic_arguments("agent model")
+    @argument(
+        "name",
+        nargs="?",
+        default=None,
+        type=_unquoted,
+        metavar="NAME",
+        help="The model from the next %%agent cell on (e.g. claude-haiku-4-5); "
+        "omitted: show the model that will answer.",
+    )
+    def _model(self, rest: str) -> None:
+        """Show or set the model (AgentMagics.model) the next %%agent cells use."""
+        args = self._parse(self._model, rest)
+        if args.name is not None:
+            self.model = args.name.strip()
+        print(self._model_line())
 
     #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
     SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
@@ -673,6 +710,7 @@ class AgentMagics(Magics):
         "save": _save,
         "load": _load,
         "config": _config,
+        "model": _model,
         "mcp": _mcp,
     }
 

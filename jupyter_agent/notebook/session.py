@@ -153,6 +153,7 @@ class NotebookSession:
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
         self._offline_noted = False
+        self._ignored_models: set[str] = set()
         self._journal_problem = ""
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
@@ -468,6 +469,9 @@ class NotebookSession:
         agent.provider = self.provider(provider, model, think)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
+        self._note_ignored_model(
+            agent.provider, model if model is not None else self.settings.model
+        )
         self._turns += 1
         if agent.context.journal is not None:  # each turn is one step of %agent undo
             agent.context.journal.begin(label or f"turn {self._turns}")
@@ -514,6 +518,20 @@ class NotebookSession:
         if provider.name == "offline" and not announced and not self._offline_noted:
             self._offline_noted = True
             self._notify(OFFLINE_NOTE)
+
+    def _note_ignored_model(self, provider: Provider, requested: str) -> None:
+        """A model named for the offline demo model: it answers the same whatever the name."""
+        if provider.name == "offline" and requested and requested not in self._ignored_models:
+            self._ignored_models.add(requested)
+            self._notify(
+                f"jupyter-agent: the offline demo model ignores --model {requested} (set "
+                "ANTHROPIC_API_KEY to talk to Claude)."
+            )
+
+    @property
+    def custom_provider(self) -> Provider | None:
+        """The provider ``use_provider`` set, until a provider or model setting changes."""
+        return self._custom_provider
 
     @staticmethod
     def _answer_only(provider: Provider, text: str) -> str:

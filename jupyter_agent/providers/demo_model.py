@@ -347,7 +347,7 @@ ERROR_REQUEST = "of my notebook raised an exception."
 CANNOT_EXPLAIN_ERRORS = (
     "The offline demo model can't explain errors: it only lists, finds and reads files and "
     "summarises CSV data, and a traceback needs a real model. Set `ANTHROPIC_API_KEY` (in the "
-    "kernel: `import os; os.environ[\"ANTHROPIC_API_KEY\"] = \"sk-ant-...\"`, or before starting "
+    'kernel: `import os; os.environ["ANTHROPIC_API_KEY"] = "sk-ant-..."`, or before starting '
     "Jupyter) and run `%agent error` again."
 )
 
