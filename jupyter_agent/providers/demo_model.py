@@ -371,6 +371,7 @@ class DemoModel:
     def reply(self, request: ModelRequest, prompt: str, turn: int) -> ModelResponse:
         tools = {str(schema.get("name")) for schema in request.tools}
         outcomes = outcomes_since_prompt(request.messages) if turn else []
+        calls: list[dict[str, Any]]
         if turn == 0 and ERROR_REQUEST in prompt.split("\n", 1)[0]:
             text, calls = CANNOT_EXPLAIN_ERRORS, []
         elif turn == 0:
