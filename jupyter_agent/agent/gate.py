@@ -96,9 +96,23 @@ class PolicyGate:
                 "Do not retry it; find another way or ask the user.",
                 "policy",
             )
+        if self._needs_approval(name, raw_input) is not None:
+            return Ask()  # this call, whatever the policy: the tool says it needs the user
         if policy == "allow":
             return Run()
         return Ask()
+
+    def _needs_approval(self, name: str, arguments: dict[str, object]) -> str | None:
+        """Why this one call needs the user's approval, when its tool declares it per call
+        (an optional ``needs_approval(args) -> str | None``); a check that fails asks too."""
+        check = getattr(self.registry.get_tool(name), "needs_approval", None)
+        if not callable(check):
+            return None
+        try:
+            reason = check(arguments)
+        except Exception as exc:
+            return f"its approval check failed ({exc})"
+        return reason if isinstance(reason, str) and reason else None
 
     @staticmethod
     async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:

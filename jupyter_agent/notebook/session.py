@@ -50,6 +50,7 @@ from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
 from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
+from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
@@ -465,6 +466,10 @@ class NotebookSession:
         if max_turns is not None and max_turns < 1:
             raise SessionError("--max-turns must be at least 1")
         agent = self.chat(chat)
+        # The project instructions are read for every turn: an edit counts from the next cell.
+        system_prompt = with_instructions(self.settings.system_prompt, self.workspace_path())
+        if agent.system_prompt != system_prompt:
+            agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
         agent.provider = self.provider(provider, model, think)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
@@ -568,7 +573,7 @@ class NotebookSession:
         save_conversation(
             Path(path).expanduser(),
             agent.messages,
-            system_prompt=agent.system_prompt,
+            system_prompt=self.settings.system_prompt,  # without the project instructions
             provider=agent.provider.name,
             model=agent.provider.model,
         )
@@ -585,12 +590,20 @@ class NotebookSession:
 
     def describe(self) -> list[tuple[str, str]]:
         """Rows about the live agents for ``%agent config``."""
+        found = find_instructions(self.workspace_path())
+        instructions = (
+            "project instructions",
+            found.describe()
+            if found is not None
+            else "none (AGENTS.md or CLAUDE.md at the workspace root)",
+        )
         primary = self._chats.get(DEFAULT_CHAT)
         if primary is None:
-            return [("agent", "not created yet (the first %%agent cell creates it)")]
+            return [instructions, ("agent", "not created yet (the first %%agent cell creates it)")]
         registry = primary.registry
         enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
         return [
+            instructions,
             ("agent provider", f"{primary.provider.name} ({primary.provider.model})"),
             ("agent workspace", str(primary.context.workspace)),
             ("enabled tools", ", ".join(enabled) or "none"),
