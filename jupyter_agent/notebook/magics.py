@@ -55,6 +55,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs dollars, like 0.50, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("a budget is 0 or more dollars")
+    return value
+
+
 def _identifier(text: str) -> str:
     if not text.isidentifier():
         raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
@@ -178,6 +188,21 @@ class AgentMagics(Magics):
         allow_none=True,
         help="Tokens Claude may think before answering (extended thinking, at least 1024; "
         "None: off). %%agent --think N sets it for one cell.",
+    ).tag(config=True)
+
+    budget = Float(
+        _DEFAULTS.budget,
+        allow_none=True,
+        min=0.0,
+        help="Dollars one %%agent cell may spend on the model (None: no cap); the turn stops "
+        "before a request that could pass it. %%agent --budget 0.50 sets it for one cell.",
+    ).tag(config=True)
+    session_budget = Float(
+        _DEFAULTS.session_budget,
+        allow_none=True,
+        min=0.0,
+        help="Dollars the whole session may spend on the model (None: no cap); %agent usage "
+        "shows what is spent and left.",
     ).tag(config=True)
 
     # -- settings: the front end's own ---------------------------------------------------------
@@ -395,6 +420,7 @@ class AgentMagics(Magics):
         model: str | None = None,
         max_turns: int | None = None,
         think: int | None = None,
+        budget: float | None = None,
     ) -> TurnOutcome:
         with _as_usage_errors():  # refusals before anything is shown
             self.session.chat(chat)
@@ -423,6 +449,7 @@ class AgentMagics(Magics):
                 model=model,
                 max_turns=max_turns,
                 think=think,
+                budget=budget,
                 label=self._cell_label(),
                 on_event=renderer.handle,
                 on_idle=on_idle,
@@ -471,6 +498,13 @@ class AgentMagics(Magics):
         help="Let Claude think up to N tokens first (extended thinking), for this cell.",
     )
     @argument(
+        "--budget",
+        type=_dollars,
+        default=None,
+        metavar="DOLLARS",
+        help="Spend at most this much on the model in this cell (e.g. 0.50).",
+    )
+    @argument(
         "--system",
         default=None,
         type=_unquoted,
@@ -510,6 +544,7 @@ class AgentMagics(Magics):
             model=args.model,
             max_turns=args.max_turns,
             think=args.think,
+            budget=args.budget,
         )
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer

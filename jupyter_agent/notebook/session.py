@@ -52,10 +52,11 @@ from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
+from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
-from .pricing import user_prices
+from .pricing import estimate_cost, user_prices
 from .prompt_vars import expand_variables
 from .runner import BackgroundLoop, MainThreadBridge, forward_events
 from .settings import (
@@ -155,6 +156,7 @@ class NotebookSession:
         self._custom_provider: Provider | None = None
         self._offline_noted = False
         self._ignored_models: set[str] = set()
+        self._budget_used = False
         self._journal_problem = ""
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
@@ -454,6 +456,7 @@ class NotebookSession:
         on_event: Callable[[object], None] | None = None,
         on_idle: Callable[[], None] | None = None,
         text_growth: float | None = None,
+        budget: float | None = None,
     ) -> TurnOutcome:
         """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
 
@@ -472,6 +475,9 @@ class NotebookSession:
             agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
         agent.provider = self.provider(provider, model, think)
+        guard = self._spend_guard(budget)
+        if guard is not None:  # requests that could pass the budget are not sent
+            agent.provider = BudgetedProvider(agent.provider, guard)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
         self._note_ignored_model(
@@ -517,6 +523,39 @@ class NotebookSession:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
         return TurnOutcome(text, self._answer_only(agent.provider, text))
+
+    # -- the spend cap ------------------------------------------------------------------------
+
+    def spent(self) -> float:
+        """Dollars this session's replies cost, estimated from the price table."""
+        prices = user_prices(self.settings.prices)
+        return sum(
+            estimate_cost(model, usage, prices) or 0.0
+            for model, usage in self.usage_by_model.items()
+        )
+
+    def _spend_guard(self, budget: float | None) -> SpendGuard | None:
+        """The caps of one cell (``budget``, else the setting) and of the session, if any."""
+        cell = budget if budget is not None else self.settings.budget
+        cap = self.settings.session_budget
+        if cell is None and cap is None:
+            return None
+        self._budget_used = True
+        left = None if cap is None else cap - self.spent()
+        return SpendGuard(cell, left, cap, user_prices(self.settings.prices))
+
+    def budget_report(self) -> str:
+        """What ``%agent usage`` adds about the budgets: spent, and what is left."""
+        cell, cap = self.settings.budget, self.settings.session_budget
+        if cell is None and cap is None and not self._budget_used:
+            return ""
+        spent = self.spent()
+        parts = [f"spent: ${spent:.4f} this session (estimated)"]
+        if cap is not None:
+            parts.append(f"session budget ${cap:.2f}, left ${max(cap - spent, 0.0):.2f}")
+        if cell is not None:
+            parts.append(f"cell budget ${cell:.2f}")
+        return "; ".join(parts)
 
     def _note_offline(self, provider: Provider) -> None:
         announced = bool(getattr(provider, "notice", False))  # it says so in its answers
@@ -565,7 +604,9 @@ class NotebookSession:
     # -- usage, saving, describing ------------------------------------------------------------
 
     def usage_report(self) -> str:
-        return usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        report = usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        budgets = self.budget_report()
+        return f"{report}\n{budgets}" if budgets else report
 
     def save(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
         """Write chat ``chat`` to ``path``; the number of messages written."""
