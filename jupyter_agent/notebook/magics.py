@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..agent.agent import Agent
     from .mcp_commands import MCPCommands
     from .session import NotebookSession, TurnOutcome
+    from .user_questions import UserQuestions
 
 _DEFAULTS = SessionSettings()
 
@@ -251,6 +252,7 @@ class AgentMagics(Magics):
                 namespace=getattr(self.shell, "user_ns", None),
                 shell=self.shell,
                 approvals=self._make_approvals,
+                questions=self._make_questions,
             )
             self._session.on_rebuild.append(self._rebind_panel)
         return self._session
@@ -337,6 +339,16 @@ class AgentMagics(Magics):
             bridge, self.shell, use_widgets=self.use_widgets, on_waiting=self._mark_waiting
         )
         return self._approvals
+
+    def _make_questions(self, bridge: MainThreadBridge) -> UserQuestions:
+        from .user_questions import UserQuestions
+
+        def running_poller() -> KernelCommPoller | None:
+            return self._approvals.poller if self._approvals is not None else None
+
+        return UserQuestions(
+            bridge, self.shell, use_widgets=self.use_widgets, poller=running_poller
+        )
 
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
         if self._renderer is not None:

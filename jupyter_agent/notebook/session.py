@@ -52,6 +52,7 @@ from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
+from .ask_user_tool import AskUserTool
 from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
@@ -67,6 +68,7 @@ from .settings import (
     check_chat_name,
 )
 from .usage_report import usage_report
+from .user_questions import UserQuestions
 
 OFFLINE_NOTE = (
     "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
@@ -136,6 +138,7 @@ class NotebookSession:
         approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
         notify: Callable[[str], None] = print,
         start_dir: str | os.PathLike[str] | None = None,
+        questions: Callable[[MainThreadBridge], UserQuestions] | None = None,
     ) -> None:
         """``namespace``: the user's variables (the kernel tools and ``{{name}}`` read them);
         ``approvals``: builds the handler that asks the user, given the session's bridge;
@@ -144,6 +147,8 @@ class NotebookSession:
         self.namespace = namespace
         self._shell = shell
         self._make_approvals = approvals
+        #: Builds what asks the user a question (``ask_user``), given the session's bridge.
+        self._make_questions = questions
         self._approvals: ApprovalHandler | None = None
         self._notify = notify
         self._start_dir = Path(start_dir if start_dir is not None else os.getcwd())
@@ -386,7 +391,13 @@ class NotebookSession:
         ).list_tools()
         if self.namespace is not None:
             built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
+            built.append(AskUserTool(context, self._questions()))
         return built
+
+    def _questions(self) -> UserQuestions:
+        if self._make_questions is not None:
+            return self._make_questions(self.bridge)
+        return UserQuestions(self.bridge, self._shell, use_widgets=lambda: False)
 
     def _new_agent(self, primary: Agent) -> Agent:
         """A chat's agent on the session's toolbox."""
