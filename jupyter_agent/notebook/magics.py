@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettin
 if TYPE_CHECKING:
     from ..agent.agent import Agent
     from .mcp_commands import MCPCommands
+    from .plan_mode import PendingPlan
     from .session import NotebookSession, TurnOutcome
     from .user_questions import UserQuestions
 
@@ -235,6 +237,8 @@ class AgentMagics(Magics):
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
         self._panel_cells_ended = 0
+        #: The plan a %%agent --plan cell made, until %agent go carries it out.
+        self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
 
     @property
@@ -501,6 +505,11 @@ class AgentMagics(Magics):
         help="The conversation to continue (created on first use); default: 'default'.",
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
+    @argument(
+        "--plan",
+        action="store_true",
+        help="Plan first: read-only tools, the answer is a plan; %%agent go carries it out.",
+    )
     @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
     @argument(
         "--think",
@@ -531,7 +540,8 @@ class AgentMagics(Magics):
 
         Line form (housekeeping): %agent reset [NAME], %agent chats, %agent history [NAME],
         %agent usage, %agent error, %agent compact, %agent undo, %agent save PATH,
-        %agent load PATH, %agent config, %agent model [NAME], %agent mcp add|list|remove
+        %agent load PATH, %agent config, %agent model [NAME], %agent go (after --plan),
+        %agent mcp add|list|remove
         (listed below).
         """
         if cell is None:
@@ -549,8 +559,8 @@ class AgentMagics(Magics):
             if args.system is not None:
                 self.system_prompt = args.system
             expanded = self.session.expand(prompt)
-        outcome = self._run_turn(
-            expanded,
+        turn = functools.partial(
+            self._run_turn,
             chat=args.chat,
             provider=args.provider,
             model=args.model,
@@ -558,9 +568,23 @@ class AgentMagics(Magics):
             think=args.think,
             budget=args.budget,
         )
+        outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
         return None
+
+    def _plan_turn(self, prompt: str, chat: str, turn: Callable[[str], TurnOutcome]) -> TurnOutcome:
+        """``%%agent --plan``: the turn with read-only tools; a plan then waits for Go."""
+        from .plan_mode import PendingPlan, plan_prompt, read_only_tools
+
+        with _as_usage_errors():
+            registry = self.session.registry
+        with read_only_tools(registry):
+            outcome = turn(plan_prompt(prompt))
+        if outcome.answer is not None and not outcome.interrupted:
+            self._pending_plan = PendingPlan(chat)
+            print("Review the plan; %agent go carries it out with the normal tools.")
+        return outcome
 
     # -- %agent COMMAND ----------------------------------------------------------------------
 
@@ -651,6 +675,18 @@ class AgentMagics(Magics):
         if failed is None:
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
         self._run_turn(error_prompt(failed), chat=args.chat)
+
+    @magic_arguments("agent go")
+    def _go(self, rest: str) -> None:
+        """Carry out the plan the last %%agent --plan cell made, with the normal tools."""
+        from .plan_mode import GO_PROMPT
+
+        self._parse(self._go, rest)
+        plan = self._pending_plan
+        if plan is None:
+            raise UsageError("No plan to carry out: a %%agent --plan cell makes one first")
+        self._pending_plan = None
+        self._run_turn(GO_PROMPT, chat=plan.chat)
 
     @magic_arguments("agent compact")
     @argument(
@@ -758,6 +794,7 @@ class AgentMagics(Magics):
         "load": _load,
         "config": _config,
         "model": _model,
+        "go": _go,
         "mcp": _mcp,
     }
 
