@@ -575,8 +575,7 @@ class AgentMagics(Magics):
 
     def _plan_turn(self, prompt: str, chat: str, turn: Callable[[str], TurnOutcome]) -> TurnOutcome:
         """``%%agent --plan``: the turn with read-only tools; a plan then waits for Go."""
-        from .plan_mode import GO_CELL, PendingPlan, plan_prompt, read_only_tools
-        from .propose_cell import proposals_for
+        from .plan_mode import PendingPlan, plan_prompt, read_only_tools
 
         with _as_usage_errors():
             registry = self.session.registry
@@ -584,12 +583,7 @@ class AgentMagics(Magics):
             outcome = turn(plan_prompt(prompt))
         if outcome.answer is not None and not outcome.interrupted:
             self._pending_plan = PendingPlan(chat)
-            proposals = proposals_for(self.shell)
-            if proposals is not None:  # the "Go": a new cell below that runs it
-                proposals.add(GO_CELL)
-                print("Review the plan, then run the new cell below (%agent go) to carry it out.")
-            else:
-                print("Review the plan; %agent go carries it out with the normal tools.")
+            print("▶ Review the plan; %agent go carries it out with the normal tools.")
         return outcome
 
     # -- %agent COMMAND ----------------------------------------------------------------------

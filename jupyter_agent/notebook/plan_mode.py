@@ -4,10 +4,11 @@ For a task the user wants to review before anything changes. The plan turn runs 
 tools that read (``READ_ONLY_TOOLS``: reading and searching files, the kernel's variables, the
 notebook's history, the web, asking the user); every other tool is switched off for that turn and
 back on after it, so the model is not even offered them. The prompt says it is to investigate
-and answer with a numbered plan. The plan cell proposes a new cell below it holding
-``%agent go`` (its "Go": run it) — a cell rather than a button, so that the go-turn's output lands
-in a cell of its own and the saved notebook holds no widget. ``%agent go`` sends ``GO_PROMPT`` in
-the same chat, with the tools as they normally are.
+and answer with a numbered plan. ``%agent go`` then sends ``GO_PROMPT`` in the same chat,
+with the tools as they normally are. (Not a button: a click runs outside any cell, so the go-turn's
+output would have to live in an ``Output`` widget — a widget view the saved notebook keeps, and
+shows as "model not found" after a restart. Not a proposed ``%agent go`` cell either: every run of
+the plan cell would add one more.)
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ PLAN_INSTRUCTIONS = (
     "then answer with a short numbered plan of the steps you would take (which files, cells or "
     "commands). The user will review the plan and then tell you to go ahead.]"
 )
-
-#: The cell a plan proposes below itself: running it is the "Go".
-GO_CELL = "%agent go"
 
 GO_PROMPT = "Go ahead: carry out the plan you proposed above, step by step."
 
