@@ -80,3 +80,25 @@ def test_agent_help_is_plain_text_not_restructured_text(shell: InteractiveShell)
     doc = magics_of(shell).agent_magic.__doc__ or ""
     assert "``" not in doc
     assert "%agent reset [NAME]" in doc
+
+
+def test_a_failed_model_request_is_one_line_and_not_a_usage_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every API failure read ``UsageError: The model request failed: …``: the user made no
+    usage mistake. It is one line naming what failed, and the cell fails (a notebook run by
+    nbconvert or papermill stops there)."""
+    from fake_anthropic import ErrorReply
+    from IPython.core.error import UsageError
+
+    use_fake(shell, ErrorReply(401, "authentication_error", "invalid x-api-key"))
+    capsys.readouterr()
+    result = shell.run_cell("%%agent\nhello")
+    assert result.error_in_exec is not None
+    assert not isinstance(result.error_in_exec, UsageError)
+    captured = capsys.readouterr()
+    lines = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ModelRequestError: ")
+    assert "401" in lines[0] and "invalid x-api-key" in lines[0]
+    assert "UsageError" not in lines[0] and "The model request failed" not in lines[0]

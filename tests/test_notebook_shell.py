@@ -417,17 +417,20 @@ def test_ask_policy_without_anyone_to_ask_denies_the_call(shell: InteractiveShel
     assert not Path("created.txt").exists()
 
 
-def test_model_failure_is_a_one_line_usage_error(
+def test_model_failure_is_a_one_line_error(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from fake_anthropic import ErrorReply
 
+    from jupyter_agent.errors import ModelRequestError
+
     use_fake(shell, ErrorReply(401, "authentication_error", "invalid x-api-key"))
     result = shell.run_cell("%%agent\nhello")
-    assert isinstance(result.error_in_exec, UsageError)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    assert "invalid x-api-key" in err
+    assert isinstance(result.error_in_exec, ModelRequestError)
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert "Traceback" not in shown
+    assert "invalid x-api-key" in shown
 
 
 def test_widget_mode_displays_tool_views_with_plain_text(
@@ -573,13 +576,15 @@ def test_a_missing_workspace_is_a_usage_error(shell: InteractiveShell, tmp_path:
 def test_provider_settings_apply_to_the_next_cell(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from jupyter_agent.errors import ModelRequestError
+
     run_ok(shell, "%%agent\nhello")  # no key: the offline model
     assert magics_of(shell).agent.provider.name == "offline"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     run_ok(shell, "%config AgentMagics.model = 'claude-haiku-4-5'")
     result = shell.run_cell("%%agent\nhello again")
-    assert isinstance(result.error_in_exec, UsageError)  # it tried Claude, with that model
+    assert isinstance(result.error_in_exec, ModelRequestError)  # it tried Claude, that model
     agent = magics_of(shell).agent
     assert (agent.provider.name, agent.provider.model) == ("anthropic", "claude-haiku-4-5")
 

@@ -43,7 +43,7 @@ from typing import Any
 from ..agent.agent import Agent
 from ..agent.approvals import ApprovalHandler, Policy
 from ..agent.toolbox import Toolbox
-from ..errors import ProviderError, SessionError, WorkspaceError
+from ..errors import ModelRequestError, ProviderError, SessionError, WorkspaceError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ..tools.base import ExecutableTool
@@ -529,7 +529,7 @@ class NotebookSession:
                     text_growth=text_growth,
                 )
         except ProviderError as exc:
-            raise SessionError(f"The model request failed: {_one_line(str(exc))}") from None
+            raise ModelRequestError(_one_line(str(exc))) from None
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
