@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
+from IPython.core.interactiveshell import InteractiveShell
 from test_notebook_kernel import WIDGET_VIEW, _Kernel, fake_api, kernel
+from test_notebook_shell import _Terminal, shell, use_fake
 
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
-__all__ = ["fake_api", "kernel"]
+__all__ = ["fake_api", "kernel", "shell"]
 
 
 @pytest.fixture
@@ -100,3 +102,25 @@ def test_a_click_on_an_option_is_the_answer(kernel: _Kernel, fake_api: FakeAnthr
     assert any(
         "South" in o["data"].get("text/plain", "") and WIDGET_VIEW not in o["data"] for o in updates
     )
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"), [("2", "South"), ("the East, please", "the East, please")]
+)
+def test_in_a_terminal_the_question_is_a_prompt(
+    shell: InteractiveShell,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    typed: str,
+    expected: str,
+) -> None:
+    terminal = _Terminal(typed)
+    monkeypatch.setattr("sys.stdin", terminal)
+    monkeypatch.setattr("builtins.input", terminal.input)
+    question = {"question": "Which region?", "options": ["North", "South"]}
+    fake = use_fake(shell, Reply([tool_use("toolu_1", "ask_user", question)]), text("OK."))
+    shell.run_cell("%%agent\nsummarise")
+    assert terminal.questions == ["[1-2 or your own words] "]
+    assert "❓ Which region?" in capsys.readouterr().out
+    [result] = tool_results(fake.requests[1])
+    assert result_text(result) == f"The user answered: {expected}"
