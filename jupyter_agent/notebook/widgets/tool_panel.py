@@ -14,13 +14,14 @@ would read "Error displaying widget: model not found" after a kernel restart.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Protocol
 
 import ipywidgets as widgets
 
 from ...agent.approvals import POLICIES, Policy
 from ...tools.registry import ToolRegistry
+from ..inert import html_bundle, html_text, visible
+from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
@@ -59,7 +60,8 @@ def tools_table(owner: ToolOwner) -> str:
             first_line = first_line[:69] + "…"
         policy = owner.get_policy(name)
         lines.append(f"{name.ljust(width)}  {enabled.ljust(7)}  {policy.ljust(6)}  {first_line}")
-    return "\n".join(lines)
+    # Names and descriptions come from MCP servers too: nothing in them may steer a terminal.
+    return visible("\n".join(lines))
 
 
 def static_tools_bundle(owner: ToolOwner, note: str = "") -> dict[str, str]:
@@ -67,10 +69,10 @@ def static_tools_bundle(owner: ToolOwner, note: str = "") -> dict[str, str]:
     nobody can click shows, and what a live panel's display becomes when it retires."""
     table = tools_table(owner)
     plain = f"{table}\n{note}" if note else table
-    markup = f'<pre style="font-size: 12px; margin: 0;">{html.escape(table)}</pre>'
+    markup = f'<pre style="font-size: 12px; margin: 0;">{html_text(table)}</pre>'
     if note:
-        markup += f"<div style='color: #666; font-style: italic;'>{html.escape(note)}</div>"
-    return {"text/html": markup, "text/plain": plain}
+        markup += f"<div style='color: #666; font-style: italic;'>{html_text(note)}</div>"
+    return html_bundle(markup, plain)
 
 
 class ToolRow(widgets.HBox):  # type: ignore[misc]
@@ -82,8 +84,8 @@ class ToolRow(widgets.HBox):  # type: ignore[misc]
         registry = owner.registry
         self.checkbox = widgets.Checkbox(
             value=registry.is_tool_enabled(name),
-            description=name,
-            tooltip=tool_description(registry, name),
+            description=visible(name),  # names and descriptions come from MCP servers too
+            tooltip=visible(tool_description(registry, name)),
             indent=False,
             layout=widgets.Layout(width="220px"),
         )
@@ -119,7 +121,7 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
     def __init__(self, owner: ToolOwner) -> None:
         self.owner = owner
         self.rows: dict[str, ToolRow] = {}
-        self._header = widgets.HTML(
+        self._header = InertHTML(
             "<b>Agent tools</b> — tick to enable; policy: allow / ask (approve each call) / deny"
         )
         super().__init__(children=[self._header])
