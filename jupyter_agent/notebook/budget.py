@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent.context_window import messages_tokens
 from ..agent.results import CHARS_PER_TOKEN
+from ..agent.tokens import messages_tokens
 from ..events import TextDelta, Usage
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
 from .pricing import Price, estimate_cost, price_for
