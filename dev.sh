@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The two things a newcomer runs:
-#   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key)
+#   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
+#                   as root it passes --allow-root)
 #   ./dev.sh test   lint, type-check and run every test: unit, notebooks (nbval), Binder, browser
 # Both create .venv from pyproject.toml (pinned by constraints.txt) on first use.
 set -euo pipefail
@@ -27,6 +28,11 @@ case "${1:-}" in
   demo)
     ensure_env
     shift
+    if [ "$(id -u)" = 0 ]; then
+      # Docker and many cloud images run as root; Jupyter refuses that without --allow-root.
+      echo "==> running as root: passing --allow-root to Jupyter" >&2
+      set -- "$@" --allow-root
+    fi
     exec "$VENV/bin/jupyter" lab notebooks/01_quickstart.ipynb "$@"
     ;;
   test)

@@ -14,7 +14,9 @@ tool hit while running, becomes an error result the model can read (see ``ToolRe
     ├── MCPServerError            an MCP server that cannot be added, started or reached
     ├── MCPConfigError            an MCP server entry that cannot be used (also a ValueError)
     └── SessionError              a notebook session refusing a request (bad chat name, no
-                                  workspace, nothing to undo); the magics show it as a UsageError
+        │                         workspace, nothing to undo); the magics show it as a UsageError
+        └── ModelRequestError     a turn's model request that failed for good (``detail``: the
+                                  provider's one line); the magics show it as itself, one line
 """
 
 from __future__ import annotations
@@ -72,3 +74,12 @@ class MCPConfigError(JupyterAgentError, ValueError):
 
 class SessionError(JupyterAgentError):
     """A notebook session cannot do what was asked; the message says why, in one line."""
+
+
+class ModelRequestError(SessionError):
+    """A turn's model request failed for good (after the provider's retries): not the user's
+    mistake, so not shown as a ``UsageError``. ``detail`` is the provider's message."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"The model request failed: {detail}")
+        self.detail = detail

@@ -280,7 +280,7 @@ RUN_ALL_OVER = f"""() => {{
 
 def test_quickstart_renders_and_drives_the_kernel_in_chromium(jupyter: Jupyter) -> None:
     chromium = chromium_or_skip()
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import Page, expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
@@ -305,29 +305,58 @@ def test_quickstart_renders_and_drives_the_kernel_in_chromium(jupyter: Jupyter) 
             expect(records.first).to_be_visible()
             expect(records.filter(has_text="month,region").first).to_be_visible()
 
-            # the %agent_tools panel: one checkbox per tool, acting on the kernel's registry
+            # Run All went on past the %agent_tools panel: its cell holds the tools' table, no
+            # widget (a saved notebook reopened with "Error displaying widget: model not found")
+            panel_cell = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="%agent_tools")
+            expect(panel_cell.first).to_contain_text(re.compile(r"enabled\s+policy"))
+            expect(panel_cell.first.locator(WIDGET_VIEW)).to_have_count(0)
+
+            def new_cell(code: str) -> None:
+                page.locator(".jp-Notebook .jp-Cell").last.click()
+                page.keyboard.press("Escape")
+                page.keyboard.press("b")
+                page.keyboard.press("Enter")
+                page.keyboard.type(code)
+                page.keyboard.press("Shift+Enter")
+
+            # the panel of the last cell run is live: a checkbox per tool, acting on the registry
+            new_cell("%agent_tools")
             toggle = notebook.locator(".widget-checkbox").filter(
                 has=page.locator(f"text='{TOGGLED_TOOL}'")
             )
-            expect(toggle).to_have_count(1)
+            expect(toggle).to_have_count(1, timeout=30_000)
             checkbox = toggle.locator("input[type=checkbox]")
             expect(checkbox).not_to_be_checked()
             checkbox.scroll_into_view_if_needed()
             checkbox.check()
             expect(checkbox).to_be_checked()
 
-            # a new cell, typed and run in the browser, reads the registry in the kernel
-            page.locator(".jp-Notebook .jp-Cell").last.click()
-            page.keyboard.press("Escape")
-            page.keyboard.press("b")
-            page.keyboard.press("Enter")
-            page.keyboard.type(
-                f"print('ENABLED', agent.registry.is_tool_enabled({TOGGLED_TOOL!r}))"
-            )
-            page.keyboard.press("Shift+Enter")
+            # a new cell, typed and run in the browser, reads the registry in the kernel; once it
+            # has run, the panel above is its table (showing the tool ticked)
+            new_cell(f"print('ENABLED', agent.registry.is_tool_enabled({TOGGLED_TOOL!r}))")
             expect(notebook).to_contain_text("ENABLED True", timeout=30_000)
+            expect(toggle).to_have_count(0, timeout=30_000)
+            expect(notebook.locator(WIDGET_VIEW)).to_have_count(0)
 
             take_screenshot(page, screenshot_path("screenshot.png", jupyter))
+
+            # save, restart the kernel, reopen: no widget error anywhere
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 30
+            while "ENABLED True" not in (saved := (jupyter.root / QUICKSTART).read_text()):
+                assert time.monotonic() < deadline, "the notebook was not saved"
+                page.wait_for_timeout(100)
+            assert "widget-view" not in saved
+            page.click(".lm-MenuBar-item:has-text('Kernel')")
+            page.click(".lm-Menu-item:has-text('Restart Kernel…')")
+            page.click(".jp-Dialog-button.jp-mod-accept")
+            wait_kernel_ready(page)
+            reopened = reopen_notebook(page, jupyter, QUICKSTART)
+            assert isinstance(reopened, Page)
+            expect(reopened.locator(".jp-Notebook")).to_contain_text(
+                re.compile(r"enabled\s+policy")
+            )
+            expect(reopened.locator(".jp-Notebook")).not_to_contain_text("Error displaying widget")
         finally:
             browser.close()
 

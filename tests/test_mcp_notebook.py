@@ -112,6 +112,27 @@ def test_user_mistakes_are_one_line_usage_errors(shell: InteractiveShell) -> Non
         assert "\n" not in str(info.value)
 
 
+def test_without_the_mcp_extra_add_is_one_line_naming_the_extra(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``pip install 'jupyter-agent[mcp]'`` the line printed a ~75-line
+    ``ModuleNotFoundError`` traceback and no hint."""
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # "import mcp" now fails, as when not installed
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic("agent", f"mcp add tools -- {sys.executable} -c pass")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "pip install 'jupyter-agent[mcp]'" in message
+    # and a configured server says the same in one line
+    with capture_output() as captured:
+        magics_of(shell).mcp_servers = {"tools": {"command": sys.executable, "args": ["-c", "0"]}}
+        shell.run_line_magic("agent", "mcp list")
+    assert "pip install 'jupyter-agent[mcp]'" in captured.stderr
+    assert "Traceback" not in captured.stderr + captured.stdout
+
+
 def test_mcp_servers_setting_connects_on_first_use(shell: InteractiveShell) -> None:
     marker = uuid.uuid4().hex
     command = server_command(marker=marker)

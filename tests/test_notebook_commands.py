@@ -135,6 +135,35 @@ def test_agent_error_sends_a_syntax_error_and_ignores_its_own_failures(
     assert "SyntaxError" in prompt
 
 
+def test_a_mistyped_magics_usage_error_is_not_the_last_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped magic (any IPython ``UsageError``) became "the last error" that %agent error
+    sent, instead of the exception before it."""
+    fake = use_fake(shell, text("Divide by something else."))
+    shell.run_cell("1 / 0", store_history=True)
+    for mistyped in ("%timeit -Z 1", "%matplotlibb inline", "%agent_tools frob"):
+        result = shell.run_cell(mistyped, store_history=True)
+        assert isinstance(result.error_in_exec, UsageError), mistyped
+    run_ok(shell, "%agent error")
+    [prompt] = user_texts(fake.requests[0])
+    assert "ZeroDivisionError" in prompt and "UsageError" not in prompt
+
+
+def test_agent_error_on_the_offline_demo_model_says_plainly_it_cannot_explain(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no key the demo model read_file'd the traceback's paths or answered "Nothing matches
+    `**/*.py`"; it now says what it can't do and how to get a model that can."""
+    shell.run_cell("open('/no/such/dir/data.py').read()", store_history=True)
+    capsys.readouterr()
+    run_ok(shell, "%agent error")
+    out = capsys.readouterr().out
+    assert "can't explain errors" in out
+    assert "ANTHROPIC_API_KEY" in out
+    assert "Nothing matches" not in out and "read_file" not in out
+
+
 def test_agent_error_finds_an_error_raised_before_the_extension_was_loaded(
     shell: InteractiveShell,
 ) -> None:

@@ -27,6 +27,7 @@ from jupyter_agent.notebook.inert import is_answer
 pytestmark = pytest.mark.slow
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 @pytest.fixture
@@ -78,7 +79,10 @@ def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic)
     assert "Quarterly sales grew 12%." in results["toolu_1"]
     assert "region: str" in results["toolu_2"]
 
-    panel_outputs = [o for o in nb.cells[1].outputs if WIDGET_VIEW in o.get("data", {})]
+    # nobody watches nbclient's kernel: the panel is its static table, no widget saved
+    assert [o for c in nb.cells for o in c.outputs if WIDGET_VIEW in o.get("data", {})] == []
+    assert nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}) == {}
+    panel_outputs = [o for o in nb.cells[1].outputs if "text/html" in o.get("data", {})]
     assert len(panel_outputs) == 1
     panel_text = panel_outputs[0].data["text/plain"]
     assert [line.split()[:2] for line in panel_text.splitlines()[1:3]] == [
@@ -304,3 +308,29 @@ def test_approve_button_works_while_the_cell_runs(
     assert _text_of(outputs) == "queued cell ran\n"
     reply, outputs = kernel.execute("print('next cell')")
     assert _text_of(outputs) == "next cell\n"
+
+
+def test_the_tool_panel_turns_into_a_table_when_the_next_cell_runs(kernel: _Kernel) -> None:
+    """A saved notebook used to keep the panel's widget view: after a kernel restart it read
+    "Error displaying widget: model not found". The panel is live while it is the last thing run;
+    the next cell replaces its display by the static table, as a finished %%agent cell does."""
+    reply, outputs = kernel.execute("%agent_tools")
+    assert reply["status"] == "ok", outputs
+    [shown] = [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    display_id = shown["transient"]["display_id"]
+
+    reply, outputs = kernel.execute("%agent_tools disable web_fetch")
+    assert reply["status"] == "ok", outputs
+    updates = [
+        o
+        for o in outputs
+        if o["type"] == "update_display_data" and o["transient"]["display_id"] == display_id
+    ]
+    assert updates, outputs
+    final = updates[-1]["data"]
+    assert WIDGET_VIEW not in final
+    assert "web_fetch" in final["text/html"]
+    assert any(line.split()[:2] == ["web_fetch", "no"] for line in final["text/plain"].splitlines())
+    # and it stays a table: no later cell brings the widget back
+    reply, outputs = kernel.execute("print('later')")
+    assert not [o for o in outputs if o["type"] == "update_display_data"]

@@ -257,3 +257,24 @@ def test_the_settings_defaults_are_the_agents() -> None:
         "max_parallel_tools",
     ):
         assert getattr(defaults, name) == parameters[name].default, name
+
+
+def test_a_key_set_after_a_failed_anthropic_turn_is_used_without_a_restart(
+    session: NotebookSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``provider="anthropic"`` with no key, then ``os.environ["ANTHROPIC_API_KEY"] = ...``: the
+    cached provider kept its keyless client and every turn failed with the SDK's TypeError
+    ("Could not resolve authentication method") until a kernel restart."""
+    from notebook_fake_server import serve
+
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    fake = FakeAnthropic(text("Hello with a key."))
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        session.configure(provider="anthropic")
+        with pytest.raises(SessionError, match="No Anthropic credentials"):
+            session.run("hello")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        outcome = session.run("hello again")
+    assert outcome.answer == "Hello with a key."
+    assert fake.requests[0]["messages"][-1]["content"][-1]["text"] == "hello again"

@@ -146,9 +146,12 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
     one_panel = len(_instances)
     for time_shown in range(30):
         folder = tmp_path / "ab"[time_shown % 2]
-        run_ok(shell, f"%config AgentMagics.workspace = {str(folder)!r}")
         with capture_output() as captured:
-            run_ok(shell, "%agent_tools")
+            run_ok(
+                shell,
+                f"%config AgentMagics.workspace = {str(folder)!r}\n%agent_tools\n"
+                "%agent_tools disable web_fetch",
+            )
         # the panel shown before became a static table in its cell
         [replaced] = [o for o in captured.outputs if o.update]
         assert "application/vnd.jupyter.widget-view+json" not in replaced.data
@@ -157,7 +160,6 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
             "enabled",
             "policy",
         ]
-        run_ok(shell, "%agent_tools disable web_fetch")
     assert len(_instances) == one_panel
 
 
@@ -165,8 +167,8 @@ def test_unloading_with_a_live_panel_and_a_workspace_that_is_gone(
     shell: InteractiveShell, tmp_path: Path
 ) -> None:
     run_ok(shell, "%config AgentMagics.ui = 'widgets'")
-    run_ok(shell, "%agent_tools")
-    run_ok(shell, f"%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
+    # one cell: the panel is still live when the next cell unloads the extension
+    run_ok(shell, f"%agent_tools\n%config AgentMagics.workspace = {str(tmp_path / 'gone')!r}")
     with capture_output() as captured:
         run_ok(shell, "%unload_ext jupyter_agent")
     [replaced] = [o for o in captured.outputs if o.update]
@@ -416,17 +418,20 @@ def test_ask_policy_without_anyone_to_ask_denies_the_call(shell: InteractiveShel
     assert not Path("created.txt").exists()
 
 
-def test_model_failure_is_a_one_line_usage_error(
+def test_model_failure_is_a_one_line_error(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from fake_anthropic import ErrorReply
 
+    from jupyter_agent.errors import ModelRequestError
+
     use_fake(shell, ErrorReply(401, "authentication_error", "invalid x-api-key"))
     result = shell.run_cell("%%agent\nhello")
-    assert isinstance(result.error_in_exec, UsageError)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    assert "invalid x-api-key" in err
+    assert isinstance(result.error_in_exec, ModelRequestError)
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert "Traceback" not in shown
+    assert "invalid x-api-key" in shown
 
 
 def test_widget_mode_displays_tool_views_with_plain_text(
@@ -572,13 +577,15 @@ def test_a_missing_workspace_is_a_usage_error(shell: InteractiveShell, tmp_path:
 def test_provider_settings_apply_to_the_next_cell(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from jupyter_agent.errors import ModelRequestError
+
     run_ok(shell, "%%agent\nhello")  # no key: the offline model
     assert magics_of(shell).agent.provider.name == "offline"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     run_ok(shell, "%config AgentMagics.model = 'claude-haiku-4-5'")
     result = shell.run_cell("%%agent\nhello again")
-    assert isinstance(result.error_in_exec, UsageError)  # it tried Claude, with that model
+    assert isinstance(result.error_in_exec, ModelRequestError)  # it tried Claude, that model
     agent = magics_of(shell).agent
     assert (agent.provider.name, agent.provider.model) == ("anthropic", "claude-haiku-4-5")
 

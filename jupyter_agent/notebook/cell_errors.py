@@ -2,7 +2,8 @@
 
 IPython reports every finished cell to ``post_run_cell`` listeners with the cell's raw source,
 execution count and the exception it raised (``error_in_exec``, or ``error_before_exec`` for a
-syntax error). ``LastError`` keeps the last failing one. For an error raised before the extension
+syntax error). ``LastError`` keeps the last failing one; a ``UsageError`` (a mistyped magic,
+IPython's one-line complaint) is not one. For an error raised before the extension
 was loaded, ``sys.last_value`` (set by IPython's ``showtraceback``) and the cell lines IPython keeps
 in ``linecache`` stand in. Nothing here imports IPython: the shell is duck-typed.
 
@@ -18,6 +19,8 @@ import traceback
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+from ..providers.demo_model import ERROR_REQUEST
 
 #: Characters of a traceback (and of a cell's source) the prompt carries, head and tail kept.
 MAX_TRACEBACK_CHARS = 12_000
@@ -65,6 +68,13 @@ def _is_own_magic(source: str) -> bool:
     return bool(first) and first[0] in _OWN_MAGICS
 
 
+def _is_usage_error(error: BaseException) -> bool:
+    """IPython's ``UsageError``: a mistyped magic or option, said in one line — not an exception
+    of the user's code (duck-typed: nothing here imports IPython)."""
+    kind = type(error)
+    return kind.__name__ == "UsageError" and kind.__module__.startswith("IPython")
+
+
 class LastError:
     """Keeps the last failing cell; register ``post_run_cell`` with the shell's events."""
 
@@ -73,7 +83,7 @@ class LastError:
 
     def post_run_cell(self, result: Any) -> None:
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-        if error is None:
+        if error is None or _is_usage_error(error):
             return
         info = getattr(result, "info", None)
         source = str(getattr(info, "raw_cell", "") or "")
@@ -94,7 +104,7 @@ class LastError:
 def failed_cell_from_sys() -> FailedCell | None:
     """The exception IPython's ``showtraceback`` last recorded in ``sys``, with its cell's lines."""
     error = getattr(sys, "last_value", None)
-    if not isinstance(error, BaseException):
+    if not isinstance(error, BaseException) or _is_usage_error(error):
         return None
     tb = _user_frames(getattr(sys, "last_traceback", None))
     source = ""
@@ -119,7 +129,7 @@ def error_prompt(cell: FailedCell) -> str:
     source_fence = _fence(source)
     trace_fence = _fence(cell.traceback)
     return (
-        f"{which} of my notebook raised an exception. Explain briefly what went wrong, then "
+        f"{which} {ERROR_REQUEST} Explain briefly what went wrong, then "
         "give the corrected code for the cell.\n\n"
         f"The cell:\n{source_fence}python\n{source}\n{source_fence}\n\n"
         f"The traceback:\n{trace_fence}\n{cell.traceback}\n{trace_fence}"

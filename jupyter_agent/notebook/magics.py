@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import shlex
 import sys
 from collections.abc import Callable, Coroutine, Iterator
@@ -22,7 +23,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..agent.approvals import POLICIES, Policy
-from ..errors import SessionError
+from ..errors import ModelRequestError, SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
@@ -36,9 +37,14 @@ from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettin
 if TYPE_CHECKING:
     from ..agent.agent import Agent
     from .mcp_commands import MCPCommands
+    from .plan_mode import PendingPlan
     from .session import NotebookSession, TurnOutcome
+    from .user_questions import UserQuestions
 
 _DEFAULTS = SessionSettings()
+
+#: Under a tool panel's table once another cell has run (the panel was live until then).
+PANEL_RETIRED_NOTE = "(the tools when the next cell ran; %agent_tools shows a live panel again)"
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
 
@@ -73,6 +79,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs dollars, like 0.50, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("a budget is 0 or more dollars")
+    return value
+
+
 def _identifier(text: str) -> str:
     if not text.isidentifier():
         raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
@@ -99,11 +115,27 @@ def _think(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _unquoted(text: str) -> str:
+    """``"my chat"`` → ``my chat``: ``magic_arguments`` splits a line at spaces outside quotes but
+    keeps the quotes themselves."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def _chat_name(text: str) -> str:
     try:
-        return check_chat_name(text)
+        return check_chat_name(_unquoted(text))
     except SessionError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class FailedModelRequest(ModelRequestError):
+    """A failed model request as the cell's error: one line, ``ModelRequestError: <what the API
+    said>`` (IPython prints what ``_render_traceback_`` returns instead of a traceback)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"ModelRequestError: {self.detail}"]
 
 
 @contextlib.contextmanager
@@ -200,6 +232,21 @@ class AgentMagics(Magics):
         "None: off). %%agent --think N sets it for one cell.",
     ).tag(config=True)
 
+    budget = Float(
+        _DEFAULTS.budget,
+        allow_none=True,
+        min=0.0,
+        help="Dollars one %%agent cell may spend on the model (None: no cap); the turn stops "
+        "before a request that could pass it. %%agent --budget 0.50 sets it for one cell.",
+    ).tag(config=True)
+    session_budget = Float(
+        _DEFAULTS.session_budget,
+        allow_none=True,
+        min=0.0,
+        help="Dollars the whole session may spend on the model (None: no cap); %agent usage "
+        "shows what is spent and left.",
+    ).tag(config=True)
+
     # -- settings: the front end's own ---------------------------------------------------------
     mcp_servers = Dict(
         {},
@@ -228,6 +275,9 @@ class AgentMagics(Magics):
         self._renderer: Renderer | None = None
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
+        self._panel_cells_ended = 0
+        #: The plan a %%agent --plan cell made, until %agent go carries it out.
+        self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
         #: The running ``%agent serve`` (``serve.py``), if any.
         self.server: Any = None
@@ -247,6 +297,7 @@ class AgentMagics(Magics):
                 namespace=getattr(self.shell, "user_ns", None),
                 shell=self.shell,
                 approvals=self._make_approvals,
+                questions=self._make_questions,
                 show_link=_show_link,
             )
             self._session.on_rebuild.append(self._rebind_panel)
@@ -345,6 +396,16 @@ class AgentMagics(Magics):
         )
         return self._approvals
 
+    def _make_questions(self, bridge: MainThreadBridge) -> UserQuestions:
+        from .user_questions import UserQuestions
+
+        def running_poller() -> KernelCommPoller | None:
+            return self._approvals.poller if self._approvals is not None else None
+
+        return UserQuestions(
+            bridge, self.shell, use_widgets=self.use_widgets, poller=running_poller
+        )
+
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
         if self._renderer is not None:
             self._renderer.mark_waiting(call_id, waiting)
@@ -354,15 +415,35 @@ class AgentMagics(Magics):
             self._panel[0].rebind(self.session)
 
     def _show_panel(self) -> None:
-        """Display a new live tool panel; the one shown before becomes a static table."""
+        """Display a new live tool panel; the one shown before becomes a static table.
+
+        The panel is live while its cell is the last one run: when the next cell ends, its
+        display becomes the static table of the tools (``_after_panel_cell``), as a finished
+        ``%%agent`` cell's calls do. A notebook saved after that holds no widget view, which after
+        a kernel restart would read "Error displaying widget: model not found". A kernel nobody
+        watches (nbconvert ``--execute``, papermill, nbval) gets the table straight away: nbclient
+        saves every widget model a cell opens (some 150 for a panel).
+        """
         from ._ipython import DisplayHandle
-        from .widgets.tool_panel import ToolPanel
+        from .widgets.tool_panel import ToolPanel, static_tools_bundle
 
         self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
+        if unattended_kernel(self.shell):
+            display(static_tools_bundle(self.session), raw=True)
+            return
         panel = ToolPanel(self.session)
         handle = DisplayHandle()
         handle.display(panel)
         self._panel = (panel, handle)
+        self._panel_cells_ended = 0
+        events = getattr(self.shell, "events", None)
+        if events is not None:
+            events.register("post_run_cell", self._after_panel_cell)
+
+    def _after_panel_cell(self, _result: Any) -> None:
+        self._panel_cells_ended += 1  # the first is the panel's own cell
+        if self._panel_cells_ended > 1:
+            self._retire_panel(PANEL_RETIRED_NOTE)
 
     def _retire_panel(self, note: str) -> None:
         """Replace the live panel's display by a table of the tools and close its widgets.
@@ -375,6 +456,10 @@ class AgentMagics(Magics):
             return
         panel, handle = self._panel
         self._panel = None
+        events = getattr(self.shell, "events", None)
+        if events is not None:
+            with contextlib.suppress(ValueError):  # not registered
+                events.unregister("post_run_cell", self._after_panel_cell)
         try:
             bundle = panel.static_bundle(note)
         except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
@@ -403,6 +488,7 @@ class AgentMagics(Magics):
         model: str | None = None,
         max_turns: int | None = None,
         think: int | None = None,
+        budget: float | None = None,
     ) -> TurnOutcome:
         with _as_usage_errors():  # refusals before anything is shown
             self.session.chat(chat)
@@ -433,12 +519,16 @@ class AgentMagics(Magics):
                 model=model,
                 max_turns=max_turns,
                 think=think,
+                budget=budget,
                 label=self._cell_label(),
                 on_event=renderer.handle,
                 on_idle=on_idle,
                 # a terminal prints text as it comes; the widgets' throttle is for displays
                 text_growth=None if rich else 0.0,
             )
+        except ModelRequestError as exc:
+            renderer.close(interrupted=False)
+            raise FailedModelRequest(exc.detail) from None
         except SessionError as exc:
             renderer.close(interrupted=False)
             raise UsageError(visible(str(exc))) from None
@@ -457,7 +547,7 @@ class AgentMagics(Magics):
     # -- %%agent -----------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line reads "%%agent [--model MODEL] ..."
-    @argument("--model", "-m", default=None, help="Model for this cell only.")
+    @argument("--model", "-m", default=None, type=_unquoted, help="Model for this cell only.")
     @argument(
         "--provider",
         "-p",
@@ -473,6 +563,11 @@ class AgentMagics(Magics):
         help="The conversation to continue (created on first use); default: 'default'.",
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
+    @argument(
+        "--plan",
+        action="store_true",
+        help="Plan first: read-only tools, the answer is a plan; %%agent go carries it out.",
+    )
     @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
     @argument(
         "--think",
@@ -481,18 +576,30 @@ class AgentMagics(Magics):
         metavar="N",
         help="Let Claude think up to N tokens first (extended thinking), for this cell.",
     )
-    @argument("--system", default=None, help="Replace the system prompt (from this cell on).")
+    @argument(
+        "--budget",
+        type=_dollars,
+        default=None,
+        metavar="DOLLARS",
+        help="Spend at most this much on the model in this cell (e.g. 0.50).",
+    )
+    @argument(
+        "--system",
+        default=None,
+        type=_unquoted,
+        help="Replace the system prompt (from this cell on).",
+    )
     @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
     def agent_magic(self, line: str, cell: str | None = None) -> None:
         """Ask the agent: the cell body is the prompt; the chat's conversation carries over.
 
-        In the prompt, ``{{name}}`` brings in a summary of the kernel variable ``name``.
+        In the prompt, {{name}} brings in a summary of the kernel variable name.
 
-        Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
-        ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
-        ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
-        ``%agent mcp add|list|remove``, ``%agent serve`` (listed below).
+        Line form (housekeeping): %agent reset [NAME], %agent chats, %agent history [NAME],
+        %agent usage, %agent error, %agent compact, %agent undo, %agent save PATH,
+        %agent load PATH, %agent config, %agent model [NAME], %agent go (after --plan),
+        %agent mcp add|list|remove, %agent serve (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -509,17 +616,32 @@ class AgentMagics(Magics):
             if args.system is not None:
                 self.system_prompt = args.system
             expanded = self.session.expand(prompt)
-        outcome = self._run_turn(
-            expanded,
+        turn = functools.partial(
+            self._run_turn,
             chat=args.chat,
             provider=args.provider,
             model=args.model,
             max_turns=args.max_turns,
             think=args.think,
+            budget=args.budget,
         )
+        outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
         return None
+
+    def _plan_turn(self, prompt: str, chat: str, turn: Callable[[str], TurnOutcome]) -> TurnOutcome:
+        """``%%agent --plan``: the turn with read-only tools; a plan then waits for Go."""
+        from .plan_mode import PendingPlan, plan_prompt, read_only_tools
+
+        with _as_usage_errors():
+            registry = self.session.registry
+        with read_only_tools(registry):
+            outcome = turn(plan_prompt(prompt))
+        if outcome.answer is not None and not outcome.interrupted:
+            self._pending_plan = PendingPlan(chat)
+            _say("▶ Review the plan; %agent go carries it out with the normal tools.")
+        return outcome
 
     # -- %agent COMMAND ----------------------------------------------------------------------
 
@@ -611,6 +733,18 @@ class AgentMagics(Magics):
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
         self._run_turn(error_prompt(failed), chat=args.chat)
 
+    @magic_arguments("agent go")
+    def _go(self, rest: str) -> None:
+        """Carry out the plan the last %%agent --plan cell made, with the normal tools."""
+        from .plan_mode import GO_PROMPT
+
+        self._parse(self._go, rest)
+        plan = self._pending_plan
+        if plan is None:
+            raise UsageError("No plan to carry out: a %%agent --plan cell makes one first")
+        self._pending_plan = None
+        self._run_turn(GO_PROMPT, chat=plan.chat)
+
     @magic_arguments("agent compact")
     @argument(
         "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
@@ -693,7 +827,31 @@ class AgentMagics(Magics):
             rows.append((f"AgentMagics.{name}", repr(value)))
         rows.extend(self.session.describe())
         width = max(len(key) for key, _ in rows)
+        _say(self._model_line())
         _say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+
+    def _model_line(self) -> str:
+        from .model_choice import answering_model
+
+        session = self.session
+        return f"model: {answering_model(session.settings, session.custom_provider)}"
+
+    @magic_arguments("agent model")
+    @argument(
+        "name",
+        nargs="?",
+        default=None,
+        type=_unquoted,
+        metavar="NAME",
+        help="The model from the next %%agent cell on (e.g. claude-haiku-4-5); "
+        "omitted: show the model that will answer.",
+    )
+    def _model(self, rest: str) -> None:
+        """Show or set the model (AgentMagics.model) the next %%agent cells use."""
+        args = self._parse(self._model, rest)
+        if args.name is not None:
+            self.model = args.name.strip()
+        _say(self._model_line())
 
     #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
     SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
@@ -707,6 +865,8 @@ class AgentMagics(Magics):
         "save": _save,
         "load": _load,
         "config": _config,
+        "model": _model,
+        "go": _go,
         "mcp": _mcp,
         "serve": _serve,
     }

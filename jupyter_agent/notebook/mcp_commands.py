@@ -29,6 +29,18 @@ USAGE = (
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
+#: What ``%agent mcp add`` says when the ``mcp`` SDK is not installed.
+MISSING_EXTRA = (
+    "MCP servers need the MCP SDK, which is an extra: pip install 'jupyter-agent[mcp]' "
+    "(then restart the kernel)"
+)
+
+
+def _missing_sdk(exc: ImportError) -> bool:
+    """Whether ``exc`` is the ``mcp`` package (the ``[mcp]`` extra) not being installed."""
+    missing = exc.name or ""
+    return missing == "mcp" or missing.startswith("mcp.") or "import of mcp halted" in str(exc)
+
 
 def _pair(option: str, text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
@@ -131,6 +143,10 @@ class MCPCommands:
                 return self.logout(manager, rest[0])
         except (MCPServerError, MCPConfigError) as exc:
             raise UsageError(visible(str(exc))) from None
+        except ImportError as exc:
+            if _missing_sdk(exc):
+                raise UsageError(MISSING_EXTRA) from None
+            raise
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
     @staticmethod
@@ -165,7 +181,10 @@ class MCPCommands:
                 if name in manager.servers:  # the entry changed: replace the server
                     self._run(manager.remove(name))
                 self._run(manager.add(parse_server_entry(str(name), entry)))
-            except (MCPServerError, MCPConfigError, ImportError) as exc:
+            except ImportError as exc:
+                problem = MISSING_EXTRA if _missing_sdk(exc) else str(exc)
+                problems.append(f"jupyter-agent: MCP server {name!r} not started: {problem}")
+            except (MCPServerError, MCPConfigError) as exc:
                 problems.append(f"jupyter-agent: {exc}")
         return problems
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from typing import Any
 from ..agent.agent import Agent
 from ..agent.approvals import ApprovalHandler, Policy
 from ..agent.toolbox import Toolbox
-from ..errors import ProviderError, SessionError, WorkspaceError
+from ..errors import ModelRequestError, ProviderError, SessionError, WorkspaceError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider
 from ..tools.base import ExecutableTool
@@ -50,11 +51,14 @@ from ..tools.context import ToolContext
 from ..tools.egress import EgressHosts
 from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
+from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
+from .ask_user_tool import AskUserTool
+from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
-from .pricing import user_prices
+from .pricing import estimate_cost, user_prices
 from .prompt_vars import expand_variables
 from .runner import BackgroundLoop, MainThreadBridge, forward_events
 from .settings import (
@@ -65,6 +69,7 @@ from .settings import (
     check_chat_name,
 )
 from .usage_report import usage_report
+from .user_questions import UserQuestions
 
 OFFLINE_NOTE = (
     "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
@@ -103,6 +108,25 @@ class ChatSummary:
     usage: Usage
 
 
+#: The environment variables a provider of each kind reads when it is built.
+_PROVIDER_ENVIRONMENT = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "JUPYTER_AGENT_MODEL"),
+    "auto": (
+        "JUPYTER_AGENT_PROVIDER",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ),
+}
+
+
+def _environment_fingerprint(kind: str) -> str:
+    """A digest of the variables ``kind`` reads (the keys themselves are not kept)."""
+    values = "\0".join(os.environ.get(name, "") for name in _PROVIDER_ENVIRONMENT.get(kind, ()))
+    return hashlib.sha256(values.encode()).hexdigest()
+
+
 class NotebookSession:
     """The agents, providers, usage and journal of one notebook session."""
 
@@ -115,6 +139,7 @@ class NotebookSession:
         approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
         notify: Callable[[str], None] = print,
         start_dir: str | os.PathLike[str] | None = None,
+        questions: Callable[[MainThreadBridge], UserQuestions] | None = None,
         show_link: Callable[[str, str], None] | None = None,
     ) -> None:
         """``namespace``: the user's variables (the kernel tools and ``{{name}}`` read them);
@@ -125,6 +150,8 @@ class NotebookSession:
         self.namespace = namespace
         self._shell = shell
         self._make_approvals = approvals
+        #: Builds what asks the user a question (``ask_user``), given the session's bridge.
+        self._make_questions = questions
         self._approvals: ApprovalHandler | None = None
         self._notify = notify
         self._show_link = show_link
@@ -139,6 +166,8 @@ class NotebookSession:
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
         self._offline_noted = False
+        self._ignored_models: set[str] = set()
+        self._budget_used = False
         self._journal_problem = ""
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
@@ -242,19 +271,12 @@ class NotebookSession:
         return variant
 
     def _provider_key(self, kind: str, model: str, thinking: int | None) -> tuple[Any, ...]:
+        """What a cached provider was built from: a key set (or changed) after a turn failed
+        without one builds a new provider, with a client that has it."""
         cassette = self.settings.offline_cassette
-        if kind != "auto":
+        if kind == "offline":
             return (kind, model, thinking, cassette)
-        env = os.environ
-        return (
-            kind,
-            model,
-            thinking,
-            cassette,
-            env.get("JUPYTER_AGENT_PROVIDER", ""),
-            bool(env.get("ANTHROPIC_API_KEY")),
-            env.get("ANTHROPIC_BASE_URL", ""),
-        )
+        return (kind, model, thinking, cassette, _environment_fingerprint(kind))
 
     async def _build_provider(self, kind: str, model: str) -> Provider:
         """Built on the background loop, where the provider's HTTP client will live."""
@@ -403,7 +425,13 @@ class NotebookSession:
         ).list_tools()
         if self.namespace is not None:
             built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
+            built.append(AskUserTool(context, self._questions()))
         return built
+
+    def _questions(self) -> UserQuestions:
+        if self._make_questions is not None:
+            return self._make_questions(self.bridge)
+        return UserQuestions(self.bridge, self._shell, use_widgets=lambda: False)
 
     def _new_agent(self, primary: Agent) -> Agent:
         """A chat's agent on the session's toolbox."""
@@ -473,6 +501,7 @@ class NotebookSession:
         on_event: Callable[[object], None] | None = None,
         on_idle: Callable[[], None] | None = None,
         text_growth: float | None = None,
+        budget: float | None = None,
     ) -> TurnOutcome:
         """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
 
@@ -485,10 +514,20 @@ class NotebookSession:
         if max_turns is not None and max_turns < 1:
             raise SessionError("--max-turns must be at least 1")
         agent = self.chat(chat)
+        # The project instructions are read for every turn: an edit counts from the next cell.
+        system_prompt = with_instructions(self.settings.system_prompt, self.workspace_path())
+        if agent.system_prompt != system_prompt:
+            agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
         agent.provider = self.provider(provider, model, think)
+        guard = self._spend_guard(budget)
+        if guard is not None:  # requests that could pass the budget are not sent
+            agent.provider = BudgetedProvider(agent.provider, guard)
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
+        self._note_ignored_model(
+            agent.provider, model if model is not None else self.settings.model
+        )
         self._turns += 1
         if agent.context.journal is not None:  # each turn is one step of %agent undo
             agent.context.journal.begin(label or f"turn {self._turns}")
@@ -524,17 +563,64 @@ class NotebookSession:
                     text_growth=text_growth,
                 )
         except ProviderError as exc:
-            raise SessionError(f"The model request failed: {_one_line(str(exc))}") from None
+            raise ModelRequestError(_one_line(str(exc))) from None
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
         return TurnOutcome(text, self._answer_only(agent.provider, text))
+
+    # -- the spend cap ------------------------------------------------------------------------
+
+    def spent(self) -> float:
+        """Dollars this session's replies cost, estimated from the price table."""
+        prices = user_prices(self.settings.prices)
+        return sum(
+            estimate_cost(model, usage, prices) or 0.0
+            for model, usage in self.usage_by_model.items()
+        )
+
+    def _spend_guard(self, budget: float | None) -> SpendGuard | None:
+        """The caps of one cell (``budget``, else the setting) and of the session, if any."""
+        cell = budget if budget is not None else self.settings.budget
+        cap = self.settings.session_budget
+        if cell is None and cap is None:
+            return None
+        self._budget_used = True
+        left = None if cap is None else cap - self.spent()
+        return SpendGuard(cell, left, cap, user_prices(self.settings.prices))
+
+    def budget_report(self) -> str:
+        """What ``%agent usage`` adds about the budgets: spent, and what is left."""
+        cell, cap = self.settings.budget, self.settings.session_budget
+        if cell is None and cap is None and not self._budget_used:
+            return ""
+        spent = self.spent()
+        parts = [f"spent: ${spent:.4f} this session (estimated)"]
+        if cap is not None:
+            parts.append(f"session budget ${cap:.2f}, left ${max(cap - spent, 0.0):.2f}")
+        if cell is not None:
+            parts.append(f"cell budget ${cell:.2f}")
+        return "; ".join(parts)
 
     def _note_offline(self, provider: Provider) -> None:
         announced = bool(getattr(provider, "notice", False))  # it says so in its answers
         if provider.name == "offline" and not announced and not self._offline_noted:
             self._offline_noted = True
             self._notify(OFFLINE_NOTE)
+
+    def _note_ignored_model(self, provider: Provider, requested: str) -> None:
+        """A model named for the offline demo model: it answers the same whatever the name."""
+        if provider.name == "offline" and requested and requested not in self._ignored_models:
+            self._ignored_models.add(requested)
+            self._notify(
+                f"jupyter-agent: the offline demo model ignores --model {requested} (set "
+                "ANTHROPIC_API_KEY to talk to Claude)."
+            )
+
+    @property
+    def custom_provider(self) -> Provider | None:
+        """The provider ``use_provider`` set, until a provider or model setting changes."""
+        return self._custom_provider
 
     @staticmethod
     def _answer_only(provider: Provider, text: str) -> str:
@@ -563,7 +649,9 @@ class NotebookSession:
     # -- usage, saving, describing ------------------------------------------------------------
 
     def usage_report(self) -> str:
-        return usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        report = usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        budgets = self.budget_report()
+        return f"{report}\n{budgets}" if budgets else report
 
     def save(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
         """Write chat ``chat`` to ``path``; the number of messages written."""
@@ -571,7 +659,7 @@ class NotebookSession:
         save_conversation(
             Path(path).expanduser(),
             agent.messages,
-            system_prompt=agent.system_prompt,
+            system_prompt=self.settings.system_prompt,  # without the project instructions
             provider=agent.provider.name,
             model=agent.provider.model,
         )
@@ -607,12 +695,20 @@ class NotebookSession:
 
     def describe(self) -> list[tuple[str, str]]:
         """Rows about the live agents for ``%agent config``."""
+        found = find_instructions(self.workspace_path())
+        instructions = (
+            "project instructions",
+            found.describe()
+            if found is not None
+            else "none (AGENTS.md or CLAUDE.md at the workspace root)",
+        )
         primary = self._chats.get(DEFAULT_CHAT)
         if primary is None:
-            return [("agent", "not created yet (the first %%agent cell creates it)")]
+            return [instructions, ("agent", "not created yet (the first %%agent cell creates it)")]
         registry = primary.registry
         enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
         return [
+            instructions,
             ("agent provider", f"{primary.provider.name} ({primary.provider.model})"),
             ("agent workspace", str(primary.context.workspace)),
             ("enabled tools", ", ".join(enabled) or "none"),

@@ -55,6 +55,10 @@ class SessionSettings:
     thinking_budget: int | None = None
     #: Tool calls of one reply that run at the same time.
     max_parallel_tools: int = 8
+    #: Dollars one %%agent cell may spend (``None``: no cap); ``--budget`` for one cell.
+    budget: float | None = None
+    #: Dollars the whole session may spend (``None``: no cap).
+    session_budget: float | None = None
 
 
 SETTING_NAMES = tuple(f.name for f in fields(SessionSettings))

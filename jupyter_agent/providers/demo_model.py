@@ -340,6 +340,18 @@ DEMO_FOOTER = (
 )
 
 
+#: The words ``%agent error``'s request opens with (``notebook/cell_errors.error_prompt``).
+ERROR_REQUEST = "of my notebook raised an exception."
+
+#: What the demo model answers to ``%agent error``: it cannot read a traceback, so it says so.
+CANNOT_EXPLAIN_ERRORS = (
+    "The offline demo model can't explain errors: it only lists, finds and reads files and "
+    "summarises CSV data, and a traceback needs a real model. Set `ANTHROPIC_API_KEY` (in the "
+    'kernel: `import os; os.environ["ANTHROPIC_API_KEY"] = "sk-ant-..."`, or before starting '
+    "Jupyter) and run `%agent error` again."
+)
+
+
 class DemoModel:
     """Decides each turn from the request alone, so it is deterministic and stateless."""
 
@@ -359,7 +371,10 @@ class DemoModel:
     def reply(self, request: ModelRequest, prompt: str, turn: int) -> ModelResponse:
         tools = {str(schema.get("name")) for schema in request.tools}
         outcomes = outcomes_since_prompt(request.messages) if turn else []
-        if turn == 0:
+        calls: list[dict[str, Any]]
+        if turn == 0 and ERROR_REQUEST in prompt.split("\n", 1)[0]:
+            text, calls = CANNOT_EXPLAIN_ERRORS, []
+        elif turn == 0:
             text, calls = self._plan(prompt, tools)
         else:
             text, calls = self._follow_up(prompt, outcomes, tools, turn)

@@ -33,6 +33,7 @@ from .file_common import (
     _refuse_trailing_slash,
 )
 from .journal import ChangeJournal, recording
+from .project_files import instructions_write_reason
 from .reading import ReadFileTool
 
 __all__ = [
@@ -75,6 +76,10 @@ class WriteFileTool(BuiltinTool):
         "required": ["file_path", "content"],
         "additionalProperties": False,
     }
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """The user's project instructions (``AGENTS.md``) are changed only with their say."""
+        return instructions_write_reason(self.context.workspace, args.get("file_path"))
 
     async def execute(self, args: dict[str, object]) -> str:
         file_path = str_arg(args, "file_path")
@@ -157,6 +162,10 @@ class EditFileTool(BuiltinTool):
         "required": ["file_path", "old_string", "new_string"],
         "additionalProperties": False,
     }
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """The user's project instructions (``AGENTS.md``) are changed only with their say."""
+        return instructions_write_reason(self.context.workspace, args.get("file_path"))
 
     async def execute(self, args: dict[str, object]) -> str:
         file_path = str_arg(args, "file_path")

@@ -308,6 +308,12 @@ async def end_reader(process: asyncio.subprocess.Process) -> None:
         process.stdin.close()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.shield(process.wait()), 1)
+    # Reaped, the process's pipe transport may still wait for its pipes' end; asyncio closes it
+    # only then, and a loop closed before that finds it open: its __del__ then warns "Event loop
+    # is closed". Nobody reads a reader's pipes after this: close it now.
+    transport = getattr(process, "_transport", None)
+    if process.returncode is not None and transport is not None:
+        transport.close()
 
 
 def git_sandbox(

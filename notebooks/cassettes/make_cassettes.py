@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data"
 sys.path.insert(0, str(HERE.parent.parent))  # the repository, for the cassette writer
 
+from jupyter_agent.notebook.plan_mode import GO_PROMPT, plan_prompt  # noqa: E402
 from jupyter_agent.providers.offline import save_cassette  # noqa: E402
 
 Block = dict[str, Any]
@@ -191,7 +192,64 @@ compute Q1 against Q4.
             reply(text(comparison)),
         ],
     }
-    return [first, second]
+    return [first, second, *quickstart_plan(rows, ids)]
+
+
+QUARTERS_OF = ("Q1", "Q2", "Q3", "Q4")
+QUARTERS_FILE = "scratch/01_quarters.csv"
+QUICKSTART_PLAN_PROMPT = (
+    f"Make a table of each region's revenue per quarter and save it as {QUARTERS_FILE}."
+)
+
+
+def quickstart_plan(rows: list[dict[str, Any]], ids: Ids) -> list[dict[str, Any]]:
+    """``%%agent --plan`` in the quickstart: look, plan, and after ``%agent go`` do it."""
+    quarter_of = {m: QUARTERS_OF[(int(m[5:7]) - 1) // 3] for m in {r["month"] for r in rows}}
+    by_quarter = totals(
+        [{**r, "quarter": quarter_of[r["month"]]} for r in rows], "region", "quarter"
+    )
+    regions = list(dict.fromkeys(r["region"] for r in rows))
+    table = "region," + ",".join(QUARTERS_OF) + "\n"
+    for region in regions:
+        table += region + "," + ",".join(f"{by_quarter[(region, q)]:.2f}" for q in QUARTERS_OF)
+        table += "\n"
+    plan = f"""
+The file has one row per month, region and product, with the revenue in its own column, so the
+table needs no other data. My plan:
+
+1. Read `data/sales.csv` whole (done for the first rows above: `month` is `YYYY-MM`).
+2. Map each month to its quarter (Jan–Mar → Q1, …, Oct–Dec → Q4).
+3. Add up `revenue` per region and quarter: {len(regions)} regions × 4 quarters.
+4. Write the table to `{QUARTERS_FILE}` with one row per region and a column per quarter.
+
+Nothing has been written yet. Say go and I'll do it.
+"""
+    done = f"""
+Done: `{QUARTERS_FILE}` holds {len(regions)} rows, one per region, with the revenue of Q1 to Q4.
+The West's Q4 is its best quarter, {eur(by_quarter[("West", "Q4")])}.
+"""
+    return [
+        {
+            "prompt": plan_prompt(QUICKSTART_PLAN_PROMPT),
+            "responses": [
+                reply(
+                    text("First a look at the file's columns."),
+                    call(ids, "read_file", file_path="data/sales.csv", limit=3),
+                ),
+                reply(text(plan)),
+            ],
+        },
+        {
+            "prompt": GO_PROMPT,
+            "responses": [
+                reply(
+                    text("Writing the table."),
+                    call(ids, "write_file", file_path=QUARTERS_FILE, content=table),
+                ),
+                reply(text(done)),
+            ],
+        },
+    ]
 
 
 # -- 02 tools ------------------------------------------------------------------------------------
@@ -630,8 +688,9 @@ nothing else to show. The earlier error was only the column name.
     summary = f"""
 `01_quickstart.ipynb` has {len(cells)} cells, {len(prompts)} of them `%%agent` prompts: it loads
 the extension, asks the agent for an overview of `data/sales.csv` (the agent reads the file with
-its tools) and follows up on the West region. It ends with the `%agent_tools` panel,
-`%agent usage` (tokens and cost) and `%agent reset`.
+its tools) and follows up on the West region. Then come the `%agent_tools` panel, a plan made
+with `--plan` and carried out with `%agent go`, a `--budget` too small for one request, and at the
+end `%agent usage` (tokens and cost) and `%agent reset`.
 """
     table = "\n".join(f"| {product} | {eur(value)} |" for product, value in means.items())
     notes = f"""# Sales 2024: what we found

@@ -6,8 +6,10 @@ shows it); the dropdown sets the agent's approval policy for it. The tool's desc
 checkbox's tooltip. ``refresh()`` re-reads the registry after changes made elsewhere.
 
 A panel's widgets live until ``close_all()``; rows it drops (a tool removed, ``rebind``) are
-closed as they go. ``static_bundle()`` is the panel as a plain table, for the display of a panel
-that is no longer live.
+closed as they go. ``static_bundle()`` (``static_tools_bundle`` without a panel) is the panel as
+a plain table: what a kernel nobody watches shows instead of the widgets, and what a live panel's
+display becomes once another cell has run — a saved notebook then holds no widget view that
+would read "Error displaying widget: model not found" after a kernel restart.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ def tools_table(owner: ToolOwner) -> str:
         lines.append(f"{name.ljust(width)}  {enabled.ljust(7)}  {policy.ljust(6)}  {first_line}")
     # Names and descriptions come from MCP servers too: nothing in them may steer a terminal.
     return visible("\n".join(lines))
+
+
+def static_tools_bundle(owner: ToolOwner, note: str = "") -> dict[str, str]:
+    """The tools as they are now, as a table (HTML and plain text, no widget): what a panel
+    nobody can click shows, and what a live panel's display becomes when it retires."""
+    table = tools_table(owner)
+    plain = f"{table}\n{note}" if note else table
+    markup = f'<pre style="font-size: 12px; margin: 0;">{html_text(table)}</pre>'
+    if note:
+        markup += f"<div style='color: #666; font-style: italic;'>{html_text(note)}</div>"
+    return html_bundle(markup, plain)
 
 
 class ToolRow(widgets.HBox):  # type: ignore[misc]
@@ -140,12 +153,7 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
 
     def static_bundle(self, note: str = "") -> dict[str, str]:
         """The tools as they are now, as a table (HTML and plain text, no widget)."""
-        table = self.as_text()
-        plain = f"{table}\n{note}" if note else table
-        markup = f'<pre style="font-size: 12px; margin: 0;">{html_text(table)}</pre>'
-        if note:
-            markup += f"<div style='color: #666; font-style: italic;'>{html_text(note)}</div>"
-        return html_bundle(markup, plain)
+        return static_tools_bundle(self.owner, note)
 
     def close_all(self) -> None:
         """Close the panel and every widget in it."""

@@ -1,0 +1,110 @@
+"""The spend cap: dollars one ``%%agent`` cell, and the whole session, may spend on the model.
+
+Before each request the turn would send, ``SpendGuard`` estimates what it could cost at most —
+its input (the system prompt, the tools' schemas and the conversation, at ~4 characters a
+token) plus the provider's whole ``max_tokens`` of output, at the price table's rates
+(``pricing.py``, with ``AgentMagics.prices``) — and when that could take the cell or the session
+past its budget, the request is not sent: ``BudgetedProvider`` answers in its place with a short
+reply that says so, and the turn ends there cleanly (the conversation stays valid; the next cell
+goes on from it). What each reply really cost (its reported usage) is what counts as spent.
+
+A model without a price (the offline demo model, a local server) costs nothing here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..agent.results import CHARS_PER_TOKEN
+from ..agent.tokens import messages_tokens
+from ..events import TextDelta, Usage
+from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
+from .pricing import Price, estimate_cost, price_for
+
+#: Output tokens assumed for a provider that does not say its ``max_tokens``.
+DEFAULT_OUTPUT_TOKENS = 8192
+
+
+def request_cost_bound(
+    model: str, request: ModelRequest, max_tokens: int, prices: Mapping[str, Price]
+) -> float:
+    """The most ``request`` could cost on ``model`` (0 for a model with no price)."""
+    price = price_for(model, prices)
+    if price is None:
+        return 0.0
+    schema_chars = len(request.system) + len(json.dumps(request.tools, ensure_ascii=False))
+    input_tokens = messages_tokens(request.messages) + schema_chars // CHARS_PER_TOKEN
+    return (input_tokens * price.input + max_tokens * price.output) / 1_000_000
+
+
+@dataclass
+class SpendGuard:
+    """One cell's caps: ``cell`` dollars for the cell, ``session_left`` for the rest of the
+    session (``None``: no cap); ``spent`` is what the cell's replies cost so far."""
+
+    cell: float | None
+    session_left: float | None
+    session_cap: float | None
+    prices: Mapping[str, Price]
+    spent: float = 0.0
+    stopped: str = ""
+
+    def refusal(self, estimate: float) -> str | None:
+        """Why a request that could cost ``estimate`` is not sent, or ``None``."""
+        if self.cell is not None and self.spent + estimate > self.cell:
+            return (
+                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and this cell's "
+                f"budget is ${self.cell:.2f} (${self.spent:.2f} spent). Run the cell with a "
+                "larger --budget, or change AgentMagics.budget, to go on."
+            )
+        if self.session_left is not None and self.spent + estimate > self.session_left:
+            left = max(self.session_left - self.spent, 0.0)
+            cap = f"${self.session_cap:.2f}" if self.session_cap is not None else "its cap"
+            return (
+                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and the session "
+                f"budget ({cap}) has ${left:.2f} left. Raise AgentMagics.session_budget to go on."
+            )
+        return None
+
+    def record(self, model: str, usage: Usage) -> None:
+        self.spent += estimate_cost(model, usage, self.prices) or 0.0
+
+
+class BudgetedProvider:
+    """``provider`` behind a ``SpendGuard``: a request that could pass the budget is answered
+    with a reply saying so instead of being sent."""
+
+    def __init__(self, provider: Provider, guard: SpendGuard) -> None:
+        self.inner = provider
+        self.guard = guard
+        self.name: str = provider.name
+        self.model: str = provider.model
+
+    def __getattr__(self, attribute: str) -> Any:  # notice, thinking_budget, ...: the provider's
+        return getattr(self.inner, attribute)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        model = self.inner.model
+        max_tokens = getattr(self.inner, "max_tokens", DEFAULT_OUTPUT_TOKENS)
+        if not isinstance(max_tokens, int):
+            max_tokens = DEFAULT_OUTPUT_TOKENS
+        estimate = request_cost_bound(model, request, max_tokens, self.guard.prices)
+        refusal = self.guard.refusal(estimate)
+        if refusal is not None:
+            self.guard.stopped = refusal
+            if request.purpose == "summary":  # compaction: no summary rather than a wrong one
+                yield ModelResponse([{"type": "text", "text": ""}], "end_turn", model=model)
+                return
+            yield TextDelta(refusal)
+            yield ModelResponse([{"type": "text", "text": refusal}], "end_turn", model=model)
+            return
+        async for event in self.inner.stream(request):
+            if isinstance(event, ModelResponse):
+                self.guard.record(event.model or model, event.usage)
+            yield event
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

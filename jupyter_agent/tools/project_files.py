@@ -1,0 +1,91 @@
+"""Project instructions: the user's ``AGENTS.md`` (else ``CLAUDE.md``) at the workspace root.
+
+Many projects keep standing instructions for coding agents in such a file; the session adds it
+to the system prompt (read afresh for every turn, so an edit counts from the next cell). A file
+over ``MAX_INSTRUCTIONS_CHARS`` is cut, with a note saying so to the model and in
+``%agent config``. It is the user's file: a file tool's call that would change it declares, through
+``needs_approval``, that it waits for the user's approval even when the tool is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The files looked for at the workspace root, the first found wins.
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+
+#: Characters of the file the system prompt carries (about 5,000 tokens); the rest is cut.
+MAX_INSTRUCTIONS_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectInstructions:
+    """The instructions found: which file, its text (cut to size) and its full length."""
+
+    name: str
+    text: str
+    length: int
+
+    @property
+    def cut(self) -> bool:
+        return self.length > len(self.text)
+
+    def describe(self) -> str:
+        """For ``%agent config``: ``AGENTS.md (1,234 characters)``, and whether it was cut."""
+        shown = f"{self.name} ({self.length:,} characters)"
+        if self.cut:
+            shown += f"; cut to the first {MAX_INSTRUCTIONS_CHARS:,}"
+        return shown
+
+    def prompt_section(self) -> str:
+        """What joins the system prompt."""
+        section = (
+            f"# Project instructions\n\nThe user's {self.name} at the workspace root, which you "
+            f"follow:\n\n{self.text.strip()}"
+        )
+        if self.cut:
+            section += (
+                f"\n\n[{self.name} is {self.length:,} characters; only its first "
+                f"{MAX_INSTRUCTIONS_CHARS:,} characters are shown here. Read the file for the "
+                "rest.]"
+            )
+        return section
+
+
+def find_instructions(workspace: str | os.PathLike[str]) -> ProjectInstructions | None:
+    """The project instructions at ``workspace``'s root, or ``None``."""
+    root = Path(workspace)
+    for name in INSTRUCTION_FILES:
+        path = root / name
+        try:
+            if not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        return ProjectInstructions(name, text[:MAX_INSTRUCTIONS_CHARS], len(text))
+    return None
+
+
+def with_instructions(system_prompt: str, workspace: str | os.PathLike[str]) -> str:
+    """``system_prompt`` followed by the workspace's project instructions, if it has any."""
+    found = find_instructions(workspace)
+    if found is None:
+        return system_prompt
+    return f"{system_prompt}\n\n{found.prompt_section()}"
+
+
+def instructions_write_reason(workspace: Path, file_path: object) -> str | None:
+    """Why a write to ``file_path`` needs the user's approval: it is their instructions file."""
+    if not isinstance(file_path, str) or not file_path:
+        return None
+    try:  # symlinks followed: a link to AGENTS.md is AGENTS.md
+        target = Path(os.path.realpath(workspace / file_path))
+        root = Path(os.path.realpath(workspace))
+    except (ValueError, OSError):
+        return None
+    if target.parent == root and target.name.lower() in {n.lower() for n in INSTRUCTION_FILES}:
+        return f"{target.name} holds the user's project instructions"
+    return None
