@@ -245,6 +245,18 @@ class ChangeJournal:
                 self._entry = None  # later changes start a new entry
             return self._undo_entry(name)
 
+    def pending_label(self) -> str | None:
+        """The label of the entry ``undo()`` would take (``None``: nothing to undo)."""
+        with self._lock:
+            try:
+                pending = [name for name in self._entry_names() if not self._is_undone(name)]
+                if not pending:
+                    return None
+                with self._held.folder(self.folder / pending[-1]) as entry_fd:
+                    return _read_label(entry_fd)
+            except OSError:
+                return None
+
     def _is_undone(self, name: str) -> bool:
         with self._held.folder(self.folder / name) as entry_fd:
             try:
