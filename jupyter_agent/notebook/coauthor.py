@@ -99,6 +99,7 @@ class NotebookLink:
         self._ids = itertools.count(1)
         self._turn_message: str | None = None
         self._last_inserted: str | None = None
+        self._ran_in_turn = False
         self._installed = False
         #: Called with ``True`` when a frontend connects, ``False`` when it leaves.
         self.on_change: list[Callable[[bool], None]] = []
@@ -253,9 +254,23 @@ class NotebookLink:
         if message != self._turn_message:
             self._turn_message = message
             self._last_inserted = None
+            self._ran_in_turn = False
         count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
         label = f"cell {count}" if isinstance(count, int) else "the last agent cell"
         return label, cell_id if isinstance(cell_id, str) else None
+
+    def next_count(self) -> int:
+        """The execution count of the next cell ``run_cell`` runs (main thread).
+
+        The running ``%%agent`` cell's own number is decided when it ends (the kernel replies
+        with ``execution_count - 1``), so one number is kept free above the cells it ran: they
+        count on from the cell before it, the ``%%agent`` cell shows the number after theirs.
+        """
+        shell = self.shell
+        count = int(shell.execution_count) - (1 if self._ran_in_turn else 0)
+        shell.execution_count = count + 2
+        self._ran_in_turn = True
+        return count
 
     def insert(self, source: str, cell_type: str, after: str | None) -> dict[str, Any]:
         label, running = self.turn()
@@ -712,14 +727,12 @@ def run_cell_now(
     label, _ = link.turn()
     start = link.request({"op": "run_start", "turn": label, "cell_id": cell_id})
     source = str(start.get("source", ""))
-    shell = link.shell
-    count = int(shell.execution_count)
-    shell.execution_count = count + 1
+    count = link.next_count()
 
     def progress(outputs: list[dict[str, Any]]) -> None:
         link.send({"op": "outputs", "cell_id": cell_id, "outputs": outputs})
 
-    run = CellRun(shell, progress)
+    run = CellRun(link.shell, progress)
     try:
         ok = run.run(source, count, timeout)
     finally:
