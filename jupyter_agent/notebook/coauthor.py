@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..agent.approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
 from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
-from .kernel_comm import KernelCommPoller, active_poller
+from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from .runner import MainThreadBridge
 from .summarize import clip
 
@@ -850,6 +850,33 @@ def sync_tools(toolbox: Toolbox, bridge: MainThreadBridge, shell: Any) -> None:
         policy = _START_POLICIES.get(name)
         if policy is not None:
             toolbox.set_policy(name, policy)
+
+
+def notebook_connected(shell: Any, wait: float = 3.0) -> bool:
+    """Whether a notebook frontend with the extension is connected to ``shell``'s kernel.
+
+    A frontend connects when the extension loads, but its comm waits behind cells already
+    queued (Run All): where a person's frontend drives the kernel, wait up to ``wait`` seconds,
+    reading the comm messages ahead of those cells. nbclient's kernels are not waited for.
+    """
+    link = link_for(shell)
+    if link is None:
+        return False
+    if link.connected or unattended_kernel(shell) or wait <= 0:
+        return link.connected
+    poller = active_poller(link.kernel)
+    own = poller is None
+    if own:
+        poller = KernelCommPoller(link.kernel)
+    assert poller is not None
+    try:
+        deadline = time.monotonic() + wait
+        while poller.available and not link.connected and time.monotonic() < deadline:
+            poller.poll(0.05)
+    finally:
+        if own:
+            poller.close()
+    return link.connected
 
 
 def coauthoring_state(shell: Any) -> str:
