@@ -45,6 +45,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("12", "benchmarks.fig12_long_session", "200-turn session, 20 KB tool result per turn"),
     ("14", "benchmarks.fig14_mcp", "MCP tool call through the registry; stdio connect"),
     ("15", "benchmarks.fig15_cell_recorder", "cell recorder per cell (100 KB printed + a PNG)"),
+    ("16", "benchmarks.fig16_run_cell", "`run_cell` end to end vs a plain cell execution"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +220,10 @@ def co_author(page: Any, server: Jupyter) -> Any:
     saved_path = server.root / NOTEBOOK
     deadline = time.monotonic() + 30
     while True:
-        saved = nbformat.read(saved_path, as_version=4).cells
+        try:
+            saved = nbformat.read(saved_path, as_version=4).cells
+        except Exception:  # half written
+            saved = []
         marked = [c for c in saved if c.metadata.get("jupyter_agent", {}).get("author") == "agent"]
         if len(marked) == 4:
             break
@@ -298,5 +304,73 @@ def test_the_agent_writes_runs_and_edits_cells(
             took = stop_and_undo(page)
             print(f"Stop ended the run_cell in {took:.2f} s ({front_end.name})")
             assert took < 1.5, f"Stop took {took:.2f} s"
+        finally:
+            browser.close()
+
+
+def test_the_built_wheel_co_authors_in_a_fresh_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pip install`` of the wheel, built from a clone's files (the JavaScript from its
+    sources), is all it takes: JupyterLab of a fresh environment finds the extension."""
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic
+    from fresh_env import clean_environment, copy_repository, new_venv, pip_install
+    from notebook_fake_server import serve
+    from playwright.sync_api import sync_playwright
+
+    repo = tmp_path / "repo"
+    copy_repository(repo)
+    assert not (repo / "jupyter_agent" / "labextension").exists()  # ignored: built, not kept
+    env = clean_environment()
+    dist = tmp_path / "dist"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), "."],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = dist.glob("jupyter_agent-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    shared = "jupyter_agent-0.1.0.data/data/share/jupyter/labextensions/jupyter-agent/"
+    assert f"{shared}package.json" in names and f"{shared}install.json" in names
+    assert any(name.startswith(f"{shared}static/remoteEntry.") for name in names)
+
+    python = new_venv(tmp_path / "venv")
+    constraints = str(repo / "constraints.txt")
+    pip_install(
+        python, "-c", constraints, f"{wheel}[tutorials]", "jupyterlab", cwd=tmp_path, env=env
+    )
+    listed = subprocess.run(
+        [str(python), "-m", "jupyter", "labextension", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    listing = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
+    assert re.search(r"jupyter-agent v0\.1\.0 enabled\s+OK", listing), listing
+
+    for name in ("PYTHONPATH", "JUPYTER_PATH", "VIRTUAL_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "executable", str(python))  # serve_jupyter runs this interpreter
+    fake = FakeAnthropic()
+    script(fake)
+    with (
+        serve_jupyter(LAB, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        write_notebook(server.root, base_url)
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.set_default_timeout(60_000)
+            open_notebook(page, server, NOTEBOOK)
+            page = co_author(page, server)
+            stop_and_undo(page)
         finally:
             browser.close()
