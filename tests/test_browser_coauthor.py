@@ -37,6 +37,7 @@ from test_browser import (
     open_notebook,
     reopen_notebook,
     serve_jupyter,
+    wait_kernel_ready,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -92,6 +93,7 @@ def script(fake: Any) -> None:
         Reply([tool_use("t7", "insert_cell", {"source": HOSTILE, "cell_type": "markdown"})]),
         edit(0, "t8", "[3, 1, 2]", "[3, 1, 2, 5]"),
         edit(1, "t9", "sum(data)", "max(data)"),
+        Reply([tool_use("t9b", "notebook_cells", {})]),
         text("The analysis is in the notebook."),
         # the slow turn
         Reply([tool_use("t10", "insert_cell", {"source": SLOW})]),
@@ -153,6 +155,17 @@ def wait_done(page: Any, cell: Any, timeout_s: float = 90) -> None:
 
 def connected(page: Any) -> None:
     page.wait_for_selector(".jp-NotebookPanel[data-jupyter-agent='connected']")
+
+
+def cells_seen(fake: Any) -> str:
+    """What ``notebook_cells`` told the agent after the edits."""
+    from fake_anthropic import result_text, tool_results
+
+    for body in fake.requests:
+        for block in tool_results(body):
+            if block["tool_use_id"] == "t9b":
+                return result_text(block)
+    raise AssertionError("notebook_cells was not answered")
 
 
 def co_author(page: Any, server: Jupyter) -> Any:
@@ -242,7 +255,8 @@ def co_author(page: Any, server: Jupyter) -> Any:
 
 
 def stop_and_undo(page: Any) -> float:
-    """The second part: Stop ends a slow run_cell; ``%agent undo`` removes its cell."""
+    """The second part: Stop ends a slow run_cell; after a kernel restart (the extension loaded
+    again), ``%agent undo`` removes the cell that turn inserted."""
     from playwright.sync_api import expect
 
     notebook = page.locator(".jp-Notebook")
@@ -261,6 +275,14 @@ def stop_and_undo(page: Any) -> float:
     slow_cell = agent_cell(page, "time.sleep(30)")
     expect(slow_cell.locator(".jp-OutputArea")).to_contain_text("KeyboardInterrupt")
 
+    # the frontend keeps the cell journal: a kernel restart does not lose it
+    page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
+    )
+    expect(page.locator(".jp-NotebookPanel[data-jupyter-agent='connected']")).to_have_count(0)
+    wait_kernel_ready(page)
+    run(page, cell_with(page, "%load_ext jupyter_agent"))
+    connected(page)
     undo = cell_with(page, "%agent undo")
     run(page, undo)
     expect(undo.locator(".jp-OutputArea")).to_contain_text("Undid the cell changes of cell")
@@ -301,6 +323,12 @@ def test_the_agent_writes_runs_and_edits_cells(
             page.set_default_timeout(60_000)
             open_notebook(page, server, NOTEBOOK)
             page = co_author(page, server)
+            seen = cells_seen(fake)
+            # the accepted edit came after the cell ran: it is edited since; its output excerpt
+            assert re.search(
+                r"id=\S+ code, ran as \[\d+\], edited since it ran, written by you", seen
+            )
+            assert "data = [3, 1, 2, 5]" in seen and "loaded 3" in seen and "[image/png]" in seen
             took = stop_and_undo(page)
             print(f"Stop ended the run_cell in {took:.2f} s ({front_end.name})")
             assert took < 1.5, f"Stop took {took:.2f} s"
