@@ -62,7 +62,7 @@ class FakeNotebook:
         for at, cell in enumerate(self.cells):
             if cell["id"] == cell_id:
                 return at
-        raise KeyError(cell_id)
+        raise ValueError(f"no cell with id {cell_id}")
 
     def entry(self, turn: str) -> list[dict[str, Any]]:
         if not self.journal or self.journal[-1][0] != turn:
@@ -419,3 +419,24 @@ def test_stop_during_a_slow_run_cell_ends_it_at_once(
     assert len(fake_api.requests) == 2  # the turn ended: no third request
     reply, outputs = kernel.execute("print('next')")
     assert printed(outputs) == "next\n"
+
+
+def test_the_running_agent_cell_is_not_run_or_deleted(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(
+        Reply([tool_use("t1", "run_cell", {"cell_id": "ask"})]),
+        Reply([tool_use("t2", "delete_cell", {"cell_id": "ask"})]),
+        Reply([tool_use("t3", "run_cell", {"cell_id": "nowhere"})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%agent_tools enable delete_cell")
+    kernel.execute("%agent_tools policy delete_cell allow")
+    reply, outputs = kernel.execute("%%agent\nRun yourself", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    results = [result_text(r) for r in tool_results(fake_api.requests[3])]
+    assert "running %%agent cell" in results[0] and "running %%agent cell" in results[1]
+    assert "no cell with id nowhere" in results[2]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+    assert [op["op"] for op in notebook.ops if op["op"] != "snapshot"] == ["run_start"]

@@ -724,7 +724,9 @@ def run_cell_now(
     link: NotebookLink, cell_id: str, timeout: float | None
 ) -> tuple[bool, list[dict[str, Any]], int]:
     """On the main thread: run cell ``cell_id``, its outputs placed in it as they come."""
-    label, _ = link.turn()
+    label, running = link.turn()
+    if cell_id == running:
+        raise FrontendError("that is the running %%agent cell; run_cell runs other cells")
     start = link.request({"op": "run_start", "turn": label, "cell_id": cell_id})
     source = str(start.get("source", ""))
     count = link.next_count()
@@ -757,7 +759,9 @@ class DeleteCellTool(_NotebookTool):
 
     async def execute(self, args: dict[str, object]) -> str:
         cell_id = _text(args, "cell_id")
-        label = await self._on_main(lambda: self.link.turn()[0])
+        label, running = await self._on_main(self.link.turn)
+        if cell_id == running:
+            raise ToolFailure("that is the running %%agent cell; it cannot be deleted now")
         await self._on_main(
             lambda: self.link.request({"op": "delete", "turn": label, "cell_id": cell_id})
         )
