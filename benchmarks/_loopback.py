@@ -6,9 +6,13 @@ script, ``bench-t{turns}-c{calls}``: while the conversation holds fewer than ``t
 messages, the reply is a short text plus ``calls`` ``tool_use`` blocks for the request's first
 tool, each with input ``{"i": k}``; after that the reply is ``end_turn`` text. It speaks both wire
 formats the SDK uses: a JSON message, and the SSE event stream when the request says
-``"stream": true``. It also follows the SDK's server-side threads (``"thread": {"type":
-"continue", "previous_message_id": ...}``), where a request carries only the new messages: the one
-piece of state it keeps is, per message id it sent, how many assistant turns came before.
+``"stream": true``. Two more scripts: ``bench-stream-{tokens}`` streams
+an answer of ``tokens`` words at ``STREAM_TOKENS_PER_S``, one text delta each, and
+``bench-py-t{turns}-c{calls}`` has each of ``turns`` replies call ``run_python`` ``calls`` times
+(a main-thread tool in a notebook). It also follows the SDK's server-side threads
+(``"thread": {"type": "continue", "previous_message_id": ...}``), where a request carries only
+the new messages: the one piece of state it keeps is, per message id it sent, how many assistant
+turns came before.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ import sys
 from typing import Any
 
 _ids = itertools.count(1)
-_MODEL = re.compile(r"bench-t(\d+)-c(\d+)")
+_MODEL = re.compile(r"bench-(?:py-)?t(\d+)-c(\d+)")
+_STREAM = re.compile(r"bench-stream-(\d+)")
+#: The pace of a ``bench-stream-N`` answer.
+STREAM_TOKENS_PER_S = 100
+#: What each ``run_python`` call of a ``bench-py-…`` script runs.
+PYTHON_CALL = "sum(range(1000))"
 #: message id -> (assistant turns up to and including it, the thread's tools)
 _threads: dict[str, tuple[int, list[dict[str, Any]]]] = {}
 
@@ -39,8 +48,13 @@ def plan_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, int]:
         before, thread_tools = _threads.get(str(thread.get("previous_message_id")), (0, []))
         assistant_turns += before
         tools = tools or thread_tools
+    stream = _STREAM.search(str(body.get("model", "")))
+    if stream:
+        words = " ".join(f"word{k}" for k in range(int(stream.group(1))))
+        return [{"type": "text", "text": words}], "end_turn", assistant_turns
+    python = "bench-py-" in str(body.get("model", ""))
     if assistant_turns < turns and tools and calls:
-        name = tools[0]["name"]
+        name = "run_python" if python else tools[0]["name"]
         content: list[dict[str, Any]] = [{"type": "text", "text": "Calling the tool."}]
         for k in range(calls):
             content.append(
@@ -48,7 +62,7 @@ def plan_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, int]:
                     "type": "tool_use",
                     "id": f"toolu_{next(_ids):08d}",
                     "name": name,
-                    "input": {"i": k},
+                    "input": {"code": PYTHON_CALL} if python else {"i": k},
                 }
             )
         return content, "tool_use", assistant_turns
@@ -78,8 +92,9 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-def sse_body(message: dict[str, Any]) -> bytes:
-    """The event stream of one message, with the tool input sent as ``input_json_delta``."""
+def sse_parts(message: dict[str, Any], *, paced: bool = False) -> list[str]:
+    """The events of one message's stream, with the tool input sent as ``input_json_delta``;
+    ``paced``: one text delta per word."""
     start_message = {
         **message,
         "content": [],
@@ -89,24 +104,28 @@ def sse_body(message: dict[str, Any]) -> bytes:
     parts = [_sse("message_start", {"type": "message_start", "message": start_message})]
     for index, block in enumerate(message["content"]):
         start: dict[str, Any]
+        deltas: list[dict[str, Any]]
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": block["text"]}
+            pieces = block["text"].split(" ") if paced else [block["text"]]
+            pieces = [piece if k == 0 else " " + piece for k, piece in enumerate(pieces)]
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
         else:
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
         parts.append(
             _sse(
                 "content_block_start",
                 {"type": "content_block_start", "index": index, "content_block": start},
             )
         )
-        parts.append(
-            _sse(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
+        for delta in deltas:
+            parts.append(
+                _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
             )
-        )
         parts.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
     parts.append(
         _sse(
@@ -119,7 +138,12 @@ def sse_body(message: dict[str, Any]) -> bytes:
         )
     )
     parts.append(_sse("message_stop", {"type": "message_stop"}))
-    return "".join(parts).encode()
+    return parts
+
+
+def sse_body(message: dict[str, Any]) -> bytes:
+    """The event stream of one message, in one piece."""
+    return "".join(sse_parts(message)).encode()
 
 
 def respond(raw: bytes) -> tuple[bytes, str]:
@@ -150,6 +174,9 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                 if name.strip().lower() == "content-length":
                     length = int(value.strip())
             raw = await reader.readexactly(length) if length else b""
+            if b'"bench-stream-' in raw and b'"stream":true' in raw.replace(b" ", b""):
+                await _paced(writer, raw)
+                continue
             payload, content_type = respond(raw)
             writer.write(
                 b"HTTP/1.1 200 OK\r\n"
@@ -163,6 +190,25 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         pass
     finally:
         writer.close()
+
+
+async def _paced(writer: asyncio.StreamWriter, raw: bytes) -> None:
+    """A ``bench-stream-N`` answer, one word every 1/``STREAM_TOKENS_PER_S`` s (chunked)."""
+    body = json.loads(raw)
+    content, stop, _turns = plan_reply(body)
+    parts = sse_parts(_message(body, content, stop), paced=True)
+    writer.write(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"transfer-encoding: chunked\r\nrequest-id: req_bench\r\n\r\n"
+    )
+    for part in parts:
+        data = part.encode()
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await writer.drain()
+        if "text_delta" in part:
+            await asyncio.sleep(1 / STREAM_TOKENS_PER_S)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
 
 
 async def _serve() -> None:

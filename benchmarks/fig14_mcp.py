@@ -52,8 +52,6 @@ async def _measure_calls(calls: int, repetitions: int) -> tuple[list[float], lis
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from jupyter_agent.mcp import manager_for
-
     agent = await _agent()
     await agent.add_mcp_server("units", command=[sys.executable, SERVER], policy="allow")
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
@@ -77,21 +75,19 @@ async def _measure_calls(calls: int, repetitions: int) -> tuple[list[float], lis
                 per_call_us(ours, calls), per_call_us(theirs, calls), repetitions, warmup=1
             )
     finally:
-        await manager_for(agent).aclose()
+        await agent.toolbox.mcp.aclose()
 
 
 async def _measure_connect(repetitions: int) -> tuple[list[float], list[float]]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from jupyter_agent.mcp import manager_for
-
     async def ours() -> float:
         agent = await _agent()
         started = time.perf_counter()
         await agent.add_mcp_server("units", command=[sys.executable, SERVER])
         elapsed = time.perf_counter() - started
-        await manager_for(agent).aclose()
+        await agent.toolbox.mcp.aclose()
         return elapsed * 1000
 
     async def theirs() -> float:

@@ -45,7 +45,11 @@ FIGURES: list[tuple[str, str, str]] = [
     ("12", "benchmarks.fig12_long_session", "200-turn session, 20 KB tool result per turn"),
     ("14", "benchmarks.fig14_mcp", "MCP tool call through the registry; stdio connect"),
     ("15", "benchmarks.fig15_cell_recorder", "cell recorder per cell (100 KB printed + a PNG)"),
-    ("16", "benchmarks.fig16_run_cell", "`run_cell` end to end vs a plain cell execution"),
+    ("16", "benchmarks.fig16_redaction", "redaction of a 1 MB tool result"),
+    ("17", "benchmarks.fig17_serve", "`inspect_variable` through `%agent serve` (MCP over HTTP)"),
+    ("18", "benchmarks.fig18_first_token", "first token of a fresh kernel's first `%%agent` cell"),
+    ("19", "benchmarks.fig19_widget_round_trip", "widget round trip during a `%%agent` turn"),
+    ("20", "benchmarks.fig20_run_cell", "`run_cell` end to end vs a plain cell execution"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -103,6 +103,8 @@ class ToolCallFinished:
     images: tuple[Image, ...] = ()
     #: Why the call was not run (``None``: it ran, whatever its result says).
     refused: Refusal | None = None
+    #: How many secret values were replaced by ``[redacted: NAME]`` in ``output``.
+    redacted: int = 0
 
     @property
     def status(self) -> CallStatus:

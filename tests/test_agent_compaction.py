@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 from fake_anthropic import api_problems
 
-from jupyter_agent.agent.context_window import (
+from jupyter_agent.agent.compaction import (
     SUMMARY_PREFIX,
     Compaction,
-    ContextOverflowError,
     Summarise,
     compact,
-    messages_tokens,
     turn_starts,
 )
+from jupyter_agent.agent.tokens import ContextOverflowError, messages_tokens
 
 
 def random_conversation(rng: random.Random) -> list[dict[str, Any]]:

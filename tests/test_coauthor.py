@@ -38,7 +38,7 @@ class FakeNotebook:
         self.cells = cells
         self.comm_id = uuid.uuid4().hex
         self.ops: list[dict[str, Any]] = []
-        self.journal: list[tuple[str, list[dict[str, Any]]]] = []
+        self.journal: list[tuple[str, list[dict[str, Any]], float]] = []
         #: How the user answers an edit shown as a diff (True: accept).
         self.decisions: list[bool] = []
         self.on_op: Callable[[dict[str, Any]], None] | None = None
@@ -64,9 +64,9 @@ class FakeNotebook:
                 return at
         raise ValueError(f"no cell with id {cell_id}")
 
-    def entry(self, turn: str) -> list[dict[str, Any]]:
+    def entry(self, turn: str, at: float) -> list[dict[str, Any]]:
         if not self.journal or self.journal[-1][0] != turn:
-            self.journal.append((turn, []))
+            self.journal.append((turn, [], at))
         return self.journal[-1][1]
 
     def handle(self, message: dict[str, Any]) -> None:
@@ -110,7 +110,7 @@ class FakeNotebook:
                     "agent": True,
                 },
             )
-            self.entry(op["turn"]).append({"kind": "insert", "id": cell_id})
+            self.entry(op["turn"], op["at"]).append({"kind": "insert", "id": cell_id})
             return {"cell_id": cell_id, "index": at}
         if kind == "review":
             accepted = self.decisions.pop(0)
@@ -121,7 +121,9 @@ class FakeNotebook:
             before = cell["source"]
             assert before.count(op["old_string"]) == 1
             cell["source"] = before.replace(op["old_string"], op["new_string"])
-            self.entry(op["turn"]).append({"kind": "edit", "id": cell["id"], "before": before})
+            self.entry(op["turn"], op["at"]).append(
+                {"kind": "edit", "id": cell["id"], "before": before}
+            )
             return {}
         if kind == "run_start":
             cell = self.cells[self.index(op["cell_id"])]
@@ -134,10 +136,12 @@ class FakeNotebook:
                 cell["execution_count"] = op["execution_count"]
                 return {}
             return None
+        if kind == "peek":
+            return {"turn": self.journal[-1][0], "at": self.journal[-1][2]} if self.journal else {}
         if kind == "undo":
             if not self.journal:
                 return {"undone": False}
-            turn, steps = self.journal.pop()
+            turn, steps, _at = self.journal.pop()
             for step in reversed(steps):
                 if step["kind"] == "insert":
                     del self.cells[self.index(step["id"])]
@@ -440,3 +444,37 @@ def test_the_running_agent_cell_is_not_run_or_deleted(
     assert "no cell with id nowhere" in results[2]
     assert [c["id"] for c in notebook.cells] == ["data", "ask"]
     assert [op["op"] for op in notebook.ops if op["op"] != "snapshot"] == ["run_start"]
+
+
+def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A cell that inserted a cell and wrote a file, then one that only wrote a file: the first
+    undo takes back the second cell's file alone, the next one the first cell's cell and file."""
+    fake_api.add(
+        Reply(
+            [
+                tool_use("t1", "insert_cell", {"source": "print('a')"}),
+                tool_use("t2", "write_file", {"file_path": "a.txt", "content": "a"}),
+            ]
+        ),
+        text("First."),
+        Reply([tool_use("t3", "write_file", {"file_path": "b.txt", "content": "b"})]),
+        text("Second."),
+    )
+    for prompt in ("One", "Two"):
+        time.sleep(1.1)  # the file journal dates its entries to the second
+        reply, outputs = kernel.execute(f"%%agent\n{prompt}", cell_id="ask")
+        assert reply["status"] == "ok", outputs
+    assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent undo")
+    assert not (tmp_path / "b.txt").exists(), printed(outputs)
+    assert (tmp_path / "a.txt").exists()
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent undo")
+    assert "Undid the cells of cell" in printed(outputs)
+    assert not (tmp_path / "a.txt").exists(), printed(outputs)
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]

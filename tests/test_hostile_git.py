@@ -65,8 +65,12 @@ class Model:
         await self.write.execute({"file_path": path, "content": content})
 
     async def git_commit(self, **args: object) -> str:
+        """The call as the gate runs it once the user approved what it asked about (hooks and
+        attributes run elsewhere, so committing them asks; what git runs here is tested)."""
+        call = {"message": "agent commit", **args}
+        self.commit.needs_approval(call)
         try:
-            return await self.commit.execute({"message": "agent commit", **args})
+            return await self.commit.execute(call)
         except ToolFailure as exc:
             return f"failure: {exc}"
 

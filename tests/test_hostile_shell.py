@@ -177,3 +177,20 @@ async def test_kernel_connection_files_are_hidden(
     assert "end" in result
     for secret in ("HMAC-KEY-SECRET", "SERVER-TOKEN", "OTHER-HMAC-KEY"):
         assert secret not in result
+
+
+def test_shell_network_follows_the_setting_without_a_rebuild(tmp_path: Path) -> None:
+    """``%config AgentMagics.shell_network`` reaches the tools' context of a live session."""
+    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+
+    session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
+    try:
+        assert session.toolbox.context.shell_network is False
+        registry = session.registry
+        session.configure(shell_network=True)
+        assert session.toolbox.context.shell_network is True
+        assert session.registry is registry
+        session.configure(workspace=str(tmp_path))  # a rebuild keeps it too
+        assert session.toolbox.context.shell_network is True
+    finally:
+        session.close()

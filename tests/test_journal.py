@@ -242,18 +242,37 @@ async def test_the_file_tools_cannot_touch_the_journal(cell: Cell, ws: Path) -> 
     report = cell.journal.undo()
     assert report.restored == ("f.txt",)
     assert (ws / "precious.txt").read_text() == "the user's\n"
-    # the session file next to the journal stays writable
-    await cell.ok("write_file", file_path=".jupyter_agent/notes.md", content="ok")
+    # any .jupyter_agent folder is the agent's alone (SPEC: out of the tools' reach, at any depth)
+    result = await cell.registry.call(
+        "write_file", {"file_path": ".jupyter_agent/notes.md", "content": "ok"}
+    )
+    assert result.is_error and ".jupyter_agent" in result.content
 
 
 # -- the journal is in the workspace, so a model can write it: treated as hostile ---------------
 
 
 def plant_entry(ws: Path, steps: list[dict[str, Any]], kept: dict[str, bytes]) -> None:
+    """An entry whose label and steps carry valid signatures (as if its planter had the key):
+    what the undoer still checks on each step is tested on its own."""
+    from jupyter_agent.tools import journal as module
+    from jupyter_agent.tools.signing import sign
+
     entry = ws / DEFAULT_JOURNAL_FOLDER / "000999"
     entry.mkdir(parents=True)
-    (entry / "entry.json").write_text(json.dumps({"label": "planted"}))
-    (entry / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps) + "junk\n")
+    label: dict[str, Any] = {"label": "planted", "started": "now", "id": "ab" * 16}
+    covered = ChangeJournal(ws)._label_bytes("000999", label)
+    label["signature"] = sign(module._LABEL_PURPOSE, covered)
+    (entry / "entry.json").write_text(json.dumps(label))
+    lines = [
+        {
+            "step": s,
+            "n": n,
+            "signature": sign(module._STEP_PURPOSE, module._step_bytes(label["id"], n, s)),
+        }
+        for n, s in enumerate(steps)
+    ]
+    (entry / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in lines) + "junk\n")
     for name, data in kept.items():
         (entry / name).write_bytes(data)
 

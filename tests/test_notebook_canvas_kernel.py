@@ -19,6 +19,8 @@ from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results
 from nbclient import NotebookClient
 from test_notebook_kernel import _Kernel, fake_api, kernel  # noqa: F401  (fixtures)
 
+from jupyter_agent.notebook.inert import is_answer
+
 pytestmark = pytest.mark.slow
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -73,7 +75,7 @@ def test_a_saved_agent_cell_keeps_a_static_record_and_no_widget_view(
     assert "error" in html  # the failed call says so
     assert "2 calls in parallel" in plain
     # the answer is still there as Markdown
-    markdown = "".join(o.data.get("text/markdown", "") for o in outputs if "data" in o)
+    markdown = "".join(o.data["text/plain"] for o in outputs if is_answer(o.get("metadata")))
     assert "Sales grew **12%** this quarter." in markdown
     # the live widgets were closed: nothing of them is left in the kernel (nbclient keeps
     # closed models in the saved state, JupyterLab does not)
@@ -109,7 +111,7 @@ def test_stop_button_ends_the_turn_within_a_second(
             clicked["button"] is not None
             and clicked["at"] is None
             and message["msg_type"] in ("display_data", "update_display_data")
-            and "text/markdown" in message["content"].get("data", {})
+            and is_answer(message["content"].get("metadata"))
         ):
             clicked["at"] = time.monotonic()
             kernel.send_comm(clicked["button"], {"method": "custom", "content": {"event": "click"}})
@@ -127,7 +129,7 @@ def test_stop_button_ends_the_turn_within_a_second(
 
     reply, outputs = kernel.execute("%%agent\nAre you there?")
     assert reply["status"] == "ok", outputs
-    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    markdown = [o["data"]["text/plain"] for o in outputs if is_answer(o.get("metadata"))]
     assert markdown[-1] == "Back again."
     assert len(fake_api.requests) == 2  # the fake API accepted the repaired conversation
 

@@ -22,6 +22,8 @@ from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 from notebook_fake_server import serve
 
+from jupyter_agent.notebook.inert import is_answer
+
 pytestmark = pytest.mark.slow
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -86,9 +88,7 @@ def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic)
     assert any(line.split()[:2] == ["web_fetch", "no"] for line in panel_text.splitlines())
 
     agent_outputs = nb.cells[2].outputs
-    markdown = [
-        o.data["text/markdown"] for o in agent_outputs if "text/markdown" in o.get("data", {})
-    ]
+    markdown = [o.data["text/plain"] for o in agent_outputs if is_answer(o.get("metadata"))]
     # one Markdown display per stretch of text, tool calls between them; together the answer
     assert [part.strip() for part in markdown] == [
         "I'll read the notes.",
@@ -97,14 +97,18 @@ def test_notebook_runs_in_a_real_kernel(tmp_path: Path, fake_api: FakeAnthropic)
     assert "".join(markdown) == "I'll read the notes.\n\nSales grew **12%** this quarter."
     # a finished cell keeps a static record of its calls, no widget view
     assert [o for o in agent_outputs if WIDGET_VIEW in o.get("data", {})] == []
-    records = [o for o in agent_outputs if "text/html" in o.get("data", {})]
+    records = [
+        o
+        for o in agent_outputs
+        if "text/html" in o.get("data", {}) and not is_answer(o.get("metadata"))
+    ]
     assert len(records) == 1
     view_text = records[0].data["text/plain"]
     assert view_text.startswith("⇉ 2 calls in parallel:")
     assert "read_file(file_path='notes.txt') · done" in view_text
     assert "Quarterly sales grew 12%." in view_text
     assert "list_variables() · done" in view_text
-    assert "read_file(file_path=&#x27;notes.txt&#x27;) · done" in records[0].data["text/html"]
+    assert "read_file(file_path='notes.txt') · done" in records[0].data["text/html"]
 
     printed = "".join(o.get("text", "") for o in nb.cells[3].outputs)
     assert printed.strip() == "I'll read the notes.\n\nSales grew **12%** this quarter."
@@ -203,7 +207,7 @@ def test_stop_button_ends_the_turn_and_the_next_cell_works(
         if (
             not interrupted["sent"]
             and message["msg_type"] in ("display_data", "update_display_data")
-            and "text/markdown" in message["content"].get("data", {})
+            and is_answer(message["content"].get("metadata"))
         ):
             interrupted["sent"] = True
             kernel.manager.interrupt_kernel()
@@ -216,7 +220,7 @@ def test_stop_button_ends_the_turn_and_the_next_cell_works(
 
     reply, outputs = kernel.execute("%%agent\nAre you there?")
     assert reply["status"] == "ok", outputs
-    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    markdown = [o["data"]["text/plain"] for o in outputs if is_answer(o.get("metadata"))]
     assert markdown[-1] == "Back again."
     # the fake API validates the conversation: an unrepaired one would have been refused
     assert len(fake_api.requests) == 2
@@ -291,7 +295,7 @@ def test_approve_button_works_while_the_cell_runs(
     assert (tmp_path / "proof.txt").read_text().strip() == "approved"
     [result] = tool_results(fake_api.requests[1])
     assert not result.get("is_error")
-    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    markdown = [o["data"]["text/plain"] for o in outputs if is_answer(o.get("metadata"))]
     assert markdown[-1] == "Done."
 
     # the cell queued while the approval waited runs afterwards, in order

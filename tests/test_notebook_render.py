@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_agent.events import AgentFinished, TextDelta, TurnFinished, TurnStarted
+from jupyter_agent.notebook.inert import is_answer
 from jupyter_agent.notebook.render import RichRenderer
 
 
@@ -43,7 +44,7 @@ def stream_answer(tokens: list[str], tokens_per_s: float) -> tuple[list[Any], Ri
         renderer.handle(TurnFinished(turn=1, stop_reason="end_turn"))
         renderer.handle(AgentFinished(text="".join(tokens), stop="end_turn", turns=1))
         renderer.close(interrupted=False)
-    markdown = [o for o in captured.outputs if "text/markdown" in o.data]
+    markdown = [o for o in captured.outputs if is_answer(o.metadata)]
     return markdown, renderer
 
 
@@ -56,7 +57,7 @@ def test_a_2000_token_answer_costs_at_most_60_updates_at_any_speed(
     markdown, renderer = stream_answer(tokens, tokens_per_s)
     assert 2 <= len(markdown) <= 60, len(markdown)
     assert renderer.text_updates == len(markdown)
-    assert markdown[-1].data["text/markdown"] == "".join(tokens)
+    assert markdown[-1].data["text/plain"] == "".join(tokens)
 
 
 def test_a_short_answer_still_updates_every_interval(shell: InteractiveShell) -> None:

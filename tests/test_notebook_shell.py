@@ -32,6 +32,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.inert import is_answer
 from jupyter_agent.notebook.magics import AgentMagics
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
@@ -455,8 +456,8 @@ def test_widget_mode_displays_tool_views_with_plain_text(
     assert "read_file(file_path='a.txt') · done" in final_text
     assert "alpha" in final_text
     assert "read_file(file_path='missing.txt') · error" in final_text
-    markdown = [b["text/markdown"] for b in bundles if "text/markdown" in b]
-    assert markdown[-1] == "Read them."
+    answers = [o.data["text/plain"] for o in captured.outputs if is_answer(o.metadata)]
+    assert answers[-1] == "Read them."
 
 
 class _Ticker:
@@ -473,14 +474,14 @@ def test_streaming_is_throttled_and_the_final_text_is_exact(shell: InteractiveSh
     run_ok(shell, "%config AgentMagics.ui = 'widgets'")
     with capture_output() as captured:
         run_ok(shell, "%%agent --out ans\nWrite a long report")
-    markdown_outputs = [o for o in captured.outputs if "text/markdown" in o.data]
+    markdown_outputs = [o for o in captured.outputs if is_answer(o.metadata)]
     deltas = len(answer) // 6
     assert deltas > 2000
     assert 2 <= len(markdown_outputs) <= 60
     assert markdown_outputs[0].update is False
     assert all(o.update for o in markdown_outputs[1:])
-    assert markdown_outputs[-1].data["text/markdown"] == answer
     assert markdown_outputs[-1].data["text/plain"] == answer
+    assert "<h1>Report</h1>" in markdown_outputs[-1].data["text/html"]  # rendered Markdown
     assert shell.user_ns["ans"] == answer
 
 

@@ -84,7 +84,7 @@ def test_errors_stand_out() -> None:
     view.finish("Error executing read_file: nope.txt was not found", is_error=True, duration_s=0.2)
     assert view.status == "error"
     assert view._header.button_style == "danger"
-    assert "color: #b00020" in view._result_html.value
+    assert "color:#b00020" in view._result_html.value  # nh3 writes styles without spaces
     assert "✗ read_file(file_path='nope.txt') · error · 200 ms" in view.as_text()
 
 

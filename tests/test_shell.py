@@ -193,7 +193,9 @@ def test_safe_environment_filters_by_allowlist_and_secret_names() -> None:
     assert not set(PLANTED_SECRETS) & set(env)
     assert env["GIT_EDITOR"] == "true"
     assert env["PAGER"] == "cat"
-    assert safe_environment(base, extra_names=["SSH_AUTH_SOCK"])["SSH_AUTH_SOCK"] == "/tmp/agent"
+    assert safe_environment(base, extra_names=["RANDOM_THING"])["RANDOM_THING"] == "x"
+    # the ssh agent's socket is a credential too (AUTH): not even asked for by name
+    assert "SSH_AUTH_SOCK" not in safe_environment(base, extra_names=["SSH_AUTH_SOCK"])
     assert "MY_TOKEN" not in safe_environment(base, extra_names=["MY_TOKEN"])
 
 
@@ -206,6 +208,11 @@ def test_safe_environment_filters_by_allowlist_and_secret_names() -> None:
         ("TOKENIZERS_PARALLELISM", True),  # over-cautious by design: contains TOKEN
         ("PGPASSWORD", True),
         ("CLIENT_SECRET", True),
+        ("OAUTH_CLIENT_SECRET", True),
+        ("GITLAB_AUTH", True),
+        ("SSH_AUTH_SOCK", True),
+        ("GIT_AUTHOR_NAME", False),
+        ("CERT_AUTHORITY", False),
         ("PATH", False),
         ("HOME", False),
     ],

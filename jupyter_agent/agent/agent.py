@@ -2,7 +2,7 @@
 
 One ``stream_chat`` is a loop of named steps. **Request**: check the conversation fits the context
 window (compact it if not, ``context_window.py``), send it, stream the reply. **Decide**: the
-reply's stop reason picks the next step from ``STOP_REASON_STEPS`` — run its tool calls, continue
+reply's stop reason picks the next step from ``STOP_REASONS`` — run its tool calls, continue
 a paused turn, finish, or answer its tool calls with errors without running them (a reply cut off
 by ``max_tokens`` or a refusal may carry half-written arguments: those never act). **Run tools**:
 one ``ToolRound`` (``tool_round.py``) takes the reply's calls through the toolbox's policy gate,
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, NamedTuple
 
 from ..errors import ProviderError
 from ..events import (
@@ -44,16 +44,16 @@ from ..events import (
     TurnStarted,
     Usage,
 )
-from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
+from ..providers.base import ModelRequest, ModelResponse, Provider, closing_stream
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
-from . import context_window as fitting
 from . import conversation
 from .approvals import ApprovalHandler, Policy
 from .chat_state import Call, ChatState
+from .context_window import ContextWindow
 from .gate import PolicyGate
-from .results import CHARS_PER_TOKEN, cut_middle
+from .tokens import ContextOverflowError, is_overflow
 from .tool_round import DEFAULT_MAX_PARALLEL_TOOLS, ToolRound
 from .toolbox import DEFAULT_TOOL_TIMEOUT, Toolbox
 from .transcript import render_transcript
@@ -80,24 +80,28 @@ class Step(enum.Enum):
     STOP = "stop"
 
 
-#: From a reply's stop reason to the next step; a reason not listed means ``Step.STOP``.
-STOP_REASON_STEPS: dict[str, Step] = {
-    "tool_use": Step.RUN_TOOLS,
-    "end_turn": Step.FINISH,
-    "stop_sequence": Step.FINISH,
-    "pause_turn": Step.CONTINUE,
-    "max_tokens": Step.RETRY_SMALLER,
-    "model_context_window_exceeded": Step.RETRY_SMALLER,
-    "refusal": Step.STOP,
-}
+class StopRule(NamedTuple):
+    """What a stop reason means: the loop's next step, and how a chat it ends says it ended."""
 
-_STOP_KINDS: dict[str, StopKind] = {
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
+    step: Step
+    kind: StopKind
+
+
+#: Every stop reason the Messages API (beta included) gives, and what it means. A test checks
+#: that this covers the installed SDK's ``StopReason`` literals; a reason not listed (a newer
+#: API) stops the chat without running the reply's calls.
+STOP_REASONS: dict[str, StopRule] = {
+    "tool_use": StopRule(Step.RUN_TOOLS, "other"),
+    "end_turn": StopRule(Step.FINISH, "end_turn"),
+    "stop_sequence": StopRule(Step.FINISH, "end_turn"),
+    "pause_turn": StopRule(Step.CONTINUE, "other"),
+    # the server compacted the conversation and paused: send it again and the model goes on
+    "compaction": StopRule(Step.CONTINUE, "other"),
+    "max_tokens": StopRule(Step.RETRY_SMALLER, "max_tokens"),
+    "model_context_window_exceeded": StopRule(Step.RETRY_SMALLER, "max_tokens"),
+    "refusal": StopRule(Step.STOP, "refusal"),
 }
+UNKNOWN_STOP = StopRule(Step.STOP, "other")
 
 #: Continuations of paused turns in a row before the chat ends anyway.
 MAX_PAUSE_CONTINUATIONS = 10
@@ -110,7 +114,7 @@ class Agent:
     agents instead (its registry, policies, context and MCP servers). ``tool_timeout``: seconds
     one tool call may run (``None``: no limit; it is the toolbox's); ``max_result_chars``: the
     longest tool result the model sees (cut in the middle, marked); ``context_window``: the
-    model's window in tokens (``None``: the documented one, ``fitting.context_window_for``);
+    model's window in tokens (``None``: the documented one, ``tokens.context_window_for``);
     ``max_parallel_tools``: calls of one reply that run at the same time.
     """
 
@@ -150,9 +154,7 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self.usage = Usage()
         self._system_prompt = system_prompt
-        self._tokens = _estimator()
-        self._reported_window: int | None = None
-        self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
+        self.window = ContextWindow(self)
         # Each chat takes a token; clean-up code of a chat that a newer one superseded (an
         # abandoned stream, say) must not touch the conversation any more.
         self._chat_token = 0
@@ -222,7 +224,7 @@ class Agent:
         """Forget the conversation (``usage`` keeps counting)."""
         self._chat_token += 1
         self.messages.clear()
-        self._tokens.forget()
+        self.window.forget()
 
     async def save_context(self, reason: str) -> str:
         """Write the session context to its file through the ``save_session_context`` tool."""
@@ -266,114 +268,18 @@ class Agent:
     @property
     def effective_context_window(self) -> int:
         """``context_window``, or the documented window of the provider's model."""
-        window = self.context_window or fitting.context_window_for(self.provider.model)
-        if self._reported_window is not None:
-            # the API said what the maximum really is ("prompt is too long: N > M maximum")
-            window = min(window, self._reported_window)
-        return window
-
-    def _limits(self) -> tuple[int, int]:
-        """(the most a request may carry, what compaction aims at), in estimated tokens."""
-        window = self.effective_context_window
-        reserve = min(int(getattr(self.provider, "max_tokens", 8192) or 0), window // 4)
-        limit = window - reserve
-        return limit, min(limit, int(window * fitting.TARGET_SHARE))
-
-    def _fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
-        """Estimated tokens of the system prompt and the tool schemas (cached per tool set)."""
-        key = (self._system_prompt, tuple(str(tool.get("name")) for tool in tools))
-        if self._fixed_cache is None or self._fixed_cache[0] != key:
-            tokens = (
-                len(self._system_prompt) + sum(len(str(tool)) for tool in tools)
-            ) // CHARS_PER_TOKEN
-            self._fixed_cache = (key, tokens)
-        return self._fixed_cache[1]
+        return self.window.size
 
     def estimate_tokens(self) -> int:
         """About how many input tokens the next request would carry."""
-        tools = self.registry.get_enabled_schemas()
-        return self._tokens.estimate(self.messages, self._fixed_tokens(tools))
+        return self.window.estimate()
 
     async def compact(self) -> ContextCompacted | None:
         """Compact the conversation now (``%agent compact``); None if there is nothing to do.
 
         Earlier tool results become stubs and earlier turns a summary; the latest turn stays.
         """
-        if not self.messages:
-            return None
-        if conversation.repair(self.messages):
-            self._tokens.forget()
-        limit, target = self._limits()
-        try:
-            event = await self._compact(limit, target, force=True)
-        except fitting.ContextOverflowError:
-            return None  # the latest turn alone is too big; the next chat will say so
-        if event is not None and event.tokens_after >= event.tokens_before:
-            return None
-        return event
-
-    async def _compact(self, limit: int, target: int, *, force: bool) -> ContextCompacted | None:
-        tools = self.registry.get_enabled_schemas()
-        fixed = self._fixed_tokens(tools)
-        estimator = self._tokens
-
-        def estimate(messages: list[dict[str, Any]]) -> int:
-            return estimator.estimate(messages, fixed)
-
-        result = await fitting.compact(
-            self.messages,
-            limit=limit,
-            target=target,
-            estimate=estimate,
-            summarise=self._summarise,
-            force=force,
-        )
-        if result.messages == self.messages:
-            return None
-        self.messages[:] = result.messages
-        self._tokens.forget()
-        return ContextCompacted(
-            result.tokens_before,
-            self.estimate_tokens(),
-            stubbed=result.stubbed,
-            folded=result.folded,
-            summarised=result.summarised,
-            shortened=result.shortened,
-        )
-
-    async def _summarise(self, transcript: str) -> str:
-        """A summary of ``transcript`` from the same provider (its text, tools off)."""
-        _, target = self._limits()
-        budget = target * CHARS_PER_TOKEN // 2
-        request = ModelRequest(
-            system=fitting.SUMMARY_SYSTEM,
-            messages=[
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "text",
-                            "text": "Summarise this conversation so far:\n\n"
-                            + cut_middle(transcript, budget),
-                        }
-                    ],
-                }
-            ],
-            tools=[],
-            purpose="summary",
-        )
-        response: ModelResponse | None = None
-        try:
-            async with _closing(self.provider.stream(request)) as stream:
-                async for item in stream:
-                    if isinstance(item, ModelResponse):
-                        response = item
-        except ProviderError:
-            response = None
-        if response is None:
-            # the provider could not summarise: keep a mechanical digest instead
-            return cut_middle(transcript, budget // 2)
-        return "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
+        return await self.window.compact_now()
 
     async def add_mcp_server(
         self,
@@ -429,7 +335,7 @@ class Agent:
         token = self._chat_token
         # Whatever an earlier chat left behind (an interrupt that never reached its clean-up).
         if conversation.repair(self.messages):
-            self._tokens.forget()
+            self.window.forget()
         state = ChatState(max_turns=turns, used_ids=conversation.normalise_ids(self.messages))
         before = [dict(message) for message in self.messages]
         conversation.add_user_text(self.messages, prompt)
@@ -454,7 +360,7 @@ class Agent:
         if not state.produced:
             # nothing happened: forget the prompt, so that asking again is not a duplicate
             self.messages[:] = before
-            self._tokens.forget()
+            self.window.forget()
         conversation.repair(self.messages, missing_result=conversation.INTERRUPTED)
 
     async def _loop(self, state: ChatState, token: int) -> AsyncGenerator[AgentEvent, None]:
@@ -477,7 +383,8 @@ class Agent:
             yield TurnFinished(turn, response.stop_reason, response.usage)
 
             reason = response.stop_reason or ""
-            step = STOP_REASON_STEPS.get(reason, Step.STOP)
+            rule = STOP_REASONS.get(reason, UNKNOWN_STOP)
+            step = rule.step
             if step is Step.CONTINUE and state.pauses < MAX_PAUSE_CONTINUATIONS and not calls:
                 state.continuing = True
                 state.pauses += 1
@@ -493,12 +400,10 @@ class Agent:
                 for event in self._refuse_all(calls, reason, token):
                     yield event
                 if step is not Step.RETRY_SMALLER:
-                    yield AgentFinished(
-                        state.text, _STOP_KINDS.get(reason, "other"), turn, state.usage
-                    )
+                    yield AgentFinished(state.text, rule.kind, turn, state.usage)
                     return
             else:
-                yield AgentFinished(state.text, _STOP_KINDS.get(reason, "other"), turn, state.usage)
+                yield AgentFinished(state.text, rule.kind, turn, state.usage)
                 return
             if turn >= max(1, state.max_turns):
                 note = (
@@ -518,26 +423,26 @@ class Agent:
         sent once more.
         """
         provider = self.provider
-        retried = False
+        overflow: ProviderError | None = None
         while True:
-            limit, target = self._limits()
+            try:
+                compacted = await self.window.fit(overflow=overflow)
+            except ContextOverflowError as exc:
+                yield AgentError(str(exc), exc)
+                raise
+            if compacted is not None:
+                yield compacted
+            elif overflow is not None:  # compaction could not help: the API's answer stands
+                yield AgentError(str(overflow), overflow)
+                raise overflow
             tools = self.registry.get_enabled_schemas()
-            estimate = self._tokens.estimate(self.messages, self._fixed_tokens(tools))
-            if estimate > limit:
-                try:
-                    compacted = await self._compact(limit, target, force=False)
-                except fitting.ContextOverflowError as exc:
-                    yield AgentError(str(exc), exc)
-                    raise
-                if compacted is not None:
-                    yield compacted
             request = ModelRequest(
                 system=self._system_prompt, messages=list(self.messages), tools=tools
             )
             response: ModelResponse | None = None
             state.turn_text = []
             try:
-                async with _closing(provider.stream(request)) as stream:
+                async with closing_stream(provider.stream(request)) as stream:
                     async for item in stream:
                         if isinstance(item, ModelResponse):
                             response = item
@@ -547,18 +452,9 @@ class Agent:
                             for delta in state.text_deltas(item.text):
                                 yield delta
             except ProviderError as exc:
-                if not retried and not state.turn_text and fitting.is_overflow(exc):
-                    retried = True
-                    self._calibrate(exc, estimate)
-                    limit, target = self._limits()
-                    try:
-                        compacted = await self._compact(limit, target, force=True)
-                    except fitting.ContextOverflowError as overflow:
-                        yield AgentError(str(overflow), overflow)
-                        raise
-                    if compacted is not None:
-                        yield compacted
-                        continue
+                if overflow is None and not state.turn_text and is_overflow(exc):
+                    overflow = exc  # compact (once) and send again
+                    continue
                 yield AgentError(str(exc), exc)
                 raise
             except Exception as exc:
@@ -573,9 +469,8 @@ class Agent:
                 raise error
             self._check_token(token)
             usage = response.usage
-            self._tokens.record(
-                self.messages,
-                self._fixed_tokens(tools),
+            self.window.record(
+                tools,
                 usage.input_tokens
                 + usage.cache_read_input_tokens
                 + usage.cache_creation_input_tokens,
@@ -584,17 +479,6 @@ class Agent:
             self.usage = self.usage + usage
             yield response
             return
-
-    def _calibrate(self, error: ProviderError, estimate: int) -> None:
-        """Learn from the API's own count in a "prompt is too long: N tokens" answer."""
-        sizes = fitting.reported_sizes(error)
-        self._tokens.forget()
-        if sizes is not None and estimate > 0:
-            reported, maximum = sizes
-            self._reported_window = maximum
-            self._tokens.scale = max(self._tokens.scale, self._tokens.scale * reported / estimate)
-        else:
-            self._tokens.scale = min(4.0, self._tokens.scale * 1.5)
 
     def _store_reply(self, state: ChatState, content: list[dict[str, Any]]) -> list[TextDelta]:
         """Add the reply to the conversation; the deltas of a reply whose text did not stream."""
@@ -692,23 +576,6 @@ class Agent:
         conversation.add_user_content(self.messages, tool_round.answer_blocks())
 
 
-def _estimator() -> fitting.TokenEstimator:
-    return fitting.TokenEstimator()
-
-
 def _check_max_turns(max_turns: int) -> None:
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, not {max_turns}")
-
-
-@asynccontextmanager
-async def _closing(
-    iterator: AsyncIterator[ProviderEvent],
-) -> AsyncGenerator[AsyncIterator[ProviderEvent], None]:
-    """Close a provider's stream however the agent leaves it (its HTTP response too)."""
-    try:
-        yield iterator
-    finally:
-        close = getattr(iterator, "aclose", None)
-        if close is not None:
-            await close()

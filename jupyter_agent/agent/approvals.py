@@ -21,6 +21,8 @@ class ApprovalRequest:
     call_id: str
     name: str
     input: dict[str, Any]
+    #: Why this call asks although its policy may allow it (the tool's own reason), else "".
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,10 @@ class Decision:
     approved: bool
     #: Told to the model when the call is denied ("the user said: ...").
     reason: str = ""
+    #: Approved "for this session": the tool's own question (``ApprovalRequest.reason``) is
+    #: not asked again for what it covers (``web_fetch``: that host); a tool asked about for its
+    #: ``ask`` policy gets ``allow``.
+    remember: bool = False
 
 
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Decision]]

@@ -1,496 +1,201 @@
-"""Keeping the conversation inside the model's context window.
+"""``ContextWindow``: one chat's fit to its model's context window.
 
-A notebook conversation runs for hours; every tool result stays in ``Agent.messages`` and every
-request resends them. Before a request would exceed the window, or when the API answers that the
-prompt is too long, the agent compacts, in this order, stopping as soon as the conversation fits:
+Before each request the agent asks ``fit()`` whether the conversation fits; when it does not —
+before sending, or because the API answered "prompt is too long" — the same ``fit()`` compacts it
+(``compaction.py``) and says what it did as a ``ContextCompacted`` event. The window's size is
+the model's documented one (``tokens.py``) unless the agent sets ``context_window``, and shrinks
+to what the API reports as its maximum. Estimates come from the last reply's reported input
+tokens (``TokenEstimator``), calibrated when the API's own count disagrees.
 
-1. **stubs**: tool results, oldest first (all but the latest round), become one-line stubs
-   (what tool, how much was removed) — the ``tool_use``/``tool_result`` pairs stay, only the
-   content shrinks; then **folds**: in every turn, the rounds after the first whose results are
-   all stubs (a ``tool_use`` message and its ``tool_result`` message) are folded into a note on
-   the turn's first round, which lists the calls made — so that a turn of hundreds of tool
-   rounds does not keep two messages per round for ever. The turn's prompt and first round (with
-   any thinking block that opens it) stay, and so do the latest round and everything after the
-   stubs;
-2. **summary**: the earlier turns are replaced by a summary the model writes (a request to the
-   same provider); the recent turns stay word for word, the current turn always;
-3. **the current turn's results**: if the turn itself is too big (a huge tool turn), its tool
-   results are cut to their head and tail (a folded note loses the lines naming its calls, not
-   its count).
-
-A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
-agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
-reply's reported input tokens plus about four characters a token for what was added since.
+The window reads the chat it belongs to (``WindowSubject``: an ``Agent``) each time: its
+provider, messages, system prompt and tools, never a copy.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..errors import ProviderError
-from .conversation import Block, Message, content_blocks
+from ..events import ContextCompacted
+from ..providers.base import ModelRequest, ModelResponse, Provider, closing_stream
+from . import conversation
+from .compaction import SUMMARY_SYSTEM, TARGET_SHARE, compact
 from .results import CHARS_PER_TOKEN, cut_middle
-from .transcript import render_transcript
+from .tokens import ContextOverflowError, TokenEstimator, context_window_for, reported_sizes
 
-#: The window of a model the package does not know.
-DEFAULT_CONTEXT_WINDOW = 200_000
-#: Documented context windows, by model name prefix (longest prefix wins).
-CONTEXT_WINDOWS: dict[str, int] = {
-    "claude-": 200_000,
-    "claude-3-": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-opus-4": 200_000,
-    "claude-haiku-4": 200_000,
-}
-#: Compaction aims at this share of the window, so that it does not run again every turn.
-TARGET_SHARE = 0.5
-#: Tokens an image costs in the estimate when its size is unknown (1568 × 1568 / 750).
-IMAGE_TOKENS = 3_300
+__all__ = ["ContextOverflowError", "ContextWindow", "WindowSubject"]
 
-SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]\n\n"
-SUMMARY_SYSTEM = (
-    "You compact a long conversation between a user and an assistant that uses tools. Write a "
-    "concise summary that lets the assistant continue the work: the user's goals and requests "
-    "in their own words where short, decisions made, files and names involved, results found, "
-    "and what is still open. Plain text, no preamble."
-)
-
-_OVERFLOW = re.compile(
-    r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|"
-    r"exceeds the context window",
-    re.IGNORECASE,
-)
-_REPORTED = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum")
+#: Output tokens kept free for the reply when the provider does not say its ``max_tokens``.
+DEFAULT_REPLY_TOKENS = 8192
 
 
-class ContextOverflowError(ProviderError):
-    """The conversation cannot be made to fit the context window (the prompt alone is too big)."""
+class WindowSubject(Protocol):
+    """What the window reads of its chat (an ``Agent``)."""
+
+    provider: Provider
+    context_window: int | None
+    messages: list[dict[str, Any]]
+
+    @property
+    def system_prompt(self) -> str: ...
+
+    def get_tools(self) -> list[dict[str, Any]]: ...
 
 
-def context_window_for(model: str) -> int:
-    """The documented context window of ``model``; ``DEFAULT_CONTEXT_WINDOW`` if unknown."""
-    matches = [prefix for prefix in CONTEXT_WINDOWS if model.startswith(prefix)]
-    return CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
+class ContextWindow:
+    """Estimates, limits and compaction for the conversation of one chat."""
 
+    def __init__(self, subject: WindowSubject) -> None:
+        self._subject = subject
+        self.tokens = TokenEstimator()
+        #: The maximum the API reported ("prompt is too long: N > M maximum"), once it did.
+        self.reported_window: int | None = None
+        self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
 
-def is_overflow(error: BaseException) -> bool:
-    """Whether a failed request was refused because the prompt exceeds the context window."""
-    return bool(_OVERFLOW.search(str(error)))
+    # -- sizes -----------------------------------------------------------------------------------
 
+    @property
+    def size(self) -> int:
+        """``context_window``, or the documented window of the provider's model."""
+        subject = self._subject
+        window = subject.context_window or context_window_for(subject.provider.model)
+        if self.reported_window is not None:
+            window = min(window, self.reported_window)
+        return window
 
-def reported_sizes(error: BaseException) -> tuple[int, int] | None:
-    """``(tokens, maximum)`` from an API answer ``prompt is too long: N tokens > M maximum``."""
-    match = _REPORTED.search(str(error))
-    if match is None:
-        return None
-    return _number(match[1]), _number(match[2])
+    def limits(self) -> tuple[int, int]:
+        """(the most a request may carry, what compaction aims at), in estimated tokens."""
+        window = self.size
+        reply = getattr(self._subject.provider, "max_tokens", DEFAULT_REPLY_TOKENS)
+        reserve = min(int(reply or 0), window // 4)
+        limit = window - reserve
+        return limit, min(limit, int(window * TARGET_SHARE))
 
+    def fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
+        """Estimated tokens of the system prompt and the tool schemas (cached per tool set)."""
+        system = self._subject.system_prompt
+        key = (system, tuple(str(tool.get("name")) for tool in tools))
+        if self._fixed_cache is None or self._fixed_cache[0] != key:
+            tokens = (len(system) + sum(len(str(tool)) for tool in tools)) // CHARS_PER_TOKEN
+            self._fixed_cache = (key, tokens)
+        return self._fixed_cache[1]
 
-def _number(digits: str) -> int:
-    """``"12,345"`` as ``12345``."""
-    return int(digits.replace(",", ""))
-
-
-# -- estimating ----------------------------------------------------------------------------------
-
-
-def block_chars(block: Block) -> int:
-    """About how many characters ``block`` costs (images at their token estimate)."""
-    kind = block.get("type")
-    if kind == "text":
-        return len(str(block.get("text", ""))) + 8
-    if kind == "tool_result":
-        content = block.get("content", "")
-        if isinstance(content, str):
-            return len(content) + 40
-        return 40 + sum(block_chars(part) for part in content if isinstance(part, dict))
-    if kind == "image":
-        return IMAGE_TOKENS * CHARS_PER_TOKEN
-    if kind == "tool_use":
-        return len(json.dumps(block.get("input", {}), ensure_ascii=False)) + 60
-    return len(json.dumps(block, ensure_ascii=False))
-
-
-def messages_tokens(messages: list[Message]) -> int:
-    chars = sum(block_chars(b) + 0 for m in messages for b in content_blocks(m))
-    return chars // CHARS_PER_TOKEN + 4 * len(messages)
-
-
-class TokenEstimator:
-    """Estimates the size of the next request from the last reply's reported input tokens.
-
-    ``record`` after each reply: the provider's count of what was sent is exact; what was added
-    since (the reply itself, tool results, a new prompt) is estimated at four characters a token,
-    scaled by how the last report compared with the estimate. Only the new messages are walked,
-    so estimating costs the same on turn 200 as on turn 2. With no report (the offline model
-    reports none) the running estimate stands in for it.
-    """
-
-    def __init__(self) -> None:
-        self._messages: list[Message] | None = None
-        self._sent = 0
-        #: Estimated (unscaled) tokens of what was sent, and the tokens it really was.
-        self._raw = 0
-        self._tokens = 0
-        #: Reported tokens ÷ estimated tokens (1 before any report).
-        self.scale = 1.0
+    def estimate(self, tools: list[dict[str, Any]] | None = None) -> int:
+        """About how many input tokens the next request would carry."""
+        tools = self._subject.get_tools() if tools is None else tools
+        return self.tokens.estimate(self._subject.messages, self.fixed_tokens(tools))
 
     def forget(self) -> None:
-        """After the conversation was rewritten: no report describes it any more."""
-        self._messages = None
+        """The conversation was rewritten (cleared, repaired): no report describes it now."""
+        self.tokens.forget()
 
-    def _raw_total(self, messages: list[Message], fixed_tokens: int) -> int:
-        if self._messages is messages and self._sent <= len(messages):
-            return self._raw + messages_tokens(messages[self._sent :])
-        return messages_tokens(messages) + fixed_tokens
+    def record(self, tools: list[dict[str, Any]], reported_input_tokens: int) -> None:
+        """A reply came for a request carrying the conversation as it is now."""
+        self.tokens.record(self._subject.messages, self.fixed_tokens(tools), reported_input_tokens)
 
-    def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
-        """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
-        raw = self._raw_total(messages, fixed_tokens)
-        # a report far below the estimate (a proxy that counts nothing) is not believed
-        if reported_tokens > 0 and raw > 0 and reported_tokens * 2 >= raw:
-            self.scale = max(0.25, min(4.0, reported_tokens / raw))
-            self._tokens = reported_tokens
+    def calibrate(self, error: ProviderError, estimate: int) -> None:
+        """Learn from the API's own count in a "prompt is too long: N tokens" answer."""
+        sizes = reported_sizes(error)
+        tokens = self.tokens
+        tokens.forget()
+        if sizes is not None and estimate > 0:
+            reported, maximum = sizes
+            self.reported_window = maximum
+            tokens.scale = max(tokens.scale, tokens.scale * reported / estimate)
         else:
-            self._tokens = int(raw * self.scale)
-        self._messages = messages
-        self._sent = len(messages)
-        self._raw = raw
+            tokens.scale = min(4.0, tokens.scale * 1.5)
 
-    def estimate(self, messages: list[Message], fixed_tokens: int) -> int:
-        """Tokens of a request carrying ``messages`` plus ``fixed_tokens`` (system, tools)."""
-        if self._messages is messages and self._sent <= len(messages):
-            return self._tokens + int(messages_tokens(messages[self._sent :]) * self.scale)
-        return int((messages_tokens(messages) + fixed_tokens) * self.scale)
+    # -- fitting ---------------------------------------------------------------------------------
 
+    async def fit(
+        self, *, force: bool = False, overflow: ProviderError | None = None
+    ) -> ContextCompacted | None:
+        """Compact the conversation if it does not fit (always with ``force``).
 
-# -- compacting ----------------------------------------------------------------------------------
+        ``overflow``: the API refused the last request as too long (its count calibrates the
+        estimate first, and compaction runs whatever the estimate says). Raises
+        ``ContextOverflowError`` when even the current turn alone cannot fit.
+        """
+        tools = self._subject.get_tools()
+        if overflow is not None:
+            self.calibrate(overflow, self.estimate(tools))
+            force = True
+        limit, target = self.limits()
+        if not force and self.estimate(tools) <= limit:
+            return None
+        fixed = self.fixed_tokens(tools)
+        estimator = self.tokens
+        messages = self._subject.messages
 
-Summarise = Callable[[str], Awaitable[str]]
+        def estimate(candidate: list[dict[str, Any]]) -> int:
+            return estimator.estimate(candidate, fixed)
 
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    messages: list[Message]
-    tokens_before: int
-    tokens_after: int
-    #: What was done: tool results made stubs, tool calls folded into notes, earlier turns
-    #: summarised, results of the current turn shortened.
-    stubbed: int = 0
-    folded: int = 0
-    summarised: int = 0
-    shortened: int = 0
-
-
-def _calls(messages: list[Message]) -> int:
-    return sum(1 for m in messages for b in m["content"] if b.get("type") == "tool_use")
-
-
-def turn_starts(messages: list[Message]) -> list[int]:
-    """Indices of the user messages that carry the user's own words (a prompt starts a turn)."""
-    return [
-        i
-        for i, m in enumerate(messages)
-        if m.get("role") == "user" and any(b.get("type") == "text" for b in content_blocks(m))
-    ]
-
-
-def stub(block: Block, name: str) -> Block:
-    size = block_chars(block)
-    text = (
-        f"[result of {name} removed to save context ({size:,} characters); "
-        "call the tool again if it is needed]"
-    )
-    stubbed: Block = {
-        "type": "tool_result",
-        "tool_use_id": block.get("tool_use_id"),
-        "content": text,
-    }
-    if block.get("is_error"):
-        stubbed["is_error"] = True
-    return stubbed
-
-
-#: How a stub starts and what it says (a folded note may follow it).
-_STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+ characters\); ")
-#: The note folded rounds leave on the first round of their turn, after its stub.
-_NOTE_START = "\n\n[Later steps of this turn"
-FOLD_HEADER = _NOTE_START.lstrip("\n") + ", folded to save context: {calls:,} tool call{s}; their "
-FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
-_FOLDED = re.compile(re.escape(_NOTE_START) + r", folded to save context: ([\d,]+) tool call")
-_NOT_KEPT = re.compile(r"\] The latest steps \(([\d,]+) earlier lines not kept\):$")
-#: At most this many lines of a folded note name calls (the latest ones); at most this long each.
-NOTE_LINES = 40
-NOTE_LINE_CHARS = 160
-#: What a stub with a full note can measure, at most (longer is not ours: stub it).
-_STUB_MAX = 400 + len(FOLD_HEADER) + len(FOLD_TAIL) + 40 + NOTE_LINES * (NOTE_LINE_CHARS + 3)
-
-
-def _shortest(block: Block) -> Block:
-    """Less than steps 1 and 3 can leave of a block of the current turn: a result stays as it is,
-    becomes a stub or is cut to about 200 characters, so it measures at least 80 or its size."""
-    if block.get("type") != "tool_result":
-        return block
-    return {**block, "content": "x" * min(80, block_chars(block) - 40)}
-
-
-def _is_stub(block: Block) -> bool:
-    content = block.get("content")
-    if not isinstance(content, str) or not _STUB.match(content):
-        return False
-    return len(content) < 200 or (_FOLDED.search(content) is not None and len(content) < _STUB_MAX)
-
-
-# -- folding the rounds of a turn ----------------------------------------------------------------
-
-
-def _line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= NOTE_LINE_CHARS else text[: NOTE_LINE_CHARS - 1] + "…"
-
-
-def _rounds(work: list[Message], start: int, end: int) -> list[int]:
-    """Indices of the tool rounds of the turn ``work[start:end]`` that stand in a row after its
-    prompt: an assistant message with ``tool_use`` blocks, then a user message of exactly their
-    ``tool_result`` blocks (and nothing else)."""
-    rounds: list[int] = []
-    index = start + 1
-    while index + 1 < end:
-        ask, answer = work[index], work[index + 1]
-        if ask.get("role") != "assistant" or answer.get("role") != "user":
-            break
-        calls = {str(b.get("id")) for b in ask["content"] if b.get("type") == "tool_use"}
-        results = answer["content"]
-        if (
-            not calls
-            or any(b.get("type") != "tool_result" for b in results)
-            or {str(b.get("tool_use_id")) for b in results} != calls
-        ):
-            break
-        rounds.append(index)
-        index += 2
-    return rounds
-
-
-def _note_lines(message: Message) -> list[str]:
-    """What a folded round leaves in the note: its words and its calls, one line each."""
-    lines: list[str] = []
-    for block in message["content"]:
-        if block.get("type") == "text" and str(block.get("text", "")).strip():
-            lines.append(_line("- said: " + str(block.get("text"))))
-        elif block.get("type") == "tool_use":
-            arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-            lines.append(_line(f"- {block.get('name')} {arguments}"))
-    return lines
-
-
-def _split_note(content: str) -> tuple[str, str, int]:
-    """A stub's text, the folded note after it (``""`` if none) and the calls the note counts."""
-    stub_text, _, note = content.partition(_NOTE_START)
-    match = _FOLDED.search(content) if note else None
-    return stub_text, note, _number(match[1]) if match else 0
-
-
-def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
-    """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
-    stub_text, old_note, earlier = _split_note(str(host.get("content", "")))
-    dropped = 0
-    if old_note:
-        not_kept = _NOT_KEPT.search(old_note.split("\n", 1)[0])  # in the header line only
-        dropped = _number(not_kept[1]) if not_kept else 0
-        kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
-        lines = kept + lines
-    calls += earlier
-    listed = lines[-NOTE_LINES:]
-    dropped += len(lines) - len(listed)
-    header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
-    if dropped:
-        header += f" The latest steps ({dropped:,} earlier lines not kept):"
-    note = "\n".join([header, *listed])
-    return {**host, "content": f"{stub_text}\n\n{note}"}
-
-
-def _bare_note(block: Block) -> Block:
-    """A stub with a folded note, without the lines naming the calls (the count stays)."""
-    stub_text, _, calls = _split_note(str(block.get("content", "")))
-    return _with_note({**block, "content": stub_text}, calls, [])
-
-
-def fold_rounds(work: list[Message], keep: int | None = None) -> list[Message]:
-    """``work`` with, in every turn, the stubbed rounds after the first folded into a note.
-
-    A round folds only if its results are all stubs, and only behind a first round whose results
-    are stubs too (the note lives on that round's last result); the messages from ``keep`` on
-    (the last one by default) never fold.
-    Folding keeps the API's rules: roles alternate, each kept ``tool_use`` keeps its result.
-    """
-    keep = len(work) - 1 if keep is None else keep
-    starts = turn_starts(work)
-    if not starts or starts[0] != 0:
-        starts = [0, *starts]
-    bounds = [*starts[1:], len(work)]
-    folded: list[Message] = []
-    taken = 0
-    for start, end in zip(starts, bounds, strict=True):
-        rounds = _rounds(work, start, end)
-        if len(rounds) < 2 or not all(_is_stub(b) for b in work[rounds[0] + 1]["content"]):
-            continue
-        fold: list[int] = []
-        for index in rounds[1:]:
-            answer = index + 1
-            if answer >= keep or not all(_is_stub(b) for b in work[answer]["content"]):
-                break
-            fold.append(index)
-        if not fold:
-            continue
-        lines = [line for index in fold for line in _note_lines(work[index])]
-        calls = _calls([work[index] for index in fold])
-        first_answer = rounds[0] + 1
-        folded.extend(work[taken:first_answer])
-        host = dict(work[first_answer], content=list(work[first_answer]["content"]))
-        host["content"][-1] = _with_note(host["content"][-1], calls, lines)
-        folded.append(host)
-        taken = fold[-1] + 2
-    if not taken:
-        return work
-    folded.extend(work[taken:])
-    return folded
-
-
-async def compact(
-    messages: list[Message],
-    *,
-    limit: int,
-    target: int,
-    estimate: Callable[[list[Message]], int],
-    summarise: Summarise | None,
-    force: bool = False,
-) -> Compaction:
-    """A compacted copy of ``messages`` whose estimate is at most ``target`` where possible.
-
-    Raises ``ContextOverflowError`` if even the current turn alone exceeds ``limit``. With
-    ``force`` the steps run even if the conversation already fits (``%agent compact``).
-    """
-    before = estimate(messages)
-    work = [dict(m, content=list(content_blocks(m))) for m in messages]
-    starts = turn_starts(work)
-    current = starts[-1] if starts else 0
-    names = {
-        str(b.get("id")): str(b.get("name"))
-        for m in work
-        if m.get("role") == "assistant"
-        for b in m["content"]
-        if b.get("type") == "tool_use"
-    }
-
-    # a turn that cannot fit even with its results cut short and its middle rounds folded:
-    # refuse before touching anything (its prompt, first round and last message always stay)
-    latest = work[current:]
-    if len(_rounds(work, current, len(work))) > 1:
-        latest = [*latest[:3], latest[-1]]
-    floor = [
-        dict(m, content=[_shortest(b) for b in m["content"]]) if m["role"] == "user" else m
-        for m in latest
-    ]
-    if estimate(floor) > limit:
-        raise ContextOverflowError(
-            f"The prompt is too long for the model's context window (about {estimate(floor):,} "
-            f"tokens for this turn alone; the limit is {limit:,}). Shorten it or split it into "
-            "several cells."
+        result = await compact(
+            messages,
+            limit=limit,
+            target=target,
+            estimate=estimate,
+            summarise=self._summarise,
+            force=force,
+        )
+        if result.messages == messages:
+            return None
+        messages[:] = result.messages
+        self.tokens.forget()
+        return ContextCompacted(
+            result.tokens_before,
+            self.estimate(tools),
+            stubbed=result.stubbed,
+            folded=result.folded,
+            summarised=result.summarised,
+            shortened=result.shortened,
         )
 
-    # the latest results stay whole: the last message, or, while a reply that paused (the last
-    # message, the assistant's) is continued, the results it follows
-    keep = len(work) - 1
-    paused = keep - 1 > current and work[-1]["role"] == "assistant"
-    if paused and any(b.get("type") == "tool_result" for b in work[-2]["content"]):
-        keep -= 1
+    async def compact_now(self) -> ContextCompacted | None:
+        """``%agent compact``: compact now; None if there is nothing to do or it would not help."""
+        messages = self._subject.messages
+        if not messages:
+            return None
+        if conversation.repair(messages):
+            self.tokens.forget()
+        try:
+            event = await self.fit(force=True)
+        except ContextOverflowError:
+            return None  # the latest turn alone is too big; the next chat will say so
+        if event is not None and event.tokens_after >= event.tokens_before:
+            return None
+        return event
 
-    # 1. stubs for earlier results, oldest first (all but the latest round of results)
-    tokens = estimate(work)
-    stubbed = summarised = 0
-    shortened: set[tuple[int, int]] = set()
-    for index in range(keep):
-        if tokens <= target and not force:
-            break
-        message = work[index]
-        if message["role"] != "user":
-            continue
-        blocks = message["content"]
-        for position, block in enumerate(blocks):
-            if block.get("type") == "tool_result" and not _is_stub(block):
-                name = names.get(str(block.get("tool_use_id")), "a tool")
-                blocks[position] = stub(block, name)
-                stubbed += 1
-                saved = block_chars(block) - block_chars(blocks[position])
-                tokens -= saved // CHARS_PER_TOKEN
-    # … and the stubbed rounds of each turn folded into a note on its first round
-    calls = _calls(work)
-    work = fold_rounds(work, keep)
-    folded = calls - _calls(work)
-    starts = turn_starts(work)
-    current = starts[-1] if starts else 0
-    tokens = estimate(work)
-
-    # 2. a summary of the earlier turns; the recent ones stay word for word
-    if (tokens > target or force) and summarise is not None and current > 0:
-        keep_from = current
-        # recent turns that fit in half the target stay; on demand, at most the one before
-        recent = starts[-2:-1] if force else starts[:-1]
-        for start in reversed(recent):
-            if estimate(work[start:]) > target // 2:
-                break
-            keep_from = start
-        if keep_from > 0:
-            summary = (await summarise(render_transcript(work[:keep_from]))).strip()
-            summary = cut_middle(summary or "(no summary)", target * CHARS_PER_TOKEN // 4)
-            first = work[keep_from]
-            # results for calls of the summarised part would answer nothing: drop them
-            kept_blocks = [b for b in first["content"] if b.get("type") != "tool_result"]
-            summary_block: Block = {"type": "text", "text": SUMMARY_PREFIX + summary}
-            summarised = sum(1 for start in starts if start < keep_from)
-            work = [
-                {"role": "user", "content": [summary_block, *kept_blocks]},
-                *work[keep_from + 1 :],
-            ]
-            tokens = estimate(work)
-            current = turn_starts(work)[-1]
-
-    # 3. the current turn itself: cut its largest results until it fits the limit
-    for _ in range(64):
-        if tokens <= limit:
-            break
-        results = [
-            (block_chars(b), i, p)
-            for i in range(current, len(work))
-            if work[i]["role"] == "user"
-            for p, b in enumerate(work[i]["content"])
-            if b.get("type") == "tool_result" and block_chars(b) > 400
-        ]
-        if not results:
-            break
-        size, i, p = max(results)
-        block = work[i]["content"][p]
-        text = "\n".join(
-            str(part.get("text", ""))
-            for part in content_blocks({"content": block.get("content")})
-            if part.get("type") == "text"
+    async def _summarise(self, transcript: str) -> str:
+        """A summary of ``transcript`` from the same provider (its text, tools off)."""
+        _, target = self.limits()
+        budget = target * CHARS_PER_TOKEN // 2
+        request = ModelRequest(
+            system=SUMMARY_SYSTEM,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Summarise this conversation so far:\n\n"
+                            + cut_middle(transcript, budget),
+                        }
+                    ],
+                }
+            ],
+            tools=[],
+            purpose="summary",
         )
-        shortened_block: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
-        if _is_stub(block) and _FOLDED.search(text):
-            bare = _bare_note(block)  # a note cut in its middle would lose its count
-            if block_chars(bare) < size:
-                shortened_block = bare
-        work[i]["content"][p] = shortened_block
-        shortened.add((i, p))
-        tokens = estimate(work)
-    if tokens > limit:
-        raise ContextOverflowError(
-            f"The prompt is too long for the model's context window (about {tokens:,} tokens; "
-            f"the limit is {limit:,}), even with the rest of the conversation compacted. "
-            "Shorten it or split it into several cells."
-        )
-    return Compaction(work, before, tokens, stubbed, folded, summarised, len(shortened))
+        response: ModelResponse | None = None
+        try:
+            async with closing_stream(self._subject.provider.stream(request)) as stream:
+                async for item in stream:
+                    if isinstance(item, ModelResponse):
+                        response = item
+        except ProviderError:
+            response = None
+        if response is None:
+            # the provider could not summarise: keep a mechanical digest instead
+            return cut_middle(transcript, budget // 2)
+        return "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")

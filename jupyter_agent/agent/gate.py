@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..events import Refusal
-from ..tools.base import capabilities_of
+from ..tools.base import approval_reason, capabilities_of, remember_approval
 from ..tools.registry import ToolRegistry
 from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
@@ -43,7 +43,10 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """The user decides (``PolicyGate.decide``)."""
+    """The user decides (``PolicyGate.decide``); ``reason`` says why when the tool asked for
+    this call itself (``needs_approval``), "" when its policy is ``ask``."""
+
+    reason: str = ""
 
 
 Verdict = Run | Refuse | Ask
@@ -96,17 +99,26 @@ class PolicyGate:
                 "Do not retry it; find another way or ask the user.",
                 "policy",
             )
-        if policy == "allow":
-            return Run()
-        return Ask()
+        # A tool may need approval for one call whatever its policy (git_commit of a CI
+        # workflow, issue 20): it says why (``tools.base.approval_reason``).
+        reason = approval_reason(self.registry.get_tool(name), raw_input)
+        if reason is not None:
+            return Ask(reason)
+        return Run() if policy == "allow" else Ask()
 
-    @staticmethod
-    async def decide(handler: ApprovalHandler | None, request: ApprovalRequest) -> Run | Refuse:
-        """Ask ``handler`` about a call whose verdict was ``Ask``; no handler means refusal."""
+    async def decide(
+        self, handler: ApprovalHandler | None, request: ApprovalRequest
+    ) -> Run | Refuse:
+        """Ask ``handler`` about a call whose verdict was ``Ask``; no handler means refusal.
+
+        A yes "for this session" is remembered: by the tool, for what its own question covers
+        (``web_fetch``: the host), else as the policy ``allow`` for the tool.
+        """
+        why = f" ({request.reason})" if request.reason else ""
         if handler is None:
             return Refuse(
                 f"Error: {request.name} was not run: it needs the user's approval and no "
-                "approval handler is available, so the call was denied.",
+                f"approval handler is available, so the call was denied.{why}",
                 "no_approver",
             )
         try:
@@ -114,9 +126,13 @@ class PolicyGate:
         except Exception as exc:
             decision = Decision(False, f"the approval request failed ({exc})")
         if decision.approved:
+            if decision.remember and request.reason:  # the tool's own question
+                remember_approval(self.registry.get_tool(request.name), request.input)
+            elif decision.remember:
+                self.set_policy(request.name, "allow")
             return Run()
-        reason = f" The user said: {decision.reason}" if decision.reason else ""
+        said = f" The user said: {decision.reason}" if decision.reason else ""
         return Refuse(
-            f"Error: the user declined this call of {request.name}; it was not run.{reason}",
+            f"Error: the user declined this call of {request.name}; it was not run.{said}{why}",
             "user",
         )

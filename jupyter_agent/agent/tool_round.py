@@ -24,7 +24,7 @@ from ..tools.base import ToolResult
 from . import conversation
 from .approvals import ApprovalHandler, ApprovalRequest
 from .chat_state import Call
-from .gate import Ask, Refuse, Run
+from .gate import Ask, Refuse, Run, Verdict
 from .results import fit_result
 from .toolbox import Toolbox
 
@@ -54,6 +54,7 @@ class ToolRound:
             result.duration_s,
             result.images,
             self.refusals.get(call.id),
+            result.redacted,
         )
 
     def answer_blocks(self) -> list[dict[str, object]]:
@@ -91,14 +92,13 @@ class ToolRound:
     async def run(self) -> AsyncGenerator[AgentEvent, None]:
         """Run the calls; yields ``ToolCallStarted``/``ToolCallFinished``. Every call has a
         result when this ends, however it ends (``conversation.INTERRUPTED``/``NOT_RUN``)."""
-        gate = self.toolbox.gate
         tasks: dict[str, asyncio.Task[ToolResult]] = {}
         one_question_at_a_time = asyncio.Lock()
         slots = asyncio.Semaphore(max(1, self.max_parallel))
         #: Calls that began to run (a call still waiting for approval or a slot never ran).
         ran: set[str] = set()
         try:
-            verdicts = [gate.verdict(call.name, call.raw_input) for call in self.calls]
+            verdicts = await self._verdicts()
             if len(self.calls) == 1 and isinstance(verdicts[0], Run):
                 # the usual turn: one call that runs, in this task (no task and no wait to set
                 # up); an interrupt reaches it as it would reach its task
@@ -115,14 +115,14 @@ class ToolRound:
                     yield started
                     yield self.finished(call)
                     continue
-                ask = isinstance(verdict, Ask)
-                if ask:  # the UI shows the call first, then asks the user about it
+                ask = verdict if isinstance(verdict, Ask) else None
+                if ask is not None:  # the UI shows the call first, then asks the user about it
                     yield started
                 tasks[call.id] = asyncio.create_task(
                     self._run_one(call, ask, one_question_at_a_time, slots, ran),
-                    name=f"{'approval' if ask else 'tool'} {call.name} {call.id}",
+                    name=f"{'tool' if ask is None else 'approval'} {call.name} {call.id}",
                 )
-                if not ask:  # the call is on its way while the UI draws it
+                if ask is None:  # the call is on its way while the UI draws it
                     yield started
             by_id = {call.id: call for call in self.calls}
             order = list(tasks.values())
@@ -141,6 +141,19 @@ class ToolRound:
             finally:
                 self._settle_unfinished(tasks, ran)
             raise
+
+    async def _verdicts(self) -> list[Verdict]:
+        """The gate's verdict on each call. A tool's own check (``needs_approval``: git_commit
+        runs ``git status``) may take a while: then the verdicts are reached off the loop."""
+        gate = self.toolbox.gate
+
+        def judge() -> list[Verdict]:
+            return [gate.verdict(call.name, call.raw_input) for call in self.calls]
+
+        registry = self.toolbox.registry
+        if any(hasattr(registry.get_tool(c.name), "needs_approval") for c in self.calls):
+            return await asyncio.to_thread(judge)
+        return judge()
 
     def _settle_unfinished(self, tasks: dict[str, asyncio.Task[ToolResult]], ran: set[str]) -> None:
         for call in self.calls:
@@ -163,16 +176,15 @@ class ToolRound:
     async def _run_one(
         self,
         call: Call,
-        ask: bool,
+        ask: Ask | None,
         lock: asyncio.Lock,
         slots: asyncio.Semaphore,
         ran: set[str],
     ) -> ToolResult:
-        if ask:
+        if ask is not None:
+            request = ApprovalRequest(call.id, call.name, dict(call.input), ask.reason)
             async with lock:
-                decision = await self.toolbox.gate.decide(
-                    self.approval_handler, ApprovalRequest(call.id, call.name, dict(call.input))
-                )
+                decision = await self.toolbox.gate.decide(self.approval_handler, request)
             if isinstance(decision, Refuse):
                 self.refusals[call.id] = decision.why
                 return ToolResult(decision.reason, is_error=True)

@@ -24,7 +24,18 @@ SERVER_NAME_RULE = re.compile(r"^[a-zA-Z0-9_-]{1,32}$")
 #: Seconds one tool call may take when neither the entry nor the agent says otherwise.
 DEFAULT_CALL_TIMEOUT_S = 300.0
 _KNOWN_KEYS = frozenset(
-    {"command", "args", "env", "url", "headers", "policy", "read_resources", "timeout", "type"}
+    {
+        "command",
+        "args",
+        "env",
+        "url",
+        "headers",
+        "policy",
+        "read_resources",
+        "timeout",
+        "type",
+        "oauth",
+    }
 )
 
 
@@ -41,6 +52,8 @@ class MCPServerConfig:
     policy: Policy = "ask"
     read_resources: bool = False
     timeout: float = DEFAULT_CALL_TIMEOUT_S
+    #: OAuth settings of an HTTP server (``oauth.py``): a pre-registered client, a scope, ...
+    oauth: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not SERVER_NAME_RULE.fullmatch(self.name):
@@ -65,6 +78,12 @@ class MCPServerConfig:
             )
         if not (isinstance(self.timeout, int | float) and self.timeout > 0):
             raise MCPConfigError(f"MCP server {self.name!r}: timeout must be a positive number")
+        from .oauth import check_oauth_entry
+
+        try:
+            check_oauth_entry(self.name, self.oauth)
+        except ValueError as exc:
+            raise MCPConfigError(str(exc)) from None
 
     @property
     def kind(self) -> str:
@@ -110,6 +129,7 @@ def parse_server_entry(name: str, entry: object) -> MCPServerConfig:
         policy=cast(Policy, policy),
         read_resources=read_resources,
         timeout=cast(float, timeout),
+        oauth=cast(Mapping[str, str], entry.get("oauth") or {}),
     )
 
 

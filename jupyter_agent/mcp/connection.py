@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,6 +24,7 @@ from ..errors import MCPServerError
 from ..tools.base import ToolFailure
 from ..tools.netguard import NetworkPolicy, PrivateNetworkSetting, parse_target
 from . import process
+from .client_features import ClientHooks, session_callbacks
 from .config import MCPServerConfig
 
 if TYPE_CHECKING:
@@ -57,9 +58,17 @@ class ServerConnection:
     """The live session with one server, and what it said about itself."""
 
     def __init__(
-        self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting = False
+        self,
+        config: MCPServerConfig,
+        *,
+        allow_private_network: PrivateNetworkSetting = False,
+        hooks: ClientHooks | None = None,
     ) -> None:
         self.config = config
+        self.hooks = hooks if hooks is not None else ClientHooks()
+        #: Called after the server said its tools changed and they were listed again.
+        self.on_tools_changed: Callable[[], None] | None = None
+        self._refreshing: asyncio.Task[None] | None = None
         self.network = NetworkPolicy(allow_private_network)
         self.tools: list[Tool] = []
         self.instructions: str = ""
@@ -148,7 +157,14 @@ class ServerConnection:
         try:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        streams[0],
+                        streams[1],
+                        message_handler=self._on_message,
+                        **session_callbacks(self.name, self.hooks),
+                    )
+                )
                 startup = min(STARTUP_TIMEOUT_S, max(STARTUP_FLOOR_S, self.config.timeout))
                 async with asyncio.timeout(startup):
                     result = await session.initialize()
@@ -176,9 +192,12 @@ class ServerConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=dict(self.config.headers) or None)
-            async with client, streamable_http_client(self.config.url, http_client=client) as s:
-                yield s
+            async with self._auth() as auth:
+                client = create_mcp_http_client(
+                    headers=dict(self.config.headers) or None, auth=auth
+                )
+                async with client, streamable_http_client(self.config.url, http_client=client) as s:
+                    yield s
             return
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -202,6 +221,40 @@ class ServerConnection:
                 yield streams
         except OSError as exc:
             raise MCPServerError(self._start_failure(exc)) from None
+
+    @asynccontextmanager
+    async def _auth(self) -> AsyncIterator[Any]:
+        """OAuth for an HTTP server (``oauth.py``), unless the entry sends its own credentials."""
+        url = self.config.url
+        given = {key.lower() for key in self.config.headers}
+        if url is None or "authorization" in given:
+            yield None
+            return
+        from .oauth import oauth_auth
+
+        async with oauth_auth(self.name, url, self.config.oauth, self.hooks) as auth:
+            yield auth
+
+    async def _on_message(self, message: object) -> None:
+        """Server notifications: a changed tool list is listed again (``list_changed``)."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification) and self._refreshing is None:
+            self._refreshing = asyncio.create_task(self._refresh_tools())
+
+    async def _refresh_tools(self) -> None:
+        try:
+            session = self._session
+            if session is None:
+                return
+            async with asyncio.timeout(min(STARTUP_TIMEOUT_S, self.config.timeout)):
+                self.tools = await self._list_tools(session)
+            if self.on_tools_changed is not None:
+                self.on_tools_changed()
+        except Exception as exc:  # the old tools stay; the next call shows what is wrong
+            self.status = f"running (its changed tool list could not be read: {_describe(exc)})"
+        finally:
+            self._refreshing = None
 
     @staticmethod
     async def _list_tools(session: ClientSession) -> list[Tool]:

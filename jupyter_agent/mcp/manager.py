@@ -14,8 +14,10 @@ from typing import Protocol
 
 from ..agent.approvals import Policy
 from ..errors import MCPConfigError, MCPServerError
+from ..tools.context import ToolContext
 from ..tools.netguard import PrivateNetworkSetting
 from ..tools.registry import ToolRegistry
+from .client_features import ClientHooks
 from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name
 from .connection import ServerConnection
 from .tool import MCPTool
@@ -35,12 +37,17 @@ class ToolHost(Protocol):
 
     def call_timeout(self, wanted: float) -> float: ...
 
+    @property
+    def context(self) -> ToolContext: ...
+
 
 class MCPManager:
     """Connections by server name, and the registry names of their tools."""
 
     def __init__(self, host: ToolHost) -> None:
         self.host = host
+        #: How servers reach the user (forms, sampling, the OAuth link); roots: the workspace.
+        self.hooks = ClientHooks(roots=lambda: [host.context.workspace])
         self.servers: dict[str, ServerConnection] = {}
         self.tool_names: dict[str, list[str]] = {}
         self.tools: dict[str, list[MCPTool]] = {}
@@ -75,6 +82,7 @@ class MCPManager:
         read_resources: bool = False,
         timeout: float = DEFAULT_CALL_TIMEOUT_S,
         allow_private_network: PrivateNetworkSetting | None = None,
+        oauth: Mapping[str, str] | None = None,
     ) -> list[str]:
         """``add`` from keyword arguments (what ``Agent.add_mcp_server`` takes)."""
         if isinstance(command, str):
@@ -90,6 +98,7 @@ class MCPManager:
             policy=policy,
             read_resources=read_resources,
             timeout=timeout,
+            oauth=dict(oauth or {}),
         )
         return await self.add(config, allow_private_network=allow_private_network)
 
@@ -104,7 +113,7 @@ class MCPManager:
         network = allow_private_network
         if network is None:
             network = self._private_network()
-        connection = ServerConnection(config, allow_private_network=network)
+        connection = ServerConnection(config, allow_private_network=network, hooks=self.hooks)
         await connection.start()
         try:
             tools = self._tools_of(connection)
@@ -115,7 +124,39 @@ class MCPManager:
         self.servers[config.name] = connection
         self.tool_names[config.name] = [tool.name for tool in tools]
         self.tools[config.name] = tools
+        connection.on_tools_changed = lambda: self._tools_changed(config.name)
         return list(self.tool_names[config.name])
+
+    def _tools_changed(self, server: str) -> None:
+        """The server listed new tools (``list_changed``): the registry follows.
+
+        Tools that are gone are removed; new ones join with the server's policy; the others are
+        replaced in place, keeping the user's enabled state and policy.
+        """
+        connection = self.servers.get(server)
+        if connection is None:
+            return
+        registry = self.host.registry
+        old = set(self.tool_names.get(server, []))
+        fresh: list[MCPTool] = []
+        for listed in connection.tools:
+            name = registry_name(server, listed.name)
+            if name in {t.name for t in fresh} or (registry.has_tool(name) and name not in old):
+                continue  # a clash with another tool: the first one stays
+            fresh.append(MCPTool(connection, name, listed, self._timeout_of(connection.config)))
+        for name in old - {t.name for t in fresh}:
+            self.host.remove_tool(name)
+        for wrapped in fresh:
+            try:
+                if wrapped.name in old:
+                    registry.replace(wrapped)
+                else:
+                    registry.register(wrapped)
+                    self.host.set_policy(wrapped.name, connection.config.policy)
+            except ValueError:
+                continue  # a schema the registry refuses: that tool is left out
+        self.tools[server] = [t for t in fresh if registry.get_tool(t.name) is t]
+        self.tool_names[server] = [t.name for t in self.tools[server]]
 
     def _tools_of(self, connection: ServerConnection) -> list[MCPTool]:
         registry = self.host.registry

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..agent.approvals import ApprovalRequest, Decision
 from . import tool_format
+from .inert import visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .runner import MainThreadBridge
 
@@ -103,14 +104,21 @@ class NotebookApprovals:
     def _ask_with_input(self, request: ApprovalRequest) -> Decision:
         if not self._interactive_frontend():
             return Decision(False, NO_ONE_TO_ASK)
-        # Every argument in full, wrapped to the terminal: nothing of the call may be hidden.
+        # Every argument in full, wrapped to the terminal, control and invisible characters as
+        # escapes (``full_args``): nothing of the call may be hidden or drawn over.
         width = shutil.get_terminal_size((100, 24)).columns
-        print(f"{request.name} wants to run with:\n{tool_format.full_args(request.input, width)}")
-        question = f"Allow {request.name}? [y/N] "
+        name = visible(request.name)
+        print(f"{name} wants to run with:\n{tool_format.full_args(request.input, width)}")
+        if request.reason:
+            print(visible(request.reason))
+        print("(y: yes; a: yes, and don't ask again this session; anything else: no)")
+        question = f"Allow {name}? [y/N] "
         try:
             answer = input(question)
         except (EOFError, OSError, RuntimeError) as exc:  # StdinNotImplementedError: RuntimeError
             return Decision(False, f"{NO_ONE_TO_ASK} ({type(exc).__name__})")
         if answer.strip().lower() in ("y", "yes"):
             return Decision(True)
+        if answer.strip().lower() in ("a", "always"):
+            return Decision(True, remember=True)
         return Decision(False, "denied at the prompt")

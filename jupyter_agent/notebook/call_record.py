@@ -11,12 +11,12 @@ widget.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..events import CallStatus
 from . import tool_format
+from .inert import html_bundle, html_text
 from .thumbnails import thumbnail_tags
 
 
@@ -75,7 +75,7 @@ def group_html(calls: Sequence[RenderedCall]) -> str:
     rendered = "".join(call.as_html() for call in calls)
     if len(calls) <= 1:
         return rendered
-    label = html.escape(f"⇉ {group_label(calls)}")
+    label = html_text(f"⇉ {group_label(calls)}")
     return (
         f'<div><i style="font-size: 12px;">{label}</i>'
         f'<div style="border-left: 2px solid #999; padding-left: 8px;">{rendered}</div></div>'
@@ -168,7 +168,7 @@ class StaticCallGroup:
         return None
 
     def static_bundle(self) -> dict[str, str]:
-        return {"text/html": group_html(self.views), "text/plain": group_text(self.views)}
+        return html_bundle(group_html(self.views), group_text(self.views))
 
     def close_all(self) -> None:
         """Nothing to close: no widget was opened."""

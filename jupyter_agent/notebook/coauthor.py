@@ -190,6 +190,8 @@ class NotebookLink:
         if comm is None:
             raise FrontendError("no notebook frontend is connected")
         ident = next(self._ids)
+        if "turn" in op:  # a change: the frontend's journal dates its entry (kernel clock)
+            op = {**op, "at": time.time()}
         comm.send({"type": "op", "id": ident, **op})
         return ident
 
@@ -741,7 +743,7 @@ def run_cell_now(
         end: dict[str, Any] = {"op": "run_end", "cell_id": cell_id, "outputs": run.outputs}
         end["execution_count"] = count
         # Not waited for: the comm delivers in order, so whatever the agent asks next sees
-        # the outputs placed (waiting cost a second round trip, benchmark figure 16).
+        # the outputs placed (waiting cost a second round trip, benchmark figure 20).
         with contextlib.suppress(FrontendError):
             link.send(end)
     return ok, run.outputs, count
@@ -814,6 +816,22 @@ def review_approvals(
         return Decision(False, "the user rejected the edit in the notebook")
 
     return handler
+
+
+def newest_cell_change(shell: Any) -> tuple[str, float] | None:
+    """The ``%%agent`` cell whose cell changes ``%agent undo`` would take back, and when the
+    first of them was made (``time.time()``); ``None`` when there are none."""
+    link = link_for(shell)
+    if link is None or not link.connected:
+        return None
+    try:
+        reply = link.request({"op": "peek"})
+    except FrontendError:
+        return None
+    if not isinstance(reply.get("turn"), str):
+        return None
+    at = reply.get("at")
+    return reply["turn"], float(at) if isinstance(at, int | float) else 0.0
 
 
 @dataclass(frozen=True, slots=True)

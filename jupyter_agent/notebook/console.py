@@ -6,7 +6,9 @@ its verdict, or a user's tool that prints progress, writes to ``sys.stdout`` fro
 threads — and the kernel sends that text at once, while the main thread may still be drawing
 the events before it, so the text landed above the tool-call views it belongs after (and
 ipykernel 7 may attribute it to the wrong cell). ``OrderedConsole`` routes such writes through
-the main-thread bridge instead: the main thread prints them between the events, in order.
+the main-thread bridge instead: the main thread prints them between the events, in order. To a
+terminal (terminal IPython) the text goes through ``inert.visible``: what a tool prints from a
+file or a page cannot move the cursor, set the clipboard or retitle the window.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TextIO
+
+from .inert import visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +37,18 @@ class PrintedText:
         if isinstance(current, _ThreadRouter):
             target = current.original
         if target is not None:
-            target.write(self.text)
+            target.write(visible(self.text) if _is_terminal(target) else self.text)
             target.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal, which obeys escape sequences (a kernel's stream is not:
+    the frontend shows its colours and carriage returns as text, which a tool's progress bar
+    relies on)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 class _ThreadRouter:

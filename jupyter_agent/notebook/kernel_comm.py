@@ -9,9 +9,10 @@ through an in-process socket. ``KernelCommPoller.poll()``, called from the main 
 cell waits, reads that socket directly: comm messages are dispatched at once (in a copied context,
 so the running cell keeps its output parent); anything else (the next cell's ``execute_request``
 when the user pressed "run all") is kept and handed back to the kernel, in order, when the
-poller is closed. Kernels without that thread (ipykernel 6) get the same effect through
-``jupyter_ui_poll``. Where neither works, ``available`` is ``False`` and callers fall back to a
-text prompt.
+poller is closed. ``wait`` sleeps on that socket and a wake-up descriptor together: the agent's
+main-thread pump sleeps there, so a click wakes it at once. Kernels without that thread
+(ipykernel 6) get the same effect through ``jupyter_ui_poll``. Where neither works,
+``available`` is ``False`` and callers fall back to a text prompt.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import select
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ class KernelCommPoller:
         self._deferred: list[Any] = []
         self._ui_poll: Any = None
         self._ui_poll_context: Any = None
+        self._zmq_poller: Any = None
+        self._zmq_poller_fd = -1
         self.available = False
         try:
             manager = kernel.shell_channel_thread.manager
@@ -92,6 +96,22 @@ class KernelCommPoller:
         if self._ui_poll is not None:
             self._ui_poll(10)
         return 0
+
+    def wait(self, timeout_s: float, wake_fd: int) -> int:
+        """Sleep until a widget message arrives (it is handled), ``wake_fd`` is readable or
+        ``timeout_s`` passes: how the agent's pump sleeps, so a click is answered at once."""
+        if self._socket is None:
+            select.select([wake_fd], [], [], timeout_s)
+            return self.poll(0)
+        import zmq
+
+        if self._zmq_poller is None or self._zmq_poller_fd != wake_fd:
+            self._zmq_poller = zmq.Poller()
+            self._zmq_poller.register(self._socket, zmq.POLLIN)
+            self._zmq_poller.register(wake_fd, zmq.POLLIN)
+            self._zmq_poller_fd = wake_fd
+        ready = dict(self._zmq_poller.poll(int(timeout_s * 1000)))
+        return self._poll_socket(0) if self._socket in ready else 0
 
     def _poll_socket(self, timeout_s: float) -> int:
         handled = 0

@@ -14,21 +14,22 @@ import argparse
 import contextlib
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, observe, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..agent.approvals import POLICIES, Policy
 from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
+from .inert import InertMarkdown, text_bundle, visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
-from .render import DEFAULT_RENDER_INTERVAL_S, MarkdownText, Renderer, RichRenderer, TextRenderer
+from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
 from .runner import MainThreadBridge
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
@@ -40,6 +41,26 @@ if TYPE_CHECKING:
 _DEFAULTS = SessionSettings()
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
+
+
+def _say(text: str, *, error: bool = False) -> None:
+    """Print a line or table of output. Chat names, paths, tool names, MCP servers' words and
+    settings in it come from files, servers and the model: ``visible`` shows their control and
+    invisible characters as escapes, so none can steer the terminal."""
+    print(visible(text), file=sys.stderr if error else sys.stdout)
+
+
+def _show_link(text: str, url: str) -> None:
+    """A link in the running cell (an MCP server's Authorize page): inert markup, the URL as
+    text beside it, for a terminal or a frontend that does not open links."""
+    from ._ipython import display
+    from .inert import html_bundle, html_text
+
+    markup = (
+        f'<div style=\'margin: 4px 0;\'><a href="{html_text(url)}" target="_blank">'
+        f"{html_text(text)}</a></div>"
+    )
+    display(html_bundle(markup, f"{text}: {url}"), raw=True)
 
 
 def _positive_int(text: str) -> int:
@@ -91,7 +112,7 @@ def _as_usage_errors() -> Iterator[None]:
     try:
         yield
     except SessionError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 @magics_class
@@ -123,9 +144,19 @@ class AgentMagics(Magics):
         _DEFAULTS.offline_cassette,
         help="A recorded session (JSON cassette) for the offline model to replay.",
     ).tag(config=True)
+    web_allow = List(
+        Unicode(),
+        help="Hosts web_fetch may reach without asking ('*.example.com' covers its subdomains); "
+        "any other host is asked about once per session.",
+    ).tag(config=True)
     allow_private_network = Bool(
         _DEFAULTS.allow_private_network,
         help="Let web_fetch reach loopback and private addresses (your own services).",
+    ).tag(config=True)
+    shell_network = Bool(
+        _DEFAULTS.shell_network,
+        help="Give run_bash's sandbox the network (pip install, curl); off by default, so a "
+        "command can neither reach the kernel's ports nor send what it read.",
     ).tag(config=True)
     variable_budget = Int(
         _DEFAULTS.variable_budget,
@@ -198,6 +229,8 @@ class AgentMagics(Magics):
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
         self._mcp_commands: MCPCommands | None = None
+        #: The running ``%agent serve`` (``serve.py``), if any.
+        self.server: Any = None
 
     @property
     def session(self) -> NotebookSession:
@@ -214,6 +247,7 @@ class AgentMagics(Magics):
                 namespace=getattr(self.shell, "user_ns", None),
                 shell=self.shell,
                 approvals=self._make_approvals,
+                show_link=_show_link,
             )
             self._session.on_rebuild.append(self._rebind_panel)
         return self._session
@@ -267,6 +301,9 @@ class AgentMagics(Magics):
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
         self._retire_panel("(the extension was unloaded)")
+        from .serve import stop_serving
+
+        stop_serving(self, "stopped: the extension was unloaded")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -277,16 +314,23 @@ class AgentMagics(Magics):
         if self._mcp_commands is None:
             from .mcp_commands import MCPCommands
 
-            background = self.session.bridge.background
-            self._mcp_commands = MCPCommands(lambda coro: background.run(coro))
+            self._mcp_commands = MCPCommands(self._run_pumped)
         return self._mcp_commands
+
+    def _run_pumped(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the session's loop while the main thread pumps: what it shows (an
+        MCP server's Authorize link, a form) reaches this cell, and an interrupt ends it."""
+        outcome = self.session.bridge.run(coro, lambda _event: None)
+        if outcome.interrupted:
+            raise UsageError("Interrupted; nothing was changed")
+        return outcome.value
 
     def _connect_mcp_servers(self) -> None:
         """Connect the ``mcp_servers`` entries not tried yet (first use, or after a change)."""
         if not self.mcp_servers:
             return
         for problem in self.mcp.connect_configured(self.session.toolbox, self.mcp_servers):
-            print(problem, file=sys.stderr)
+            _say(problem, error=True)
 
     def use_widgets(self) -> bool:
         if self.ui != "auto":
@@ -334,7 +378,7 @@ class AgentMagics(Magics):
         try:
             bundle = panel.static_bundle(note)
         except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
-            bundle = {"text/plain": note}
+            bundle = text_bundle(note)
         handle.update(bundle, raw=True)
         panel.close_all()
 
@@ -379,6 +423,8 @@ class AgentMagics(Magics):
             if poller is not None:
                 poller.poll(0)
 
+        bridge = self.session.bridge
+        bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
         try:
             outcome = self.session.run(
                 prompt,
@@ -395,8 +441,9 @@ class AgentMagics(Magics):
             )
         except SessionError as exc:
             renderer.close(interrupted=False)
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         finally:
+            bridge.comm_waiter = None
             self._renderer = None
             if self._approvals is not None:
                 self._approvals.poller = None
@@ -404,7 +451,7 @@ class AgentMagics(Magics):
                 poller.close()
         renderer.close(interrupted=outcome.interrupted)
         if outcome.interrupted:
-            print(INTERRUPTED_NOTE)
+            _say(INTERRUPTED_NOTE)
         return outcome
 
     # -- %%agent -----------------------------------------------------------------------------
@@ -445,7 +492,7 @@ class AgentMagics(Magics):
         Line form (housekeeping): ``%agent reset [NAME]``, ``%agent chats``,
         ``%agent history [NAME]``, ``%agent usage``, ``%agent error``, ``%agent compact``,
         ``%agent undo``, ``%agent save PATH``, ``%agent load PATH``, ``%agent config``,
-        ``%agent mcp add|list|remove`` (listed below).
+        ``%agent mcp add|list|remove``, ``%agent serve`` (listed below).
         """
         if cell is None:
             self._subcommand(line)
@@ -513,9 +560,9 @@ class AgentMagics(Magics):
         args = self._parse(self._reset, rest)
         cleared = self.session.reset(args.name)
         if args.name is None and len(cleared) > 1:
-            print(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
+            _say(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
         else:
-            print("The conversation was cleared; the next %%agent cell starts a new one.")
+            _say("The conversation was cleared; the next %%agent cell starts a new one.")
 
     @magic_arguments("agent chats")
     def _chats(self, rest: str) -> None:
@@ -523,7 +570,7 @@ class AgentMagics(Magics):
         self._parse(self._chats, rest)
         chats = self.session.chats()
         if not chats:
-            print("No chats yet: the first %%agent cell starts 'default'.")
+            _say("No chats yet: the first %%agent cell starts 'default'.")
             return
         width = max(len("chat"), *(len(chat.name) for chat in chats))
         lines = [f"{'chat'.ljust(width)}  {'messages':>8}  {'input':>9}  {'output':>9}"]
@@ -533,7 +580,7 @@ class AgentMagics(Magics):
                 f"{chat.usage.output_tokens:>9}"
             )
         lines.append("input, output: tokens this chat sent to and received from the model")
-        print("\n".join(lines))
+        _say("\n".join(lines))
 
     @magic_arguments("agent history")
     @argument(
@@ -544,15 +591,15 @@ class AgentMagics(Magics):
         args = self._parse(self._history, rest)
         agent = self.session.existing_chat(args.name)
         if not agent.messages:
-            print("(the conversation is empty)")
+            _say("(the conversation is empty)")
             return
-        display(MarkdownText(agent.session_context))
+        display(InertMarkdown(agent.session_context, kind="history"))
 
     @magic_arguments("agent usage")
     def _usage(self, rest: str) -> None:
         """Tokens and estimated cost per model, for this session."""
         self._parse(self._usage, rest)
-        print(self.session.usage_report())
+        _say(self.session.usage_report())
 
     @magic_arguments("agent error")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
@@ -573,10 +620,10 @@ class AgentMagics(Magics):
         args = self._parse(self._compact, rest)
         compacted = self.session.compact(args.name)
         if compacted is None:
-            print(f"Nothing to compact in chat {args.name!r}.")
+            _say(f"Nothing to compact in chat {args.name!r}.")
         else:
             done = "; ".join(compacted.actions())
-            print(
+            _say(
                 f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
                 f"{compacted.tokens_after:,} tokens" + (f" ({done})." if done else ".")
             )
@@ -593,13 +640,23 @@ class AgentMagics(Magics):
             raise UsageError(f"%agent mcp: {exc}") from None
         toolbox = self.session.toolbox
         self._connect_mcp_servers()
-        print(self.mcp.command(toolbox, words))
+        _say(self.mcp.command(toolbox, words))
+
+    def _serve(self, rest: str) -> None:
+        """%agent serve [--port N] [--tools NAME,...] | stop | status — MCP for other agents
+
+        This kernel's tools as an MCP server on loopback, for Claude Code, Codex or any MCP
+        client (``serve.py``; its own parser).
+        """
+        from .serve import serve_command
+
+        serve_command(self, rest)
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
         self._parse(self._undo, rest)
-        print(self.session.undo())
+        _say(self.session.undo())
 
     @magic_arguments("agent save")
     @argument("path", metavar="PATH", help="The JSON file to write.")
@@ -608,16 +665,21 @@ class AgentMagics(Magics):
         """Save a conversation to a file (%agent load brings it back)."""
         args = self._parse(self._save, rest)
         count = self.session.save(args.path, args.chat)
-        print(f"Saved {count} messages to {args.path}")
+        _say(f"Saved {count} messages to {args.path}")
 
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
+    @argument(
+        "--system-prompt",
+        action="store_true",
+        help="Also use the saved system prompt (for every chat) instead of the session's.",
+    )
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
         args = self._parse(self._load, rest)
-        count = self.session.load(args.path, args.chat)
-        print(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
+        count = self.session.load(args.path, args.chat, system_prompt=args.system_prompt, note=_say)
+        _say(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
     @magic_arguments("agent config")
     def _config(self, rest: str) -> None:
@@ -631,7 +693,7 @@ class AgentMagics(Magics):
             rows.append((f"AgentMagics.{name}", repr(value)))
         rows.extend(self.session.describe())
         width = max(len(key) for key, _ in rows)
-        print("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+        _say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
 
     #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
     SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
@@ -646,6 +708,7 @@ class AgentMagics(Magics):
         "load": _load,
         "config": _config,
         "mcp": _mcp,
+        "serve": _serve,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------
@@ -686,16 +749,16 @@ class AgentMagics(Magics):
                 registry.set_enabled(name, command == "enable")
             if command == "enable":
                 states = ", ".join(f"{name} (policy {session.get_policy(name)})" for name in names)
-                print(f"enabled: {states}")
+                _say(f"enabled: {states}")
             else:
-                print(f"disabled: {', '.join(names)}")
+                _say(f"disabled: {', '.join(names)}")
         elif command == "policy":
             if len(names) != 2 or names[1] not in POLICIES:
                 raise UsageError("usage: %agent_tools policy NAME allow|ask|deny")
             self._check_tool_names(names[:1])
             policy: Policy = names[1]
             session.set_policy(names[0], policy)
-            print(f"{names[0]}: policy {policy}")
+            _say(f"{names[0]}: policy {policy}")
         else:
             raise UsageError(
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
@@ -714,7 +777,7 @@ class AgentMagics(Magics):
     def _print_tools(self) -> None:
         from .widgets.tool_panel import tools_table
 
-        print(tools_table(self.session))
+        _say(tools_table(self.session))
 
 
 def _subcommand_help() -> str:

@@ -2,7 +2,8 @@
 
 The magics only parse the line; the servers live in ``jupyter_agent.mcp`` on the session's
 background loop (the coroutines are handed to ``run``, which waits for them there), so a
-server's session stays on the loop the agent's tool calls run on.
+server's session stays on the loop the agent's tool calls run on. What comes back (server and
+tool names, errors: the server's words) is printed through ``inert.visible``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
+from ..mcp.manager import MCPManager
+from .inert import visible
 
 USAGE = (
     "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
     "COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] [--policy P] | "
-    "%agent mcp list [NAME] | %agent mcp remove NAME"
+    "%agent mcp list [NAME] | %agent mcp remove NAME | %agent mcp logout NAME"
 )
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -89,7 +92,7 @@ def parse_add(words: list[str]) -> MCPServerConfig:
     try:
         return parse_server_entry(name, entry)
     except MCPConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(visible(str(exc))) from None
 
 
 class MCPCommands:
@@ -122,9 +125,32 @@ class MCPCommands:
                 self._run(manager.remove(rest[0]))
                 self._configured.pop(rest[0], None)
                 return f"MCP server {rest[0]!r} removed; its process has ended."
+            if verb == "logout":
+                if len(rest) != 1:
+                    raise UsageError("usage: %agent mcp logout NAME")
+                return self.logout(manager, rest[0])
         except (MCPServerError, MCPConfigError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(visible(str(exc))) from None
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
+
+    @staticmethod
+    def logout(manager: MCPManager, name: str) -> str:
+        """Forget the OAuth tokens (and client registration) kept for server ``name``."""
+        from ..mcp.oauth import forget_tokens
+
+        connection = manager.servers.get(name)
+        if connection is None:
+            known = ", ".join(manager.servers) or "none"
+            raise UsageError(f"No MCP server named {name!r} (added: {known})")
+        url = connection.config.url
+        if url is None:
+            return f"MCP server {name!r} runs locally (stdio): it has no sign-in to forget."
+        forgot = forget_tokens(url)
+        said = "Forgot its tokens" if forgot else "No tokens were kept for it"
+        return (
+            f"{said} ({url}). The connection open now keeps working until it is removed; the "
+            "next connection asks you to authorize again."
+        )
 
     def connect_configured(self, toolbox: Toolbox, servers: Mapping[str, Any]) -> list[str]:
         """Add the ``mcp_servers`` entries not tried yet; one line per failure, to print."""

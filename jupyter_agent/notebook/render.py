@@ -1,6 +1,7 @@
 """Draw an agent run in a cell, from its events, on the main thread.
 
-``RichRenderer`` (Jupyter): the answer streams into one Markdown display per text segment,
+``RichRenderer`` (Jupyter): the answer streams into one display per text segment — the model's
+Markdown rendered as sanitized HTML (``inert.py``: nothing the model writes can be active) —
 updated at most every ``interval`` seconds plus a final update. Each update re-sends (and the
 browser re-renders) the whole segment, so once the segment is long an update also waits until
 the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
@@ -21,8 +22,9 @@ no widget is opened at all: the calls show as their static record from the start
 saves every widget model a cell opened, closed ones too, in the notebook's metadata: some 60
 models per ``%%agent`` cell otherwise.
 
-``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams; each tool call
-is a line when it starts and a short block when it ends.
+``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams, through
+``inert.visible`` (no escape sequence reaches the terminal); each tool call is a line when it
+starts and a short block when it ends.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ..events import (
     TurnStarted,
 )
 from . import tool_format
+from .inert import InertMarkdown, html_bundle, html_text, text_bundle, visible
 
 #: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15
@@ -54,14 +57,8 @@ DEFAULT_RENDER_INTERVAL_S = 0.15
 MIN_GROWTH_FRACTION = 0.1
 
 
-class MarkdownText:
-    """Markdown for rich frontends, the same text for everything else."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/markdown": self.text, "text/plain": self.text}
+#: The answer's display: the model's Markdown as sanitized HTML (``inert.py`` says why).
+MarkdownText = InertMarkdown
 
 
 class ThinkingBlock:
@@ -71,17 +68,13 @@ class ThinkingBlock:
         self.text = text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        import html
-
         chars = len(self.text)
-        return {
-            "text/html": (
-                f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
-                '<pre style="white-space: pre-wrap; font-size: 12px; margin: 0;">'
-                f"{html.escape(self.text)}</pre></details>"
-            ),
-            "text/plain": f"[thinking: {chars:,} characters]",
-        }
+        return html_bundle(
+            f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
+            '<pre style="white-space: pre-wrap; font-size: 12px; margin: 0;">'
+            f"{html_text(self.text)}</pre></details>",
+            f"[thinking: {chars:,} characters]",
+        )
 
 
 def compaction_notice(event: ContextCompacted) -> str:
@@ -93,6 +86,12 @@ def compaction_notice(event: ContextCompacted) -> str:
     )
 
 
+def redaction_notice(count: int) -> str:
+    """What a cell says when secrets were taken out of tool results (``tools/redact.py``)."""
+    values = "1 secret value was" if count == 1 else f"{count:,} secret values were"
+    return f"{values} redacted from tool results before the model saw them ([redacted: NAME])."
+
+
 class Notice:
     """A one-line, static notice in the cell (HTML and plain text)."""
 
@@ -100,14 +99,10 @@ class Notice:
         self.text = text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        import html
-
-        return {
-            "text/html": (
-                f"<div style='color: #666; font-style: italic;'>{html.escape(self.text)}</div>"
-            ),
-            "text/plain": f"[{self.text}]",
-        }
+        return html_bundle(
+            f"<div style='color: #666; font-style: italic;'>{html_text(self.text)}</div>",
+            f"[{self.text}]",
+        )
 
 
 class Renderer(Protocol):
@@ -156,6 +151,8 @@ class RichRenderer:
         self._group_handle: Any = None
         self._group_closed = True
         self._groups: list[tuple[Any, Any]] = []
+        #: Secret values taken out of this turn's tool results (said once, at the end).
+        self._redacted = 0
         #: Display calls and updates made for the answer text (for tests and diagnostics).
         self.text_updates = 0
         #: Whether the Stop button was clicked.
@@ -203,6 +200,7 @@ class RichRenderer:
                     images=event.images,
                 )
                 self._redraw(*found[1:])
+            self._redacted += event.redacted
         elif isinstance(event, TurnFinished):
             self._flush(force=True)
             self._group_closed = True  # the next call belongs to a new reply
@@ -210,6 +208,10 @@ class RichRenderer:
             self._close_group()
         elif isinstance(event, AgentFinished | AgentError):
             self._flush(force=True)
+            if self._redacted:
+                self._end_segment()
+                self._handle_factory().display(Notice(redaction_notice(self._redacted)))
+                self._redacted = 0
 
     def tick(self) -> None:
         self._flush(force=False)
@@ -294,7 +296,7 @@ class RichRenderer:
             line = "■ Interrupted."
         else:
             line = ""
-        self._stop_handle.update({"text/plain": line}, raw=True)
+        self._stop_handle.update(text_bundle(line), raw=True)
         close_tree(self._stop_button)
         self._stop_handle = None
         self._stop_button = None
@@ -392,6 +394,7 @@ class TextRenderer:
         self._calls: dict[str, ToolCallStarted] = {}
         self._finished: set[str] = set()
         self._calls_this_reply = 0
+        self._redacted = 0
         #: Started calls whose line is not written yet, with their "⇉" prefix.
         self._unannounced: list[tuple[ToolCallStarted, str]] = []
         self._thinking_noted = False
@@ -405,9 +408,12 @@ class TextRenderer:
         return "".join(self._parts)
 
     def _write(self, text: str) -> None:
+        """Write ``text`` with its control, escape, bidi and invisible characters made visible:
+        a model's answer or a tool's result cannot move the cursor, rewrite a line above an
+        approval, retitle the window or set the clipboard."""
         if not text:
             return
-        self.stream.write(text)
+        self.stream.write(visible(text))
         self._at_line_start = text.endswith("\n")
 
     def _line(self, text: str) -> None:
@@ -456,10 +462,15 @@ class TextRenderer:
                 result_chars=300,
             )
             self._line(text)
+            self._redacted += event.redacted
         elif isinstance(event, TurnStarted):
             self._calls_this_reply = 0
-        elif isinstance(event, AgentFinished | AgentError) and not self._at_line_start:
-            self._write("\n")
+        elif isinstance(event, AgentFinished | AgentError):
+            if not self._at_line_start:
+                self._write("\n")
+            if self._redacted:
+                self._line(f"[{redaction_notice(self._redacted)}]")
+                self._redacted = 0
         self.stream.flush()
 
     def tick(self) -> None:

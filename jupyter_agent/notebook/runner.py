@@ -19,8 +19,11 @@ updates) and once the queued text has grown by ``TEXT_GROWTH_FRACTION`` of what 
 segment already holds (the renderer's own rule: a smaller growth would not be drawn anyway). The
 posting side counts the characters and sets the wake-up — or, when the threshold is reached
 before the pause is over, a timer on the background loop for the moment it ends. With nothing
-due the pump still wakes every ``IDLE_WAKE_S`` for its idle work (the renderer's tick and the
-widget comms that carry a Stop click). A 20-second answer costs a few dozen main-thread wake-ups
+due the pump still wakes every ``IDLE_WAKE_S`` for its idle work (the renderer's tick). In a
+kernel, a ``CommWaiter`` (``kernel_comm.KernelCommPoller``) lets the pump sleep on the kernel's
+shell socket as well, so a widget message (Stop, Approve, a tool toggle) wakes it at once and is
+answered within milliseconds; while the pump is busy (a batch of main-thread tool calls) it looks
+at that socket between items. A 20-second answer costs a few dozen main-thread wake-ups
 (each ~0.1 ms of the kernel's main thread even with nothing to do), not one per token nor one per
 poll interval; consecutive ``TextDelta`` events of a batch reach ``on_event`` as one (same text,
 same order around other events).
@@ -39,11 +42,12 @@ import collections
 import concurrent.futures
 import contextlib
 import queue
+import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..events import TextDelta
 from .render import DEFAULT_RENDER_INTERVAL_S, MIN_GROWTH_FRACTION
@@ -61,6 +65,70 @@ TEXT_GROWTH_FRACTION = MIN_GROWTH_FRACTION
 IDLE_WAKE_S = 0.5
 #: How long an interrupted run may take to clean up before the pump stops waiting.
 CLEANUP_TIMEOUT_S = 30.0
+
+
+class CommWaiter(Protocol):
+    """What the pump needs from a kernel's widget channel (``kernel_comm.KernelCommPoller``)."""
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Handle the widget messages that arrived (waiting up to ``timeout_s``)."""
+        ...
+
+    def wait(self, timeout_s: float, wake_fd: int) -> int:
+        """Sleep until a widget message arrives (and handle it), ``wake_fd`` is readable, or
+        ``timeout_s`` passes; the number of widget messages handled."""
+        ...
+
+
+class _WakeUp:
+    """A ``threading.Event`` that can also wake a ``select``-style wait: while ``attach``-ed,
+    ``set`` writes a byte to a socket pair whose reading end ``fileno`` is."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+
+    def attach(self) -> int:
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        self._pair = (reader, writer)
+        if self._event.is_set():
+            self._signal()
+        return reader.fileno()
+
+    def detach(self) -> None:
+        pair, self._pair = self._pair, None
+        if pair is not None:
+            for end in pair:
+                end.close()
+
+    def _signal(self) -> None:
+        pair = self._pair
+        if pair is not None:
+            with contextlib.suppress(OSError):  # full (a wake-up is pending anyway) or closed
+                pair[1].send(b"\0")
+
+    def set(self) -> None:
+        if self._event.is_set():
+            return  # its byte is already written, or the pump has not cleared it yet
+        self._event.set()
+        self._signal()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def clear(self) -> None:
+        # Drain first, then clear: a set() in between leaves its byte, so no wake-up is lost.
+        pair = self._pair
+        if pair is not None:
+            with contextlib.suppress(OSError):
+                while pair[0].recv(4096):
+                    pass
+        self._event.clear()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
 
 
 class InterruptedByUser(Exception):
@@ -193,7 +261,10 @@ class MainThreadBridge:
         self.background = loop
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         #: Set to wake the pump before its poll interval is up (a main-thread call, the run's end).
-        self._wake = threading.Event()
+        self._wake = _WakeUp()
+        #: The kernel's widget channel, if any: the pump sleeps on it too (set by the magics for
+        #: the duration of a run).
+        self.comm_waiter: CommWaiter | None = None
         #: Items taken from the queue and not yet handled; they outlive an interrupted batch.
         self._backlog: collections.deque[object] = collections.deque()
         self._coalesce_text = True
@@ -201,6 +272,9 @@ class MainThreadBridge:
         self._accepting_calls = False
         self._pumping = False
         self._stop_requested = False
+        #: Runs main-thread work while no run is pumping (``%agent serve`` sets it: the kernel's
+        #: own loop, between cells); ``None``: such work is refused with ``NotPumpingError``.
+        self.idle_runner: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
         #: Times the pump woke up (for tests and benchmarks).
@@ -258,19 +332,29 @@ class MainThreadBridge:
     async def call_on_main(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the main thread during the current run and return its result.
 
-        Raises ``NotPumpingError`` when no run is pumping, ``InterruptedByUser`` when the user
-        interrupted the kernel while ``fn`` ran. Cancelling the awaiting task before ``fn`` starts
-        means it never starts.
+        Raises ``NotPumpingError`` when no run is pumping (and no ``idle_runner`` is set: then
+        it runs ``fn``), ``InterruptedByUser`` when the user interrupted the kernel while ``fn``
+        ran. Cancelling the awaiting task before ``fn`` starts means it never starts.
         """
-        if not self._accepting_calls:
-            raise NotPumpingError(
-                "this needs the notebook's main thread, which is only available while a "
-                "%%agent cell is running"
-            )
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._queue.put(_MainCall(fn, future))
-        self._wake.set()
-        return await asyncio.wrap_future(future)
+        if self._accepting_calls:
+            future: concurrent.futures.Future[T] = concurrent.futures.Future()
+            self._queue.put(_MainCall(fn, future))
+            self._wake.set()
+            try:
+                return await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if self.idle_runner is None or (task is not None and task.cancelling()):
+                    raise
+                # the run ended before the pump reached ``fn`` (it never started): between
+                # cells, the idle runner takes it
+        if self.idle_runner is not None:
+            result: T = await self.idle_runner(fn)
+            return result
+        raise NotPumpingError(
+            "this needs the notebook's main thread, which is only available while a "
+            "%%agent cell is running"
+        )
 
     # -- on the main thread ----------------------------------------------------------------------
 
@@ -357,6 +441,23 @@ class MainThreadBridge:
         on_idle: Callable[[], None] | None,
         deadline: float | None,
     ) -> None:
+        waiter = self.comm_waiter
+        wake_fd = self._wake.attach() if waiter is not None else -1
+        try:
+            self._pump_loop(job, on_event, on_idle, deadline, waiter, wake_fd)
+        finally:
+            if waiter is not None:
+                self._wake.detach()
+
+    def _pump_loop(
+        self,
+        job: _Job,
+        on_event: Callable[[object], None],
+        on_idle: Callable[[], None] | None,
+        deadline: float | None,
+        waiter: CommWaiter | None,
+        wake_fd: int,
+    ) -> None:
         last_idle = 0.0
         while True:
             # Clear the wake-up first: whatever is posted after this is seen by the next wait.
@@ -366,7 +467,10 @@ class MainThreadBridge:
             had_work = self._take_batch()
             handed_text = False
             while self._backlog:
-                handed_text = self._handle_next(on_event) or handed_text
+                was_text = self._handle_next(on_event)
+                handed_text = was_text or handed_text
+                if waiter is not None and not was_text:
+                    waiter.poll(0)  # a click waits no longer than one item of a busy batch
             now = time.monotonic()
             if handed_text or had_work:
                 self._arm_text_wake(now if handed_text else None)
@@ -383,7 +487,10 @@ class MainThreadBridge:
                 timeout = IDLE_WAKE_S
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - now))
-                self._wake.wait(timeout)
+                if waiter is not None:
+                    waiter.wait(timeout, wake_fd)
+                else:
+                    self._wake.wait(timeout)
                 self.wakeups += 1
 
     def _arm_text_wake(self, handed_at: float | None) -> None:

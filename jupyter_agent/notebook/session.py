@@ -47,6 +47,7 @@ from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, T
 from ..providers.base import Provider
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
+from ..tools.egress import EgressHosts
 from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
 from ..tools.registry import ToolRegistry
@@ -114,21 +115,26 @@ class NotebookSession:
         approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
         notify: Callable[[str], None] = print,
         start_dir: str | os.PathLike[str] | None = None,
+        show_link: Callable[[str, str], None] | None = None,
     ) -> None:
         """``namespace``: the user's variables (the kernel tools and ``{{name}}`` read them);
         ``approvals``: builds the handler that asks the user, given the session's bridge;
-        ``notify``: how a one-line note reaches the user."""
+        ``notify``: how a one-line note reaches the user; ``show_link(text, url)``: how a link
+        (an MCP server's "Authorize") reaches the user, on the main thread (default: ``notify``)."""
         self.settings = settings if settings is not None else SessionSettings()
         self.namespace = namespace
         self._shell = shell
         self._make_approvals = approvals
         self._approvals: ApprovalHandler | None = None
         self._notify = notify
+        self._show_link = show_link
         self._start_dir = Path(start_dir if start_dir is not None else os.getcwd())
         self._background: BackgroundLoop | None = None
         self._bridge: MainThreadBridge | None = None
         self._chats: dict[str, Agent] = {}
         self._toolbox: Toolbox | None = None
+        #: Hosts web_fetch may reach: ``web_allow`` and the hosts allowed this session.
+        self.egress = EgressHosts(self.settings.web_allow)
         self._stale = False
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._custom_provider: Provider | None = None
@@ -156,6 +162,10 @@ class NotebookSession:
             if name == "system_prompt":
                 for agent in self._chats.values():
                     agent.set_system_prompt(value)
+            if name == "web_allow":
+                self.egress.configure(value)
+            if name == "shell_network" and self._toolbox is not None:
+                self._toolbox.context.shell_network = bool(value)
             if name in _AGENT_SETTINGS:
                 for agent in self._chats.values():
                     setattr(agent, name, value)
@@ -344,10 +354,12 @@ class NotebookSession:
         if not workspace.is_dir():
             raise SessionError(f"The workspace {str(workspace)!r} is not an existing folder")
         context = ToolContext(workspace)
+        context.shell_network = self.settings.shell_network
         tools = self._builtin_tools(context)
         toolbox = self._toolbox
         if toolbox is None:
             toolbox = Toolbox(context, ToolRegistry(), tool_timeout=self.settings.tool_timeout)
+            self._connect_mcp_hooks(toolbox)
             self._toolbox = toolbox
         # new tools take their places; enabled states and policies stay (the destructive ones,
         # remove, run_bash and run_python, start off)
@@ -363,10 +375,32 @@ class NotebookSession:
             callback(primary)
         return primary
 
+    def _connect_mcp_hooks(self, toolbox: Toolbox) -> None:
+        """MCP servers reach the user through the session: sampling after an approval, the
+        OAuth "Authorize" link in the running cell (``mcp/client_features.py``)."""
+        from ..mcp.sampling import make_sampler
+
+        hooks = toolbox.mcp.hooks
+        hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
+        hooks.open_authorization = self._open_authorization
+
+    async def _open_authorization(self, url: str) -> None:
+        text = "Authorize the MCP server (the link opens its sign-in page)"
+
+        def show() -> None:
+            if self._show_link is not None:
+                self._show_link(text, url)
+            else:
+                self._notify(f"jupyter-agent: {text}: {url}")
+
+        await self.bridge.call_on_main(show)
+
     def _builtin_tools(self, context: ToolContext) -> list[ExecutableTool]:
         """The default registry's tools and, with a namespace, the kernel's, for ``context``."""
         built = create_default_registry(
-            context, allow_private_network=self.settings.allow_private_network
+            context,
+            allow_private_network=self.settings.allow_private_network,
+            web_allow=self.egress,
         ).list_tools()
         if self.namespace is not None:
             built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
@@ -436,15 +470,18 @@ class NotebookSession:
     def undo(self) -> str:
         """Restore what the file tools changed in the last ``%%agent`` cell, and the notebook's
         cells it inserted, edited or deleted (``coauthor.py``); says what it did."""
-        from .coauthor import undo_cells
+        from .coauthor import newest_cell_change, undo_cells
 
         journal = self.agent.context.journal
-        cells = undo_cells(self._shell) if self.namespace is not None else None
-        if cells is not None:
-            label = cells.label
-            if journal is None or journal.pending_label() != label:
-                return cells.message  # the file changes, if any, are an earlier cell's
-            return f"{cells.message}\n{journal.undo().message}"
+        cells = newest_cell_change(self._shell) if self.namespace is not None else None
+        files = journal.pending_entry() if journal is not None else None
+        # the newest of the two journals' entries; both when they are the same cell's
+        if cells is not None and (files is None or files[0] == cells[0] or cells[1] >= files[1]):
+            undone = undo_cells(self._shell)
+            message = undone.message if undone is not None else "No cell changes to undo."
+            if journal is not None and files is not None and files[0] == cells[0]:
+                return f"{message}\n{journal.undo().message}"
+            return message
         if journal is None:
             raise SessionError(f"Undo is not available: {self._journal_problem}")
         return journal.undo().message
@@ -574,13 +611,32 @@ class NotebookSession:
         )
         return len(agent.messages)
 
-    def load(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
-        """Replace chat ``chat``'s conversation with the one saved at ``path``."""
+    def load(
+        self,
+        path: str | os.PathLike[str],
+        chat: str = DEFAULT_CHAT,
+        *,
+        system_prompt: bool = False,
+        note: Callable[[str], None] | None = None,
+    ) -> int:
+        """Replace chat ``chat``'s conversation with the signed one saved at ``path``.
+
+        A saved system prompt that differs from the chat's is used only with
+        ``system_prompt=True`` (it then applies to every chat); either way ``note`` is told.
+        """
         saved = read_conversation(Path(path).expanduser())
         agent = self.chat(chat)
         agent.messages = saved.messages
-        if saved.system_prompt is not None:
+        differs = saved.system_prompt is not None and saved.system_prompt != agent.system_prompt
+        if differs and system_prompt:
             self.configure(system_prompt=saved.system_prompt)
+            if note is not None:
+                note("The system prompt is now the saved conversation's (for every chat).")
+        elif differs and note is not None:
+            note(
+                "The saved conversation has a different system prompt; this session keeps its "
+                f"own. To use the saved one: %agent load {os.fspath(path)} --system-prompt"
+            )
         return len(saved.messages)
 
     def describe(self) -> list[tuple[str, str]]:

@@ -38,6 +38,11 @@ class SessionSettings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     offline_cassette: str = ""
     allow_private_network: bool = False
+    #: Whether run_bash's sandbox keeps the network (``ToolContext.shell_network``); off, a
+    #: command has only its own loopback.
+    shell_network: bool = False
+    #: Hosts web_fetch reaches without asking (``*.example.com`` for its subdomains).
+    web_allow: list[str] = field(default_factory=list)
     variable_budget: int = 8000
     prices: dict[str, Any] = field(default_factory=dict)
     #: Seconds one tool call may run (``None``: no limit).

@@ -8,9 +8,10 @@ returned it. An image Pillow cannot read is named, not shown.
 from __future__ import annotations
 
 import base64
-import html
 import io
 from typing import Any
+
+from .inert import html_text
 
 #: Long edge of a thumbnail, in pixels.
 THUMBNAIL_EDGE = 160
@@ -41,7 +42,7 @@ def thumbnail_tags(images: tuple[Any, ...]) -> tuple[str, ...]:
     for image in images[:MAX_THUMBNAILS]:
         png = thumbnail_png(image.data)
         if png is None:
-            tags.append(f"<i>[{html.escape(image.media_type)} image, not readable]</i>")
+            tags.append(f"<i>[{html_text(image.media_type)} image, not readable]</i>")
             continue
         encoded = base64.b64encode(png).decode("ascii")
         tags.append(

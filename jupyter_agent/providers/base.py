@@ -11,7 +11,8 @@ APIs (OpenAI-compatible servers) translate both ways; the offline model reads a 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,3 +63,16 @@ class Provider(Protocol):
     async def aclose(self) -> None:
         """Release connections; the provider is not used afterwards."""
         ...
+
+
+@asynccontextmanager
+async def closing_stream(
+    iterator: AsyncIterator[ProviderEvent],
+) -> AsyncGenerator[AsyncIterator[ProviderEvent], None]:
+    """Close a provider's stream however its reader leaves it (its HTTP response too)."""
+    try:
+        yield iterator
+    finally:
+        close = getattr(iterator, "aclose", None)  # a plain AsyncIterator need not have one
+        if close is not None:
+            await close()

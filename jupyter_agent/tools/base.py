@@ -28,6 +28,9 @@ class ToolCapabilities:
     ``validates_arguments``: ``execute`` validates (and coerces) its own arguments, so the registry
     skips its JSON Schema check (``@tool`` functions do, through pydantic). Size and nesting
     limits are checked for every tool all the same.
+
+    A tool may also need approval for some calls only: a method ``needs_approval(args)`` that
+    returns a reason (``approval_reason`` reads it; the policy gate then asks).
     """
 
     destructive: bool = False
@@ -53,6 +56,36 @@ def capabilities_of(tool: object) -> ToolCapabilities:
     if destructive or validates:
         return ToolCapabilities(destructive=destructive, validates_arguments=validates)
     return DEFAULT_CAPABILITIES
+
+
+def approval_reason(tool: object, args: dict[str, object]) -> str | None:
+    """Why this call of ``tool`` needs the user's approval whatever its policy, or None.
+
+    A tool declares it with a method ``needs_approval(args) -> str | None`` (``git_commit``:
+    it would commit a CI workflow). The policy gate asks before the call; ``deny`` still wins,
+    and with no one to ask the call is refused. A method that fails asks too (fail closed).
+    """
+    check = getattr(tool, "needs_approval", None)
+    if not callable(check):
+        return None
+    try:
+        reason = check(args)
+    except Exception as exc:
+        return f"checking whether this call needs approval failed ({exc})"
+    return reason if isinstance(reason, str) and reason else None
+
+
+def remember_approval(tool: object, args: dict[str, object]) -> bool:
+    """The user allowed this call "for this session": the tool remembers what it covers
+    (``remember_approval(args)``: ``web_fetch``, its host); whether the tool could."""
+    remember = getattr(tool, "remember_approval", None)
+    if not callable(remember):
+        return False
+    try:
+        remember(args)
+    except Exception:
+        return False
+    return True
 
 
 @runtime_checkable
@@ -123,6 +156,8 @@ class ToolResult:
     duration_s: float = 0.0
     #: Images the tool returned, in order (the text parts are joined into ``content``).
     images: tuple[Image, ...] = field(default=())
+    #: How many secret values the registry replaced by ``[redacted: NAME]`` in ``content``.
+    redacted: int = 0
 
 
 class ToolFailure(Exception):

@@ -36,6 +36,9 @@ class ToolContext:
     change, so that ``%agent undo`` can put it back; whoever runs cells sets it and calls its
     ``begin(label)`` per cell.
 
+    ``shell_network`` (``AgentMagics.shell_network``, default False): whether ``run_bash``'s
+    sandbox keeps the network; read at each call, so a change applies to the next command.
+
     ``session_context_file_path`` defaults to ``.jupyter_agent/session.md`` in the workspace; a
     relative path is taken relative to the workspace (and confined to it) when the session file
     is written.
@@ -54,6 +57,7 @@ class ToolContext:
         self._session_context = session_context
         self._source: ContextSource | None = None
         self.journal: ChangeJournal | None = journal
+        self.shell_network: bool = False
         self.session_context_file_path: Path = (
             Path(session_context_file_path)
             if session_context_file_path is not None
@@ -90,9 +94,17 @@ class ToolContext:
     def session_context(self, value: str) -> None:
         self._session_context = value
 
-    def resolve(self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True) -> Path:
+    def resolve(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_final_symlink: bool = True,
+        agent_folder_ok: bool = False,
+    ) -> Path:
         """Shortcut for ``self.confinement.resolve`` (refuses paths outside the workspace)."""
-        return self._workspace.resolve(path, follow_final_symlink=follow_final_symlink)
+        return self._workspace.resolve(
+            path, follow_final_symlink=follow_final_symlink, agent_folder_ok=agent_folder_ok
+        )
 
     def resolve_for_writing(
         self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True

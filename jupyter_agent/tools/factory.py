@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .base import BuiltinTool, capabilities_of
 from .context import ToolContext
+from .egress import EgressHosts
 from .files import (
     EditFileTool,
     ListDirTool,
@@ -55,18 +56,27 @@ DISABLED_BY_DEFAULT: tuple[str, ...] = tuple(
 
 
 def create_default_registry(
-    context: ToolContext, *, allow_private_network: PrivateNetworkSetting = False
+    context: ToolContext,
+    *,
+    allow_private_network: PrivateNetworkSetting = False,
+    shell_network: bool | None = None,
+    web_allow: EgressHosts | None = None,
 ) -> ToolRegistry:
     """A registry with every built-in tool bound to ``context``; the destructive ones (``remove``
     and ``run_bash``) off.
 
     ``allow_private_network`` is passed to ``web_fetch``: ``False`` (public addresses only),
     ``True`` (any address) or a list of hosts such as ``"127.0.0.1"`` or ``"localhost:8000"``.
+    ``shell_network``, when given, sets ``context.shell_network``: whether ``run_bash``'s
+    sandbox keeps the network (off by default). ``web_allow``: the hosts ``web_fetch`` reaches
+    without asking (``egress.py``; a session passes its own, so its yeses outlive a rebuild).
     """
+    if shell_network is not None:
+        context.shell_network = bool(shell_network)
     registry = ToolRegistry()
     for tool_class in _BUILTIN_TOOLS:
         tool = (
-            WebFetchTool(context, allow_private_network=allow_private_network)
+            WebFetchTool(context, allow_private_network=allow_private_network, egress=web_allow)
             if tool_class is WebFetchTool
             else tool_class(context)
         )

@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import ToolInputError
+from ..errors import ToolInputError, WorkspaceError
 from .arguments import bool_arg, optional_str_arg, str_arg
 from .atomic import atomic_write_at
 from .base import BuiltinTool, ToolFailure
@@ -49,6 +49,8 @@ __all__ = [
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 #: list_dir shows at most this many entries.
 MAX_LIST_ENTRIES = 2000
+#: move checks at most this many entries of a folder it moves (each against runs_later).
+MAX_MOVE_CHECKED_ENTRIES = 20_000
 
 
 # -- write_file --------------------------------------------------------------------------------
@@ -449,6 +451,7 @@ class MoveTool(BuiltinTool):
             )
         if stat.S_ISDIR(source_info.st_mode) and destination.is_relative_to(source):
             raise ToolFailure(f"Cannot move the folder {source_text} into itself")
+        self._refuse_what_runs_later(source, destination, stat.S_ISDIR(source_info.st_mode))
         try:
             with recording(self.context.journal) as record:
                 created = record.missing_folders(held, destination.parent)
@@ -474,6 +477,31 @@ class MoveTool(BuiltinTool):
                 f"Cannot move {source_text} to {dest_text}: {_os_reason(exc)}"
             ) from None
         return destination, record.note
+
+    def _refuse_what_runs_later(self, source: Path, destination: Path, is_folder: bool) -> None:
+        """The final destination, and what a moved folder holds at its new place, go through the
+        same guard as every written path (a folder holding ``__init__.py`` moved to
+        ``jupyter_agent``, a ``.pth`` moved into a site folder)."""
+        confinement = self.context.confinement
+        shown = self.context.relative(destination)
+        try:
+            confinement.refuse_if_runs_later(destination, shown)
+            if not is_folder:
+                return
+            seen = 0
+            for folder, names, files in os.walk(source, followlinks=False):
+                for name in [*names, *files]:
+                    seen += 1
+                    if seen > MAX_MOVE_CHECKED_ENTRIES:
+                        raise ToolFailure(
+                            f"Cannot move {self.context.relative(source)}: it holds more than "
+                            f"{MAX_MOVE_CHECKED_ENTRIES} entries, too many to check; move it "
+                            "in parts"
+                        )
+                    inner = Path(folder, name).relative_to(source)
+                    confinement.refuse_if_runs_later(destination / inner, f"{shown}/{inner}")
+        except WorkspaceError as exc:
+            raise ToolFailure(str(exc)) from None
 
 
 # -- remove ------------------------------------------------------------------------------------

@@ -24,6 +24,15 @@ planted there (issue 11; SPEC "Hardening"):
 * the environment is ``processes.safe_environment`` — no credentials, and no ``SSH_AUTH_SOCK``,
   GPG agent or other way to the user's keys.
 
+And git_commit does not commit, without asking, files that *run elsewhere*: the next push runs a
+CI workflow with the repository's secrets, a checkout runs hooks that husky or pre-commit install
+from the repository, ``.gitattributes`` names filters (``RUNS_ELSEWHERE`` lists them). Before the
+call, the policy gate asks ``needs_approval(args)``, which lists the changes the call would commit
+(``git status`` in the same isolation) and names such files; the gate then asks the user, and
+with no one to ask the call is refused. After staging, the call checks what it is about to commit
+again and refuses any such file the user was not asked about (one written meanwhile by another
+call of the same reply; or no gate at all).
+
 What still runs: git itself and, for paths whose ``.gitattributes`` name one, a clean filter
 that the *user's* repository configuration defines (git-lfs, say) — the user's own tool, never a
 command of the model's making. Every git run has a timeout and is stopped with its whole process
@@ -32,14 +41,20 @@ tree, like ``run_bash``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
+
+if TYPE_CHECKING:
+    from .context import ToolContext
 from .processes import CommandOutcome, run_command, safe_environment
 from .sandbox import git_sandbox, probe_off_the_loop
 
@@ -71,6 +86,56 @@ _GIT_OPTIONS = (
 )  # fmt: skip
 #: Identity settings carried over from the user's own configuration, and nothing else.
 IDENTITY_KEYS = ("user.name", "user.email")
+#: Seconds the check before a call (``needs_approval``: one ``git status``) may take.
+STATUS_TIMEOUT_S = 20.0
+#: Calls whose check is remembered until they run (a denied call never runs).
+MAX_ANNOUNCED_CALLS = 64
+
+#: Files that run elsewhere once committed and pushed or checked out, so git_commit asks first.
+#: Folders (at the repository's top) whose every file counts: CI workflows and actions (GitHub,
+#: CircleCI, Buildkite, GitLab templates), hooks that husky or a hooks folder install, dev
+#: containers (their commands run when a codespace or container is built).
+RUNS_ELSEWHERE_FOLDERS = (
+    ".github/workflows",
+    ".github/actions",
+    ".circleci",
+    ".buildkite",
+    ".gitlab",
+    ".husky",
+    ".githooks",
+    ".devcontainer",
+)
+#: File names (at any depth) that CI services, hook managers or git itself act on.
+RUNS_ELSEWHERE_FILES = frozenset(
+    {
+        ".gitlab-ci.yml",
+        "azure-pipelines.yml",
+        "azure-pipelines.yaml",
+        "Jenkinsfile",
+        ".travis.yml",
+        "bitbucket-pipelines.yml",
+        ".drone.yml",
+        "appveyor.yml",
+        ".appveyor.yml",
+        "cloudbuild.yaml",
+        "cloudbuild.yml",
+        ".pre-commit-config.yaml",
+        ".pre-commit-hooks.yaml",
+        "lefthook.yml",
+        ".lefthook.yml",
+        ".gitattributes",
+        ".gitmodules",
+    }
+)
+#: Everything above, as one tuple for the documentation and the tests.
+RUNS_ELSEWHERE = (*RUNS_ELSEWHERE_FOLDERS, *sorted(RUNS_ELSEWHERE_FILES))
+
+
+def runs_elsewhere(path: str) -> bool:
+    """True for a repository-relative path (``/``-separated) that runs elsewhere once committed."""
+    if path.rsplit("/", 1)[-1] in RUNS_ELSEWHERE_FILES:
+        return True
+    return any(path.startswith(folder + "/") for folder in RUNS_ELSEWHERE_FOLDERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +199,42 @@ class GitCommitTool(BuiltinTool):
         "additionalProperties": False,
     }
 
+    def __init__(self, context: ToolContext) -> None:
+        super().__init__(context)
+        self._lock = threading.Lock()
+        #: What ``needs_approval`` named, per call (its arguments): what execute may commit.
+        self._announced: dict[str, frozenset[str]] = {}
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Why the user must approve this call (it would commit files that run elsewhere), or
+        None. The policy gate asks this before the call; ``execute`` commits no such file that
+        was not named here."""
+        try:
+            pathspecs = self._pathspecs(args["paths"]) if args.get("paths") is not None else ["."]
+        except Exception:
+            return None  # execute reports the bad argument itself
+        repository = find_repository(self.context.workspace)
+        if repository is None:
+            return None
+        changed = _pending_changes(repository, self.context.workspace, pathspecs)
+        if changed is None:
+            found: frozenset[str] = frozenset()
+            reason = (
+                "git_commit could not list what it would commit, so it cannot rule out files "
+                "that run elsewhere (CI workflows, hooks)"
+            )
+        else:
+            found = frozenset(path for path in changed if runs_elsewhere(path))
+            reason = _approval_reason(found) if found else ""
+        with self._lock:
+            if len(self._announced) >= MAX_ANNOUNCED_CALLS:  # calls that were denied, never run
+                self._announced.pop(next(iter(self._announced)))
+            self._announced[_call_key(args)] = found
+        return reason or None
+
     async def execute(self, args: dict[str, object]) -> str:
+        with self._lock:
+            announced = self._announced.pop(_call_key(args), frozenset())
         message = args["message"]
         if not isinstance(message, str) or not message.strip():
             raise ToolFailure("The commit message is empty")
@@ -161,6 +261,7 @@ class GitCommitTool(BuiltinTool):
                 raise ToolFailure(f"Nothing to commit: there are no changes in {where}")
             if staged.exit_code != 1:
                 raise ToolFailure(_failure("git diff --cached", staged))
+            await self._refuse_unapproved(git, repository, pathspecs, announced)
             commit = ("commit", "--quiet", "--no-verify", "--no-gpg-sign", "--message", message)
             if raw_paths is None and repository.work_tree == workspace:
                 # The workspace is the whole repository: commit the index as it is (this also
@@ -179,6 +280,42 @@ class GitCommitTool(BuiltinTool):
         short_hash, _, subject = first_line.partition(" ")
         result = f"Committed {short_hash}: {subject}"
         return f"{result} ({shortstat})" if shortstat else result
+
+    async def _refuse_unapproved(
+        self,
+        git: _IsolatedGit,
+        repository: Repository,
+        pathspecs: list[str],
+        announced: frozenset[str],
+    ) -> None:
+        """Refuse (and unstage) staged files that run elsewhere and were not approved."""
+        listing = await git.run(
+            "diff",
+            "--cached",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+            "--",
+            *pathspecs,
+            max_chars=MAX_CONFIG_LISTING_CHARS,
+        )
+        staged = [path for path in listing.output.split("\0") if path]
+        unapproved = sorted(p for p in staged if runs_elsewhere(p) and p not in announced)
+        if not unapproved:
+            return
+        unstage = [
+            os.path.relpath(repository.work_tree / path, self.context.workspace)
+            for path in unapproved
+        ]
+        await git.run("reset", "--quiet", "--", *unstage, check=False)
+        shown = ", ".join(unapproved[:10]) + (" …" if len(unapproved) > 10 else "")
+        raise ToolFailure(
+            f"Nothing was committed: {shown} would run elsewhere once pushed or checked out "
+            "(CI workflows, hooks, git attributes), and the user was not asked about "
+            "committing it. Tell the user what you changed; they can commit it themselves, or "
+            "approve it when git_commit asks"
+        )
 
     def _pathspecs(self, raw_paths: object) -> list[str]:
         if not isinstance(raw_paths, list) or not raw_paths:
@@ -275,6 +412,70 @@ class _IsolatedGit:
         if check and outcome.exit_code != 0:
             raise ToolFailure(_failure(f"git {args[0]}", outcome))
         return outcome
+
+
+def _call_key(args: dict[str, object]) -> str:
+    return json.dumps(args, sort_keys=True, default=repr)
+
+
+def _approval_reason(found: frozenset[str]) -> str:
+    shown = ", ".join(sorted(found)[:10]) + (" …" if len(found) > 10 else "")
+    return (
+        f"this commit would include {shown}, which runs elsewhere once pushed or checked out "
+        "(a CI workflow runs with the repository's secrets; hooks and git attributes run on "
+        "other people's machines), under your name"
+    )
+
+
+def _pending_changes(
+    repository: Repository, workspace: Path, pathspecs: list[str]
+) -> list[str] | None:
+    """Repository-relative paths with changes under ``pathspecs`` (staged, unstaged, untracked
+    but not ignored: what ``git add --all`` and the commit take), or None if git could not say.
+
+    Synchronous (the policy gate asks before the call): one ``git status``, with the isolation
+    of every git_commit run and a short timeout.
+    """
+    with tempfile.TemporaryDirectory(prefix="jupyter-agent-git-") as home:
+        git = _IsolatedGit(repository, workspace, Path(home))
+        argv = git_sandbox(
+            [
+                "git",
+                *_GIT_OPTIONS,
+                "-c",
+                "status.relativePaths=false",
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+                "--",
+                *pathspecs,
+            ],
+            workspace=workspace,
+            work_tree=repository.work_tree,
+            git_dir=repository.git_dir,
+            home=Path(home),
+        )
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=workspace,
+                env=git.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=STATUS_TIMEOUT_S,
+                start_new_session=True,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+    if done.returncode != 0:
+        return None
+    entries = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    # "XY path" per entry (no renames asked for, so no second path)
+    return [entry[3:] for entry in entries if len(entry) > 3]
 
 
 async def _user_identity(workspace: Path) -> list[tuple[str, str]]:

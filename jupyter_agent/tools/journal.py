@@ -20,10 +20,16 @@ since, the step is skipped and the report says so — undo never clobbers anybod
 What ``run_bash`` or ``run_python`` changed is not journaled, and the report says that too.
 
 The journal lives in the workspace (``.jupyter_agent/undo`` by default) so that it survives a
-kernel restart; it holds at most ``MAX_ENTRIES`` entries. Being in the workspace, a model could
-write there too, so everything read back from it is treated as hostile: paths go through the
-workspace resolver and its ``.git`` guard, every operation is relative to a descriptor held on
-the workspace root (``beneath``), and unreadable lines are reported, not trusted.
+kernel restart; it holds at most ``MAX_ENTRIES`` entries. The file tools never reach a
+``.jupyter_agent`` folder (``runs_later``), but a command or a journal planted in a sub-folder (a
+later workspace) could, so everything read back is treated as hostile. Each entry's label and
+each step are signed (``signing``: HMAC-SHA256 under a key kept outside the workspace; the label's
+signature covers the entry's number and the journal's folder, a step's the entry's random id and
+the step's place): an entry whose label does not check is refused and named in the report, a step
+that does not check is reported and not undone. Entries are ordered by number (any number of
+digits), so a planted entry numbered past the real ones hides nothing. Paths still go through the
+workspace resolver and its guards, every operation is relative to a descriptor held on the
+workspace root (``beneath``), and unreadable lines are reported, not trusted.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import threading
@@ -46,6 +53,7 @@ from typing import Any
 from ..errors import WorkspaceError
 from .atomic import atomic_write_at
 from .beneath import WorkspaceRoot
+from .signing import SigningError, sign, verify
 from .workspace import Workspace
 
 __all__ = [
@@ -68,7 +76,11 @@ _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_ENTRY_NAME = re.compile(r"[0-9]{6}")
+_ENTRY_NAME = re.compile(r"[0-9]{1,30}")
+_ENTRY_ID = re.compile(r"[0-9a-f]{32}")
+#: What the signatures of entry labels and steps are made for (see ``signing``).
+_LABEL_PURPOSE = "jupyter-agent undo entry v1"
+_STEP_PURPOSE = "jupyter-agent undo step v1"
 _KEPT_NAME = re.compile(r"kept-[0-9]{1,9}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _STEPS = "steps.jsonl"
@@ -108,7 +120,9 @@ class ChangeJournal:
     ) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         # The folder as named (a symlink planted there is refused when used, never followed).
-        folder_path = self.workspace.resolve_for_writing(folder, follow_final_symlink=False)
+        folder_path = self.workspace.resolve_for_writing(
+            folder, follow_final_symlink=False, agent_folder_ok=True
+        )
         if folder_path == self.workspace.root:
             raise WorkspaceError("The undo journal needs a folder of its own, not the workspace")
         self.folder = folder_path
@@ -119,6 +133,9 @@ class ChangeJournal:
         self._entry: str | None = None
         #: The number the next kept file of the current entry gets (kept-1, kept-2, ...).
         self._kept_count = 0
+        #: The current entry's random id (in its signed label) and how many steps it holds.
+        self._entry_id = ""
+        self._step_count = 0
 
     def __repr__(self) -> str:
         return f"ChangeJournal({str(self.folder)!r})"
@@ -170,15 +187,58 @@ class ChangeJournal:
         held.makedirs(self.folder)
         names = self._entry_names()
         number = int(names[-1]) + 1 if names else 1
-        name = f"{number:06d}"
+        entry_id = secrets.token_hex(16)
+        label = {
+            "label": self._label,
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "id": entry_id,
+        }
         with held.folder(self.folder, readable=True) as journal_fd:
-            os.mkdir(name, 0o700, dir_fd=journal_fd)
+            for _ in range(1000):  # past any name somebody else took meanwhile
+                name = f"{number:06d}"
+                try:
+                    os.mkdir(name, 0o700, dir_fd=journal_fd)
+                    break
+                except FileExistsError:
+                    number += 1
+            else:
+                raise OSError(errno.EEXIST, "no free entry number")
             fd = os.open(name, _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=journal_fd)
-        label = {"label": self._label, "started": datetime.now(UTC).isoformat(timespec="seconds")}
-        atomic_write_at(fd, _LABEL, json.dumps(label).encode())
+        try:
+            signature = sign(_LABEL_PURPOSE, self._label_bytes(name, label))
+            atomic_write_at(fd, _LABEL, json.dumps({**label, "signature": signature}).encode())
+        except (OSError, SigningError) as exc:
+            os.close(fd)
+            with held.folder(self.folder, readable=True) as journal_fd:
+                shutil.rmtree(name, dir_fd=journal_fd, ignore_errors=True)
+            raise OSError(errno.EACCES, str(exc)) from None
         self._entry = name
+        self._entry_id = entry_id
         self._kept_count = 0
+        self._step_count = 0
         return fd
+
+    def _label_bytes(self, name: str, label: dict[str, Any]) -> bytes:
+        """What an entry label's signature covers: the label, the entry's name and the journal's
+        folder (an entry copied or renamed elsewhere does not check)."""
+        covered = {**{key: label.get(key) for key in ("label", "started", "id")}, "entry": name}
+        covered["journal"] = str(self.folder)
+        return json.dumps(covered, sort_keys=True).encode()
+
+    def _signed_label(self, entry_fd: int, name: str) -> dict[str, Any] | None:
+        """The entry's label if its signature checks, else None."""
+        try:
+            data, _ = _read_kept(entry_fd, _LABEL)
+            label = json.loads(data)
+        except (OSError, ValueError, _Skip):
+            return None
+        if not isinstance(label, dict) or not _ENTRY_ID.fullmatch(str(label.get("id", ""))):
+            return None
+        if not isinstance(label.get("label"), str):
+            return None
+        if not verify(_LABEL_PURPOSE, self._label_bytes(name, label), label.get("signature")):
+            return None
+        return label
 
     def _entry_names(self) -> list[str]:
         """The entries' folder names, oldest first."""
@@ -187,10 +247,17 @@ class ChangeJournal:
                 names = os.listdir(journal_fd)
         except FileNotFoundError:
             return []
-        return sorted(name for name in names if _ENTRY_NAME.fullmatch(name))
+        return sorted((name for name in names if _ENTRY_NAME.fullmatch(name)), key=int)
+
+    def _is_signed(self, name: str) -> bool:
+        try:
+            with self._held.folder(self.folder / name, readable=True) as entry_fd:
+                return self._signed_label(entry_fd, name) is not None
+        except OSError:
+            return False
 
     def _prune(self, keep: int) -> None:
-        names = self._entry_names()
+        names = [name for name in self._entry_names() if self._is_signed(name)]
         if len(names) <= keep:
             return
         with self._held.folder(self.folder, readable=True) as journal_fd:
@@ -230,32 +297,47 @@ class ChangeJournal:
             try:
                 names = self._entry_names()
                 pending = [name for name in names if not self._is_undone(name)]
+                refused = [name for name in pending if not self._is_signed(name)]
+                pending = [name for name in pending if name not in refused]
             except OSError as exc:
                 message = f"Cannot read the undo journal: {_reason(exc)}. {NOT_JOURNALED_NOTE}"
                 return UndoReport((), (), message)
+            refusal = _refusal_note(self.workspace.relative(self.folder), refused)
             if not pending:
                 return UndoReport(
                     (),
                     (),
                     "Nothing to undo: the journal holds no file changes made by the agent's file "
-                    f"tools that are not undone already. {NOT_JOURNALED_NOTE}",
+                    f"tools that are not undone already.{refusal} {NOT_JOURNALED_NOTE}",
                 )
             name = pending[-1]
             if name == self._entry:
                 self._entry = None  # later changes start a new entry
-            return self._undo_entry(name)
+            report = self._undo_entry(name)
+            if not refusal:
+                return report
+            return UndoReport(report.restored, report.skipped, report.message + refusal)
 
-    def pending_label(self) -> str | None:
-        """The label of the entry ``undo()`` would take (``None``: nothing to undo)."""
+    def pending_entry(self) -> tuple[str, float] | None:
+        """The label of the entry ``undo()`` would take and when its first change was made
+        (``time.time()``, to the second); ``None``: nothing to undo."""
         with self._lock:
             try:
-                pending = [name for name in self._entry_names() if not self._is_undone(name)]
+                names = self._entry_names()
+                pending = [n for n in names if not self._is_undone(n) and self._is_signed(n)]
                 if not pending:
                     return None
                 with self._held.folder(self.folder / pending[-1]) as entry_fd:
-                    return _read_label(entry_fd)
+                    signed = self._signed_label(entry_fd, pending[-1]) or {}
             except OSError:
                 return None
+            label, started = signed.get("label"), signed.get("started")
+            if not isinstance(label, str):
+                return None
+            try:
+                return label, datetime.fromisoformat(str(started)).timestamp()
+            except ValueError:
+                return label, 0.0
 
     def _is_undone(self, name: str) -> bool:
         with self._held.folder(self.folder / name) as entry_fd:
@@ -270,8 +352,9 @@ class ChangeJournal:
         entry_path = self.folder / name
         entry_fd = held.open(entry_path, _O_DIRECTORY | os.O_RDONLY)
         try:
-            label = _read_label(entry_fd)
-            steps, unreadable = _read_steps(entry_fd)
+            signed = self._signed_label(entry_fd, name) or {}
+            label = str(signed.get("label", "an earlier cell"))
+            steps, unreadable = _read_steps(entry_fd, str(signed.get("id", "")))
             undoer = _Undoer(self, entry_fd, self.workspace.relative(entry_path))
             for step in reversed(steps):
                 undoer.undo(step)
@@ -459,8 +542,20 @@ class Recording:
     def write_steps(self) -> None:
         if not self.active or not self._steps:
             return
-        assert self._entry_fd is not None
-        lines = "".join(json.dumps(step) + "\n" for step in self._steps).encode()
+        assert self._entry_fd is not None and self._journal is not None
+        journal = self._journal
+        lines_text = []
+        for step in self._steps:
+            index = journal._step_count
+            journal._step_count += 1
+            try:
+                signature = sign(_STEP_PURPOSE, _step_bytes(journal._entry_id, index, step))
+            except SigningError as exc:
+                self.problem = str(exc)
+                self._steps = []
+                return
+            lines_text.append(json.dumps({"step": step, "n": index, "signature": signature}))
+        lines = "".join(line + "\n" for line in lines_text).encode()
         fd = os.open(
             _STEPS,
             os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_CLOEXEC | _O_NOFOLLOW,
@@ -686,18 +781,28 @@ def _read_kept(entry_fd: int, kept: str) -> tuple[bytes, int]:
         os.close(fd)
 
 
-def _read_label(entry_fd: int) -> str:
-    try:
-        data, _ = _read_kept(entry_fd, _LABEL)
-        label = json.loads(data)["label"]
-    except (OSError, ValueError, KeyError, TypeError, _Skip):
-        return "an earlier cell"
-    return label if isinstance(label, str) else "an earlier cell"
+def _step_bytes(entry_id: str, index: int, step: dict[str, Any]) -> bytes:
+    """What a step's signature covers: the entry it belongs to, its place, the step."""
+    return json.dumps({"entry": entry_id, "n": index, "step": step}, sort_keys=True).encode()
 
 
-def _read_steps(entry_fd: int) -> tuple[list[dict[str, Any]], list[int]]:
-    """The entry's steps, checked one by one (the file is in the workspace, so hostile); and the
-    numbers of the lines that are not well-formed steps."""
+def _refusal_note(journal_shown: str, refused: list[str]) -> str:
+    """The report's sentence about entries whose signature does not check ("" for none)."""
+    if not refused:
+        return ""
+    names = ", ".join(f"{journal_shown}/{name}" for name in refused[-5:])
+    more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+    return (
+        f" Refused {names}{more}: not signed by this agent — altered since, planted, or "
+        "written by an older version — and it could name changes the agent never made, so "
+        "nothing of it was undone; remove it by hand if you do not need it."
+    )
+
+
+def _read_steps(entry_fd: int, entry_id: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """The entry's steps, each checked (signature, place, shape: the file is where a command
+    could write it, so hostile); and the numbers of the lines that are not steps the journal
+    wrote."""
     try:
         data, _ = _read_kept(entry_fd, _STEPS)
     except FileNotFoundError:
@@ -708,11 +813,19 @@ def _read_steps(entry_fd: int) -> tuple[list[dict[str, Any]], list[int]]:
         if not line.strip():
             continue
         try:
-            step = json.loads(line)
+            signed = json.loads(line)
         except ValueError:
             bad.append(number)
             continue
-        if _well_formed(step):
+        step = signed.get("step") if isinstance(signed, dict) else None
+        index = signed.get("n") if isinstance(signed, dict) else None
+        if (
+            entry_id
+            and isinstance(step, dict)
+            and index == len(steps)
+            and verify(_STEP_PURPOSE, _step_bytes(entry_id, index, step), signed.get("signature"))
+            and _well_formed(step)
+        ):
             steps.append(step)
         else:
             bad.append(number)

@@ -2,8 +2,8 @@
 
 * **Environment** (``safe_environment``): built from an allowlist, from which every variable whose
   name looks like a credential is removed (``ANTHROPIC_API_KEY``, ``*KEY*``, ``*TOKEN*``,
-  ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``), plus settings that keep pagers, editors and
-  prompts out of the way. ``SSH_AUTH_SOCK`` and the GPG agent are not on the list.
+  ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*AUTH*``), plus settings that keep pagers,
+  editors and prompts out of the way. ``SSH_AUTH_SOCK`` and the GPG agent are not on the list.
 * **Process tree** (``run_command``): the child runs in a new session with stdin closed; at the
   deadline the whole process group and every descendant still linked to it get SIGTERM, a short
   grace, then SIGKILL; when the awaiting task is cancelled they get SIGKILL at once. Once the
@@ -20,6 +20,7 @@ import asyncio
 import codecs
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections import deque
@@ -74,8 +75,11 @@ ALLOWED_VARIABLES = frozenset(
     }
 )
 ALLOWED_PREFIXES = ("LC_", "XDG_")
-#: A variable whose name contains one of these (any case) never reaches a child process.
+#: A variable whose name contains one of these (any case) never reaches a child process, and its
+#: value is redacted from every tool result (``redact``): one rule for both.
 SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+#: ``AUTH`` too, but not ``AUTHOR`` (``GIT_AUTHOR_NAME``) nor ``AUTHORITY``.
+_AUTH_MARKER = re.compile("AUTH(?!OR)")
 
 #: Set in every child: nothing may wait for a terminal, an editor or a pager.
 NON_INTERACTIVE_VARIABLES: Mapping[str, str] = {
@@ -101,7 +105,9 @@ NON_INTERACTIVE_VARIABLES: Mapping[str, str] = {
 def is_secret_name(name: str) -> bool:
     """True for a variable name that looks like it holds a credential."""
     upper = name.upper()
-    return upper == "ANTHROPIC_API_KEY" or any(marker in upper for marker in SECRET_NAME_MARKERS)
+    return any(marker in upper for marker in SECRET_NAME_MARKERS) or (
+        "AUTH" in upper and _AUTH_MARKER.search(upper) is not None
+    )
 
 
 def safe_environment(

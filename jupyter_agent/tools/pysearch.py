@@ -31,7 +31,7 @@ class _Scope:
     (A plain class, not a dataclass: importing ``dataclasses`` would slow the worker's start.)
     """
 
-    __slots__ = ("parent_ignores", "target", "target_is_file", "whitelist", "workspace")
+    __slots__ = ("hidden", "parent_ignores", "target", "target_is_file", "whitelist", "workspace")
 
     def __init__(
         self,
@@ -40,6 +40,7 @@ class _Scope:
         target_is_file: bool,
         whitelist: str | None,
         parent_ignores: list[Path] | None = None,
+        hidden: list[str] | None = None,
     ) -> None:
         self.workspace = workspace
         #: the searched folder or file, relative to the workspace ("" for the root)
@@ -49,6 +50,9 @@ class _Scope:
         self.whitelist = whitelist
         #: .gitignore files of the folders above the target, up to the root
         self.parent_ignores: list[Path] = parent_ignores if parent_ignores is not None else []
+        #: credential stores and Jupyter's folders inside the workspace (relative to it): never
+        #: walked into (``hidden_paths``)
+        self.hidden: list[str] = hidden if hidden is not None else []
 
 
 #: Characters with a meaning in ripgrep's globs (``#`` at the start of an ignore rule).
@@ -289,10 +293,11 @@ class _IgnoreRules:
     def __init__(self, scope: _Scope) -> None:
         self._parents = [f for f in (_load_ignore(p) for p in scope.parent_ignores) if f]
         self._whitelist = _Glob(scope.whitelist) if scope.whitelist else None
+        self._hidden = frozenset(scope.hidden)
 
     def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
         """Whether the entry at ``rel`` (relative to the workspace) is left out."""
-        if rel.rsplit("/", 1)[-1] == ".git":
+        if rel.rsplit("/", 1)[-1] in (".git", ".jupyter_agent") or rel in self._hidden:
             return True
         if self._whitelist is not None:
             if self._whitelist.matches(rel, is_dir):
@@ -586,6 +591,7 @@ def _grep_worker() -> None:
         job["target_is_file"],
         job["whitelist"],
         [Path(p) for p in job["parent_ignores"]],
+        job["hidden"],
     )
     regex = re.compile(job["pattern"], job["flags"])
     out = sys.stdout

@@ -22,12 +22,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import exceptions as jsonschema_exceptions
-from jsonschema import validators as jsonschema_validators
-from jsonschema.protocols import Validator
-
 from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, Image, ToolResult, capabilities_of
+from .redact import redact
+from .schema_validation import Validator, jsonschema_exceptions, jsonschema_validators
 
 _clock = time.perf_counter
 
@@ -155,7 +153,11 @@ class ToolRegistry:
         return (await self.call(name, args)).content
 
     async def call(self, name: str, args: Mapping[str, object]) -> ToolResult:
-        """Run a tool; the result says whether it failed and how long it took."""
+        """Run a tool; the result says whether it failed and how long it took.
+
+        Every result's text is redacted (``redact``) before it is returned: the values of
+        credentials never reach the model, the conversation or the record.
+        """
         started = _clock()
         if type(name) is not str:  # not even a str subclass: its __str__ could raise
             return ToolResult(
@@ -174,19 +176,17 @@ class ToolRegistry:
                 f"({type(exc).__name__}); send a JSON object"
             )
         if refusal is not None:
-            return ToolResult(refusal, True, _clock() - started)
+            return _result(refusal, True, started)
         try:
             output = await self._tools[name].execute(copied)
         except ToolInputError as exc:
-            return ToolResult(
-                f"Error: invalid arguments for {name}: {exc}", True, _clock() - started
-            )
+            return _result(f"Error: invalid arguments for {name}: {exc}", True, started)
         except (Exception, SystemExit) as exc:
             # SystemExit too: a user's @tool that calls sys.exit() must not end the kernel.
             # KeyboardInterrupt and cancellation do go on: they are the user stopping the turn.
-            return ToolResult(f"Error executing {name}: {_describe(exc)}", True, _clock() - started)
+            return _result(f"Error executing {name}: {_describe(exc)}", True, started)
         if type(output) is str or isinstance(output, str):
-            return ToolResult(output, False, _clock() - started)
+            return _result(output, False, started)
         parts = _split_parts(output)
         if parts is None:
             return ToolResult(
@@ -196,7 +196,7 @@ class ToolRegistry:
                 _clock() - started,
             )
         text, images = parts
-        return ToolResult(text, False, _clock() - started, images)
+        return _result(text, False, started, images)
 
     def unavailable(self, name: object) -> str | None:
         """Why ``name`` cannot be called at all (unknown or disabled), or None if it can."""
@@ -281,6 +281,14 @@ def _measure(args: Mapping[str, object]) -> str | None:
         if chars > MAX_ARGUMENT_CHARS:
             return f"more than {MAX_ARGUMENT_CHARS:,} characters of text in all"
     return None
+
+
+def _result(
+    content: str, is_error: bool, started: float, images: tuple[Image, ...] = ()
+) -> ToolResult:
+    """The ``ToolResult`` of a call, its text redacted (the one place every result passes)."""
+    text, redacted = redact(content)
+    return ToolResult(text, is_error, _clock() - started, images, redacted)
 
 
 def _split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:

@@ -68,7 +68,9 @@ def _common_options(scope: _Scope, *, sort: bool = True) -> list[str]:
     ]
     if scope.whitelist:
         args += ["--glob", scope.whitelist]
-    args += ["--glob", "!.git"]
+    args += ["--glob", "!.git", "--glob", "!.jupyter_agent"]  # the agent's records: runs_later
+    for hidden in scope.hidden:  # after the whitelist: the later glob wins
+        args += ["--glob", "!/" + escape_glob(hidden)]
     for ignore in scope.parent_ignores:
         args += ["--ignore-file", str(ignore)]
     return args

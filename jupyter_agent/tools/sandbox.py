@@ -10,16 +10,21 @@ outside the workspace or find the user's key. On Linux with bubblewrap (Debian's
   ``setsid -f``, double forks and ``nohup … &`` included (``--die-with-parent`` makes a killed
   ``bwrap`` take its namespace along);
 * the filesystem read-only (``--ro-bind / /``) but for the workspace, a private ``/tmp``, and the
-  usual credential stores (``~/.ssh``, ``~/.aws``, ``~/.netrc``, …) hidden;
+  places of ``hidden_paths`` hidden — the usual credential stores (``~/.ssh``, ``~/.aws``,
+  ``~/.netrc``, …) and Jupyter's runtime, data and config folders wherever the environment puts
+  them — also inside the workspace (they are mounted over after it);
 * every capability dropped (these machines often run as root: a root process with capabilities
   could remount its view writable);
-* the network shared (``pip install``, ``curl``: a command may need it).
+* no network (``--unshare-net``: only its own loopback) unless the user turns it on
+  (``AgentMagics.shell_network``, for ``pip install`` or ``curl``): with the network, a command
+  could reach the kernel's own ports or carry what it read elsewhere.
 
 Where ``bwrap`` is missing or cannot create namespaces (some containers, macOS), the command runs
 under a **subreaper**: a small Python parent marked ``PR_SET_CHILD_SUBREAPER`` (Linux) that
 adopts every orphaned descendant and kills them all when the command ends. It keeps the
-no-orphans promise on Linux, but not the read-only filesystem nor the hidden ``/proc``: the
-result of each call says that the isolation is reduced. Choose explicitly with the environment
+no-orphans promise on Linux, but not the read-only filesystem, the hidden ``/proc``, the hidden
+credential stores nor the cut network: the result of each call says that the isolation is
+reduced. Choose explicitly with the environment
 variable ``JUPYTER_AGENT_SANDBOX`` = ``bwrap`` | ``subreaper`` (default: ``bwrap`` when it works).
 """
 
@@ -38,32 +43,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SANDBOX_ENV_VAR = "JUPYTER_AGENT_SANDBOX"
+from .hidden_paths import HIDDEN_HOME_PATHS as HIDDEN_HOME_PATHS  # the list, also from here
+from .hidden_paths import hidden_paths
 
-#: Credential stores under ``$HOME`` that the sandbox hides (when they exist) — and Jupyter's
-#: own folders: a kernel's connection file (its key and ports) would let a command run code in
-#: the kernel, outside the sandbox.
-HIDDEN_HOME_PATHS = (
-    ".local/share/jupyter",
-    ".jupyter",
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".kube",
-    ".docker",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-)
+SANDBOX_ENV_VAR = "JUPYTER_AGENT_SANDBOX"
 
 REDUCED_ISOLATION_NOTE = (
     "[sandbox: bubblewrap is not available here, so this command ran under a subreaper: no "
-    "process it started outlives the call, but the filesystem outside the workspace and other "
-    "processes' /proc entries were not hidden from it]"
+    "process it started outlives the call, but the filesystem outside the workspace (credential "
+    "stores included) and other processes' /proc entries were not hidden from it, and it had "
+    "the network even with AgentMagics.shell_network off]"
 )
 
 #: The subreaper: run the command, then kill every descendant it adopted, then exit with the
@@ -168,33 +157,49 @@ def _chosen() -> str:
     return "bwrap" if bwrap_works() else "subreaper"
 
 
-def _hidden_home_options(home: str | None, workspace: Path) -> list[str]:
-    """bwrap options hiding the credential stores and Jupyter's runtime folders."""
-    paths = [os.path.join(home, relative) for relative in HIDDEN_HOME_PATHS] if home else []
-    # where kernels' connection files may also live
-    paths += [os.environ.get(name, "") for name in ("JUPYTER_RUNTIME_DIR", "XDG_RUNTIME_DIR")]
+def _hidden_options(workspace: Path, *, within_only: bool = False) -> list[str]:
+    """bwrap options hiding every place of ``hidden_paths`` (that exists), to come after the
+    workspace's own bind so that a store inside the workspace is hidden too. A place that is the
+    workspace or one of its parents is left alone; with ``within_only``, so is every place
+    outside the workspace (a sandbox that does not show them anyway)."""
     options: list[str] = []
-    for path in paths:
-        if not path or not os.path.isabs(path):
-            continue
-        if workspace == Path(path) or Path(path) in workspace.parents:
+    done: list[str] = []
+    root = str(workspace)
+    for path in hidden_paths():  # shortest first: a place inside one already hidden is skipped
+        if not os.path.isabs(path) or _contains(path, root):
             continue  # never hide the workspace itself
-        if os.path.isdir(path) and not os.path.islink(path):
+        if within_only and not _contains(root, path):
+            continue
+        if any(_contains(parent, path) for parent in done):
+            continue
+        if os.path.islink(path):
+            continue  # its target is on the list too (hidden_paths adds real paths)
+        if os.path.isdir(path):
             options += ["--tmpfs", path]
-        elif os.path.isfile(path) and not os.path.islink(path):
+        elif os.path.isfile(path):
             options += ["--ro-bind", "/dev/null", path]
+        else:
+            continue
+        done.append(path)
     return options
 
 
-def sandboxed(argv: Sequence[str], workspace: Path) -> Sandboxed:
-    """``argv`` wrapped so that it runs in the sandbox with ``workspace`` writable."""
+def _contains(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def sandboxed(argv: Sequence[str], workspace: Path, *, network: bool = False) -> Sandboxed:
+    """``argv`` wrapped so that it runs in the sandbox with ``workspace`` writable, without
+    network unless ``network``."""
     if _chosen() == "bwrap" and shutil.which("bwrap") is not None:
         root = str(workspace)
         options = [
             *_BASE_OPTIONS,
-            *_hidden_home_options(os.environ.get("HOME"), workspace),
-            # after the /tmp tmpfs and the hidden paths, so that a workspace under them shows
+            *([] if network else ["--unshare-net"]),
+            # after the /tmp tmpfs, so that a workspace under it shows
             "--bind", root, root,
+            # after the workspace, so that a store inside it (the workspace is ~) stays hidden
+            *_hidden_options(workspace),
             "--chdir", root,
         ]  # fmt: skip
         return Sandboxed([shutil.which("bwrap") or "bwrap", *options, "--", *argv], True)
@@ -254,7 +259,8 @@ def reader_sandbox(
         options += ["--ro-bind-try", path, path]
     if workspace is not None:
         root = str(workspace)
-        options += ["--ro-bind", root, root, "--chdir", root]
+        options += ["--ro-bind", root, root, *_hidden_options(workspace, within_only=True)]
+        options += ["--chdir", root]
     return [bwrap, *options, "--", *argv]
 
 
@@ -329,12 +335,13 @@ def git_sandbox(
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
-        *_hidden_home_options(os.environ.get("HOME"), workspace),
         # after the /tmp tmpfs, so that a repository under /tmp is seen: the work tree read-only,
         # the git folder writable (index, objects), the temporary HOME with the identity
         "--ro-bind", str(work_tree), str(work_tree),
         "--bind", str(git_dir), str(git_dir),
         "--ro-bind", str(home), str(home),
+        # after the work tree, so that a store inside it stays hidden
+        *_hidden_options(workspace),
         "--chdir", str(workspace),
     ]  # fmt: skip
     return [bwrap, *options, "--", *argv]

@@ -19,7 +19,8 @@ What both searches share, whichever runs:
   by name, depth first);
 * symbolic links are never followed (neither files nor folders), so a search cannot leave the
   workspace; a ``path`` argument is resolved and confined like any other path;
-* ``.git`` folders are skipped; hidden files are searched; what ``.gitignore`` files ignore is
+* ``.git`` folders are skipped, and so are credential stores and Jupyter's folders inside the
+  workspace (``hidden_paths``); hidden files are searched; what ``.gitignore`` files ignore is
   skipped — those in the searched folder and below, and those in its parent folders up to the
   workspace root (the latter matched relative to the workspace root, as ripgrep's
   ``--ignore-file`` does); files matched by an explicit ``glob`` are searched even when ignored;
@@ -48,6 +49,7 @@ from ..errors import ToolInputError
 from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
 from .base import BuiltinTool, ToolFailure
 from .context import ToolContext
+from .hidden_paths import hidden_within
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
 from .pysearch import GlobSyntaxError, _Glob, _python_find, _Scope, escape_glob
 from .ripgrep import RipgrepCannot, TooManyMatches, find_ripgrep, ripgrep_find, ripgrep_grep
@@ -99,7 +101,7 @@ def _scope(context: ToolContext, path_text: str | None, whitelist: str | None) -
         if candidate.is_file():
             parents.append(candidate)
     parents.reverse()
-    return _Scope(root, target, is_file, whitelist, parents)
+    return _Scope(root, target, is_file, whitelist, parents, hidden_within(str(root)))
 
 
 def _anchored(pattern: str, target: str) -> str:

@@ -82,6 +82,7 @@ async def python_grep_isolated(
             "target_is_file": scope.target_is_file,
             "whitelist": scope.whitelist,
             "parent_ignores": [str(p) for p in scope.parent_ignores],
+            "hidden": scope.hidden,
             "pattern": regex.pattern,
             "flags": regex.flags,
             "wanted": max_results + 1,

@@ -67,7 +67,8 @@ class SaveSessionContextTool(BuiltinTool):
         root = self.context.workspace
         inside = not configured.is_absolute() or _lexically_inside(configured, root)
         if inside:
-            return self.context.resolve(configured)
+            # the agent's own record, in .jupyter_agent/ by default: a path the program chose
+            return self.context.resolve(configured, agent_folder_ok=True)
         return configured
 
 

@@ -4,8 +4,10 @@ A prompt-injected model may ask for anything, so the command runs fenced in:
 
 * inside a sandbox (``sandbox.py``): with bubblewrap, in its own PID namespace and ``/proc`` with
   the filesystem read-only except the workspace, so no process it starts outlives the call and
-  nothing outside the workspace is written; elsewhere under a subreaper that kills every
-  descendant when the call ends (the result says the isolation is reduced);
+  nothing outside the workspace is written, the credential stores hidden, and no network unless
+  ``ToolContext.shell_network`` (``AgentMagics.shell_network``) is on; elsewhere under a
+  subreaper that kills every descendant when the call ends (the result says the isolation is
+  reduced);
 * in the workspace, with stdin closed and no controlling terminal, with a credential-free
   environment and a deadline that stops the whole process tree (``processes.py``);
 * with its output capped and cut in the middle, the cut marked.
@@ -43,7 +45,7 @@ class RunBashTool(BuiltinTool):
         f"{DEFAULT_TIMEOUT_MS // 1000} s, at most {MAX_TIMEOUT_MS // 1000} s), and no "
         "process it starts outlives the call (background processes included: start servers "
         "elsewhere). Only the workspace is writable; /tmp is private to the call. Credentials "
-        "are not available."
+        "are not available, and there is no network unless the user turned it on."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -80,7 +82,11 @@ class RunBashTool(BuiltinTool):
         timeout_s = timeout_ms / 1000
         budget = MAX_RESULT_CHARS - 300  # room for the status lines around the output
         await probe_off_the_loop()
-        sandbox = sandboxed([find_bash(), "-c", command], self.context.workspace)
+        sandbox = sandboxed(
+            [find_bash(), "-c", command],
+            self.context.workspace,
+            network=bool(getattr(self.context, "shell_network", False)),
+        )
         outcome = await run_command(
             sandbox.argv,
             cwd=self.context.workspace,

@@ -13,10 +13,11 @@ The URL may come from a prompt injection, so the fetch is bounded in every direc
 * what comes back: JSON pretty-printed, HTML turned into Markdown (scripts, styles and the like
   dropped first), other text as is; binary content is refused, naming its content type. A
   non-2xx status is an error result with the status;
-* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default) and JSON are
-  converted in a child process under the same deadline, killed when it passes, so a page crafted
-  to make the parser slow can neither freeze the event loop nor outlive the call (see
-  ``web_convert``).
+* what converting costs: HTML (cut at ``max_html_bytes``, 2 MiB by default; converted by
+  html-to-markdown, with nesting past its depth limit flattened first) and JSON are converted in
+  a child process under the same deadline, killed when it passes, so a page crafted to make the
+  parser slow can neither freeze the event loop nor outlive the call, and a parser crash ends the
+  child, not the kernel (see ``web_convert``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
-from .. import __version__
+from .._version import __version__
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
+from .egress import EgressHosts, normal_host
 from .netguard import (
     FetchTarget,
     NetworkPolicy,
@@ -182,16 +184,45 @@ class WebFetchTool(BuiltinTool):
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_html_bytes: int = web_convert.MAX_HTML_BYTES,
         ssl_context: ssl.SSLContext | None = None,
+        egress: EgressHosts | None = None,
     ) -> None:
         """``timeout_s`` is the deadline of one whole fetch, conversion included;
         ``max_body_bytes`` caps the body; ``max_html_bytes`` caps the HTML converted to Markdown;
-        ``ssl_context`` replaces the default certificate verification (e.g. a company CA)."""
+        ``ssl_context`` replaces the default certificate verification (e.g. a company CA);
+        ``egress``: the hosts reachable without asking (``egress.py``; the session's)."""
         super().__init__(context)
         self.policy = NetworkPolicy(allow_private_network)
+        self.egress = egress if egress is not None else EgressHosts()
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
         self.max_html_bytes = max_html_bytes
         self.ssl_context = ssl_context
+
+    # -- asking before a new host (egress.py) -----------------------------------------------
+
+    def approval_key(self, args: dict[str, object]) -> str | None:
+        """The host a call would reach first: what "allow for this session" covers."""
+        url = args.get("url")
+        try:
+            return normal_host(parse_target(url).host) if isinstance(url, str) else None
+        except URLRefusedError:
+            return None
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Why the user must say yes first: a host not allowed yet (no DNS lookup here)."""
+        host = self.approval_key(args)
+        if host is None or self.egress.allows(host):
+            return None  # a URL that cannot be fetched is refused by the call itself
+        return (
+            f"web_fetch would send a request to {host}, a host not allowed yet in this session "
+            f"(the URL and its query reach that host). To allow it without asking: "
+            f"%config AgentMagics.web_allow = [{host!r}]"
+        )
+
+    def remember_approval(self, args: dict[str, object]) -> None:
+        host = self.approval_key(args)
+        if host is not None:
+            self.egress.allow_for_session(host)
 
     async def execute(self, args: dict[str, object]) -> str:
         url = args["url"]
@@ -223,10 +254,18 @@ class WebFetchTool(BuiltinTool):
 
     async def _fetch(self, url: str) -> _Fetched:
         target = parse_target(url)
+        first_host = normal_host(target.host)
         visited = {str(target.url)}
         redirects: list[str] = []
         came_from: FetchTarget | None = None
         while True:
+            host = normal_host(target.host)
+            if came_from is not None and host != first_host and not self.egress.allows(host):
+                raise URLRefusedError(
+                    f"{came_from.url} redirected to {target.url}: Refused: {host} is a host not "
+                    "allowed in this session; fetch that URL with web_fetch itself, and the user "
+                    "is asked"
+                )
             try:
                 address = await self.policy.pin(target)
             except URLRefusedError as exc:
@@ -415,7 +454,7 @@ async def start_converter() -> asyncio.subprocess.Process:
     Python and its libraries need. Its environment is empty: it needs nothing of the user's, and
     must not see their keys.
     """
-    # python -I finds its libraries (bs4, markdownify) under these prefixes only
+    # python -I finds its library (html_to_markdown) under these prefixes only
     visible = [sys.prefix, sys.base_prefix, os.path.dirname(CONVERTER_SCRIPT)]
     await probe_off_the_loop()
     return await start_reader(

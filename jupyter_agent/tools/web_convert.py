@@ -1,23 +1,22 @@
 """Turning a fetched body into text the model reads, in a child process the fetch deadline kills.
 
 ``web_fetch`` pages are written by whoever the model was sent to, so the conversion is hostile
-input for a Python parser: BeautifulSoup and markdownify are pure Python, hold the GIL, cannot be
-cancelled from a thread, and markdownify's whitespace regular expressions backtrack
-quadratically over long runs of spaces and tabs (80 KB of them took seconds, 1.2 MB minutes).
-So the conversion runs here, in a child process (``web.py`` starts it and kills it at the
-deadline), and the page is prepared so that every step is linear in its size:
+input for a parser. It is done by ``html-to-markdown`` (a Rust HTML5 parser and converter: linear
+in the page on every hostile page we know, 10–20× faster than markdownify + BeautifulSoup were),
+and still here, in a child process that ``web.py`` starts inside the reader sandbox and kills at
+the deadline: native code cannot be cancelled from a thread, a page can be crafted to take
+seconds of it (about 1 µs per element it makes the parser create or reconstruct), and a crash
+of the parser ends the child, not the kernel. The child starts in about 30 ms (``python -I``
+and one import).
 
-* the HTML is cut at ``MAX_HTML_BYTES`` before it is converted (the caller does it and says so);
-* whitespace runs in text are collapsed before markdownify sees them, exactly as markdownify
-  would collapse them (a run with a line break becomes one newline, any other run one space),
-  so its own regular expressions only meet runs of length one; in ``<pre>`` the leading and
-  trailing blank lines are stripped here, by string methods, instead of by its backtracking
-  ``[ \\n]*$``;
-* an element nested deeper than ``MAX_DEPTH`` is replaced by its plain text (the converter
-  recurses once per level, and re-reads each level's text);
-* the final clean-up (trailing blanks on lines, runs of blank lines) is a linear pass over lines.
+* The HTML is cut at ``MAX_HTML_BYTES`` before it is converted (the caller does it and says so).
+* Nesting: html-to-markdown skips whatever lies deeper than its traversal limit (1,024 levels)
+  and only says so in a warning. When it does, the page is flattened here (``flatten_deep``:
+  every element deeper than ``MAX_DEPTH`` is replaced by its text, in one linear pass of the
+  standard library's tokenizer) and converted again, so no text is lost; if even that leaves
+  the limit reached, the page's plain text is converted.
 
-This module imports only the standard library at the top (bs4 and markdownify are imported when an
+This module imports only the standard library at the top (html_to_markdown is imported when an
 HTML page is converted) and no other module of the package, so that the child starts fast as
 ``python -I <this file>``. The protocol: stdin carries one JSON header line
 (``{"kind": "html"|"json", "charset": ...}``) and then the body; stdout gets the text as UTF-8;
@@ -28,22 +27,23 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import html
 import json
 import re
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from bs4 import BeautifulSoup
+from html.parser import HTMLParser
+from typing import Any
 
 #: The most HTML bytes converted by default; a longer page is cut first (at a tag boundary) and
-#: the result says so. markdownify converts about 0.3 to 1 MB of ordinary HTML a second (slower
-#: on a busy machine), so 2 MiB leaves most of the 30 s deadline for the fetch itself.
+#: the result says so. html-to-markdown converts about 10 MB of ordinary HTML a second, but a
+#: crafted page of 2 MiB can take it 2 s; 2 MiB leaves most of the 30 s deadline for the fetch.
 MAX_HTML_BYTES = 2 * 1024 * 1024
-#: Elements nested deeper than this are replaced by their plain text before conversion.
+#: When a page is nested deeper than the converter goes, elements deeper than this are replaced
+#: by their text before it is converted again.
 MAX_DEPTH = 100
 
-#: Elements whose content is never readable text.
+#: Elements whose content is never readable text (html-to-markdown drops script, style and
+#: hidden elements itself; these it would keep as fallback text).
 DROPPED_ELEMENTS = (
     "script",
     "style",
@@ -54,11 +54,68 @@ DROPPED_ELEMENTS = (
     "embed",
     "svg",
     "canvas",
-    "meta",
-    "link",
 )
-_SPACES_AND_TABS = re.compile(r"[ \t]+")
-_RUN_WITH_BREAK = re.compile(r" ?[\r\n][ \r\n]*")
+#: Elements with no end tag: never open, so never deeper.
+VOID_ELEMENTS = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)
+#: Elements a start tag of the same name closes (``<li>a<li>b``): not counted twice.
+SELF_CLOSING_SIBLINGS = frozenset(["p", "li", "dt", "dd", "tr", "td", "th", "option"])
+#: Flattened elements that separate words: their text is set apart by a line break.
+BLOCK_ELEMENTS = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "td",
+        "th",
+        "tr",
+        "ul",
+    ]
+)
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""")
 
 
 def decode(body: bytes, charset: str | None) -> str:
@@ -70,6 +127,12 @@ def decode(body: bytes, charset: str | None) -> str:
     return body.decode(encoding, errors="replace")
 
 
+def sniff_charset(html_bytes: bytes) -> str | None:
+    """The charset a ``<meta>`` tag declares in the first 4 KB of a page, if any."""
+    match = _META_CHARSET.search(html_bytes, 0, 4096)
+    return match.group(1).decode("ascii") if match else None
+
+
 def cut_html(html: bytes, cap: int = MAX_HTML_BYTES) -> tuple[bytes, bool]:
     """At most ``cap`` bytes of ``html``, cut before the last tag that starts inside the cap."""
     if len(html) <= cap:
@@ -78,93 +141,115 @@ def cut_html(html: bytes, cap: int = MAX_HTML_BYTES) -> tuple[bytes, bool]:
     return html[: boundary if boundary > 0 else cap], True
 
 
-def collapse_whitespace(text: str) -> str:
-    """Each run of spaces, tabs and line breaks as markdownify collapses it, in linear time: a run
-    holding a line break becomes ``"\\n"``, any other run ``" "``.
+class _Flattener(HTMLParser):
+    """Re-writes a page with every element deeper than ``max_depth`` replaced by its text.
 
-    Two substitutions that cannot backtrack: ``[ \\t]+`` ends where the run ends (nothing after
-    it can fail), and once those runs are single spaces ``" ?[\\r\\n][ \\r\\n]*"`` gives up
-    after at most two characters wherever it does not match.
+    The depth is counted on the tokens (void elements never open; an end tag closes up to the
+    nearest open element of its name, or nothing if none is open; ``<li>`` after an open ``<li>``
+    closes it), which over-counts on sloppy markup, never under-counts by much: it only matters
+    on a page the converter found over 1,024 levels deep, where flattening more is the safe side.
+    Linear: each open element is pushed and popped once, and an end tag with nothing of its name
+    open is dropped by a count, not a search.
     """
-    text = _SPACES_AND_TABS.sub(" ", text)
-    return _RUN_WITH_BREAK.sub("\n", text)
 
+    def __init__(self, max_depth: int) -> None:
+        super().__init__(convert_charrefs=True)
+        self.max_depth = max_depth
+        self.out: list[str] = []
+        self.stack: list[str] = []
+        self.open_count: dict[str, int] = {}
+        self.dropped_open = 0  # flattened elements open whose text is never readable
 
-def strip_pre_newlines(text: str) -> str:
-    """markdownify's ``strip_pre`` (blank lines before and after ``<pre>`` text), in linear time."""
-    leading = len(text) - len(text.lstrip(" \n"))
-    first_line = text.rfind("\n", 0, leading)
-    if first_line >= 0:
-        text = text[first_line + 1 :]
-    return text.rstrip(" \n")
+    def _push(self, tag: str) -> None:
+        self.stack.append(tag)
+        self.open_count[tag] = self.open_count.get(tag, 0) + 1
+        if len(self.stack) > self.max_depth and tag in DROPPED_ELEMENTS:
+            self.dropped_open += 1
 
+    def _pop(self) -> tuple[str, bool]:
+        """The closed element's name and whether its tags were written out."""
+        written = len(self.stack) <= self.max_depth
+        tag = self.stack.pop()
+        self.open_count[tag] -= 1
+        if not written and tag in DROPPED_ELEMENTS:
+            self.dropped_open -= 1
+        return tag, written
 
-def clean_markdown(text: str) -> str:
-    """Trailing spaces and tabs off every line, at most one blank line in a row, ends stripped;
-    one pass over the lines (no regular expression that could backtrack)."""
-    lines: list[str] = []
-    blank_run = 0
-    for line in text.split("\n"):
-        line = line.rstrip(" \t")
-        if line:
-            blank_run = 0
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID_ELEMENTS:
+            self.handle_startendtag(tag, attrs)
+            return
+        if tag in SELF_CLOSING_SIBLINGS and self.stack and self.stack[-1] == tag:
+            self.handle_endtag(tag)
+        self._push(tag)
+        if len(self.stack) <= self.max_depth:
+            self.out.append(self.get_starttag_text() or "")
+        elif tag in BLOCK_ELEMENTS:
+            self.out.append("\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if len(self.stack) < self.max_depth:
+            self.out.append(self.get_starttag_text() or "")
+        elif tag in BLOCK_ELEMENTS:
+            self.out.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open_count.get(tag):
+            return
+        while True:
+            closed, written = self._pop()
+            if written:
+                self.out.append(f"</{closed}>")
+            elif closed in BLOCK_ELEMENTS:
+                self.out.append("\n")
+            if closed == tag:
+                return
+
+    def handle_data(self, data: str) -> None:
+        if self.dropped_open:
+            return
+        raw = self.stack and self.stack[-1] in ("script", "style")
+        if raw and len(self.stack) <= self.max_depth:
+            self.out.append(data)  # raw text: the converter drops it whole
         else:
-            blank_run += 1
-            if blank_run > 1:
-                continue
-        lines.append(line)
-    return "\n".join(lines).strip()
+            self.out.append(html.escape(data, quote=False))
+
+    def handle_decl(self, decl: str) -> None:
+        if not self.stack:
+            self.out.append(f"<!{decl}>")
 
 
-def _prepare(soup: BeautifulSoup) -> None:
-    """Drop non-content elements, flatten deep nesting and collapse whitespace, in place."""
-    from bs4.element import Comment, Doctype, NavigableString, Tag
-
-    for element in soup(DROPPED_ELEMENTS):
-        element.decompose()
-    # Depth-first walk with an explicit stack: (node, depth, inside <pre>). An element deeper
-    # than MAX_DEPTH is not walked into: it is replaced by its text below (bs4's own unwrap is
-    # quadratic on a deep chain; one replace per too-deep subtree is linear).
-    too_deep: list[tuple[Tag, bool]] = []
-    stack: list[tuple[Any, int, bool]] = [(soup, 0, False)]
-    while stack:
-        node, depth, in_pre = stack.pop()
-        for child in list(node.children):
-            if isinstance(child, Tag):
-                child_in_pre = in_pre or child.name == "pre"
-                if depth + 1 > MAX_DEPTH:
-                    too_deep.append((child, child_in_pre))
-                else:
-                    stack.append((child, depth + 1, child_in_pre))
-            elif (
-                not in_pre
-                and isinstance(child, NavigableString)
-                and not isinstance(child, Comment | Doctype)
-            ):
-                text = str(child)
-                collapsed = collapse_whitespace(text)
-                if collapsed != text:
-                    child.replace_with(NavigableString(collapsed))
-    for tag, in_pre in too_deep:
-        text = tag.get_text()
-        tag.replace_with(NavigableString(text if in_pre else collapse_whitespace(text)))
+def flatten_deep(page: str, max_depth: int = MAX_DEPTH) -> str:
+    """``page`` with each element nested deeper than ``max_depth`` replaced by its text
+    (``max_depth=0``: the page's plain text, escaped as HTML)."""
+    flattener = _Flattener(max_depth)
+    flattener.feed(page)
+    flattener.close()
+    return "".join(flattener.out)
 
 
-def html_to_markdown(html: bytes, charset: str | None) -> str:
+def html_to_markdown(body: bytes, charset: str | None) -> str:
     """Readable Markdown from an HTML page (callers cut it to ``MAX_HTML_BYTES`` first)."""
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
+    import html_to_markdown as converter
 
-    class _Converter(MarkdownConverter):
-        def convert_pre(self, el: Any, text: str, parent_tags: Any) -> str:
-            base: Any = super()
-            result: str = base.convert_pre(el, strip_pre_newlines(text), parent_tags)
-            return result
+    options = converter.ConversionOptions(
+        heading_style="atx",
+        skip_images=True,
+        exclude_selectors=list(DROPPED_ELEMENTS),
+    )
+    too_deep = converter.WarningKind.DEPTH_LIMIT_EXCEEDED
 
-    soup = BeautifulSoup(html, "html.parser", from_encoding=charset)
-    _prepare(soup)
-    converter = _Converter(heading_style="ATX", strip=["img"], strip_pre=None)
-    return clean_markdown(str(converter.convert_soup(soup)))
+    def run(page: str) -> tuple[str, bool]:
+        result = converter.convert(page, options)
+        return result.content or "", any(w.kind == too_deep for w in result.warnings)
+
+    page = decode(body, charset or sniff_charset(body))
+    text, skipped = run(page)
+    if skipped:
+        text, skipped = run(flatten_deep(page))
+    if skipped:
+        text, _ = run(flatten_deep(page, 0))
+    return text.strip()
 
 
 def json_to_text(body: bytes, charset: str | None, complete: bool) -> str:
@@ -190,7 +275,6 @@ def convert(header: dict[str, Any], body: bytes) -> str:
 
 def main() -> int:
     """Read one request from stdin, write the text to stdout."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * MAX_DEPTH + 1000))
     header_line = sys.stdin.buffer.readline()
     body = sys.stdin.buffer.read()
     try:

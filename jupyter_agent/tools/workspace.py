@@ -4,7 +4,9 @@ A model can be prompt-injected, so every path it hands a tool is treated as host
 turns it into an absolute, symlink-free path and refuses it — before anything is touched — if it
 lands outside the workspace root: ``..`` escapes, absolute paths elsewhere, sibling folders whose
 name merely starts with the root's name (``/x/ws_evil`` next to ``/x/ws``), and symlinks (final or
-in a parent folder) that point outside. The root itself may be reached through a symlink.
+in a parent folder) that point outside. The root itself may be reached through a symlink. A
+path inside a credential store or one of Jupyter's folders is refused too (``hidden_paths``),
+even inside the workspace: with the workspace at ``~``, ``.ssh/id_ed25519`` is one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import PathOutsideWorkspaceError, WorkspaceError
+from . import runs_later
+from .hidden_paths import refuse_hidden
 
 if TYPE_CHECKING:
     from .beneath import WorkspaceRoot
@@ -53,12 +57,22 @@ class Workspace:
         """True if an already-resolved absolute path is the root or lies under it."""
         return real_path == str(self.root) or real_path.startswith(self._prefix)
 
-    def resolve(self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True) -> Path:
+    def resolve(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_final_symlink: bool = True,
+        agent_folder_ok: bool = False,
+    ) -> Path:
         """Resolve ``path`` (relative to the root, or absolute) to a real path inside the root.
 
         With ``follow_final_symlink=False`` the last component is kept as named (its parent is
         still fully resolved): ``move`` and ``remove`` then act on a symlink itself, never on what
         it points to. Raises ``PathOutsideWorkspaceError`` or ``WorkspaceError``.
+
+        A path inside a ``.jupyter_agent`` folder (at any depth: undo journals, session records)
+        or the agent's data folder is refused, unless ``agent_folder_ok`` (the agent's own code
+        writing its records, never a path the model chose).
         """
         text = _check_text(path)
         candidate = text if os.path.isabs(text) else os.path.join(self.root, text)
@@ -79,10 +93,19 @@ class Workspace:
                 f"Path {text!r} is outside the workspace ({self.root}); only paths inside it "
                 "are allowed"
             )
+        refuse_hidden(real, str(self.root), repr(text))
+        if not agent_folder_ok:
+            reason = runs_later.refusal_to_read(Path(real), self.relative(real).split("/"))
+            if reason is not None:
+                raise WorkspaceError(f"Refusing to use {text}: {reason}")
         return Path(real)
 
     def resolve_for_writing(
-        self, path: str | os.PathLike[str], *, follow_final_symlink: bool = True
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_final_symlink: bool = True,
+        agent_folder_ok: bool = False,
     ) -> Path:
         """``resolve`` for a path a tool will create, change, move or remove.
 
@@ -90,14 +113,38 @@ class Workspace:
         repository's ``.git`` holds code that git runs (hooks, ``core.fsmonitor``, filter
         drivers), and a model that could write there would have ``git_commit`` run it. The check
         is on the resolved path, so a symlink into ``.git`` is caught too; reading stays allowed.
+
+        And refuses every file that runs later by itself (``runs_later.refusal``: a module
+        shadowing one the kernel imports at start, ``.pth`` files, IPython and Jupyter start-up
+        and configuration, shell start files, ``.ipynb_checkpoints``).
         """
-        real = self.resolve(path, follow_final_symlink=follow_final_symlink)
-        if any(is_git_name(part) for part in self.relative(real).split("/")):
+        real = self.resolve(
+            path, follow_final_symlink=follow_final_symlink, agent_folder_ok=agent_folder_ok
+        )
+        self.refuse_if_runs_later(real, os.fspath(path), agent_folder_ok=agent_folder_ok)
+        return real
+
+    def refuse_if_runs_later(
+        self, real: Path, shown: str, *, agent_folder_ok: bool = False
+    ) -> None:
+        """Raise ``WorkspaceError`` if no tool may create or change the resolved path ``real``
+        (``resolve_for_writing``'s checks, for a path found another way: a move's final
+        destination, what a moved folder holds)."""
+        parts = self.relative(real).split("/")
+        if any(is_git_name(part) for part in parts):
             raise WorkspaceError(
-                f"Refusing to change {os.fspath(path)}: it is inside a .git folder (or named "
+                f"Refusing to change {shown}: it is inside a .git folder (or named "
                 ".git), which the file tools never modify; use git_commit to record changes"
             )
-        return real
+        if agent_folder_ok and runs_later.AGENT_FOLDER in parts:
+            return
+        reason = runs_later.refusal(real, parts) if parts != ["."] else None
+        if reason is not None:
+            raise WorkspaceError(
+                f"Refusing to create or change {shown}: {reason}. The agent's file tools never "
+                "write files that run by themselves later; if you want it, write it yourself "
+                "(outside the agent)"
+            )
 
     def relative(self, real_path: str | os.PathLike[str]) -> str:
         """A resolved path as the model should see it: relative to the root, ``.`` for the root."""

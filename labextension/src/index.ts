@@ -45,6 +45,8 @@ interface IStep {
 
 interface IEntry {
   turn: string;
+  /** When its first change was made (the kernel's clock, seconds). */
+  at: number;
   steps: IStep[];
 }
 
@@ -314,12 +316,12 @@ class CoAuthor {
     return this._panel.content.widgets.find(w => w.model.id === id) ?? null;
   }
 
-  private _entry(turn: string): IEntry {
+  private _entry(turn: string, at: number): IEntry {
     const last = this._journal[this._journal.length - 1];
     if (last && last.turn === turn) {
       return last;
     }
-    const entry = { turn, steps: [] as IStep[] };
+    const entry = { turn, at, steps: [] as IStep[] };
     this._journal.push(entry);
     if (this._journal.length > 20) {
       this._journal.shift();
@@ -352,9 +354,14 @@ class CoAuthor {
     }
     const shared = model.sharedModel;
     const turn = String(op.turn ?? '');
+    const at = Number(op.at ?? 0);
     switch (op.op) {
       case 'snapshot':
         return {};
+      case 'peek': {
+        const top = this._journal[this._journal.length - 1];
+        return top ? { turn: top.turn, at: top.at } : {};
+      }
       case 'insert': {
         let index = model.cells.length;
         if (op.after) {
@@ -370,7 +377,7 @@ class CoAuthor {
           metadata: { jupyter_agent: { author: 'agent' } }
         });
         const id = cell.getId();
-        this._entry(turn).steps.push({ kind: 'insert', id, after: String(op.source) });
+        this._entry(turn, at).steps.push({ kind: 'insert', id, after: String(op.source) });
         this._markCells();
         const widget = this._widget(id);
         if (widget && widget.model.type === 'markdown') {
@@ -396,7 +403,7 @@ class CoAuthor {
         const start = before.indexOf(op.old_string);
         cell.updateSource(start, start + op.old_string.length, op.new_string);
         const after = cell.getSource();
-        this._entry(turn).steps.push({ kind: 'edit', id: op.cell_id, before, after });
+        this._entry(turn, at).steps.push({ kind: 'edit', id: op.cell_id, before, after });
         return { before, after };
       }
       case 'review':
@@ -409,7 +416,7 @@ class CoAuthor {
         }
         const json = shared.getCell(at).toJSON() as JSONObject;
         shared.deleteCell(at);
-        this._entry(turn).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
+        this._entry(turn, at).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
         return { deleted: json };
       }
       case 'run_start': {

@@ -784,6 +784,36 @@ def coauthoring() -> list[dict[str, Any]]:
     return [in_notebook, as_proposal]
 
 
+# -- 08 serve -----------------------------------------------------------------------------------
+
+SERVE_PROMPT = "While the server runs: which region in `sales` sold the most units, and how many?"
+
+
+def serve_tutorial() -> list[dict[str, Any]]:
+    ids = Ids("SV")
+    units: dict[str, int] = defaultdict(int)
+    for row in sales():
+        units[row["region"]] += row["units"]
+    ranked = sorted(units.items(), key=lambda item: -item[1])
+    (top, top_units), (second, second_units) = ranked[0], ranked[1]
+    answer = f"""
+**{top}** sold the most: **{top_units:,} units** over the period, ahead of {second} \
+({second_units:,}). All regions: {", ".join(f"{region} {count:,}" for region, count in ranked)}.
+"""
+    return [
+        {
+            "prompt": SERVE_PROMPT,
+            "responses": [
+                reply(
+                    text("I'll look at the `sales` DataFrame in your kernel."),
+                    call(ids, "inspect_variable", name="sales"),
+                ),
+                reply(text(answer)),
+            ],
+        }
+    ]
+
+
 def main(out_dir: Path = HERE) -> None:
     cassettes = {
         "01_quickstart.json": quickstart(),
@@ -793,6 +823,7 @@ def main(out_dir: Path = HERE) -> None:
         "05_notebook_canvas.json": notebook_canvas(),
         "06_mcp.json": mcp_servers(),
         "07_coauthor.json": coauthoring(),
+        "08_serve.json": serve_tutorial(),
     }
     for name, exchanges in cassettes.items():
         save_cassette(out_dir / name, exchanges)

@@ -1,6 +1,8 @@
 """``ApprovalPrompt``: Approve / Deny buttons for one tool call that waits for the user.
 
-The prompt shows the tool and its full arguments; ``decision`` stays ``None`` until a button is
+The prompt shows the tool and its full arguments — exactly what the tool receives, one argument
+per line, multi-line text as its lines, control, bidi and zero-width characters as escapes
+(``tool_format.full_args``), nothing cut; ``decision`` stays ``None`` until a button is
 clicked. Then the prompt folds into one line that says what was decided (the buttons and the
 arguments go: the tool-call view below already shows the call). ``static_bundle`` is that line
 without a widget: the asker puts it in the prompt's place and closes the prompt's widgets, so an
@@ -9,13 +11,14 @@ answered prompt leaves nothing open in the kernel and no widget view in the save
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
 from ...agent.approvals import ApprovalRequest, Decision
 from .. import tool_format
+from ..inert import html_bundle, html_text
+from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
@@ -26,23 +29,38 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
         self.decision: Decision | None = None
-        self._question = widgets.HTML(
-            f"<b>Allow <code>{html.escape(request.name)}</code> to run?</b>"
+        why = (
+            f"<div style='margin: 2px 0;'>{html_text(request.reason)}</div>"
+            if request.reason
+            else ""
         )
-        self._arguments = widgets.HTML(
+        self._question = InertHTML(
+            f"<b>Allow <code>{html_text(request.name)}</code> to run?</b>{why}"
+        )
+        self._arguments = InertHTML(
             '<pre style="white-space: pre-wrap; margin: 0; font-size: 12px;">'
-            f"{html.escape(tool_format.pretty_json(request.input))}</pre>"
+            f"{html_text(tool_format.full_args(request.input, None, indent=''))}</pre>"
         )
         self.approve_button = widgets.Button(
             description="Approve", button_style="success", icon="check"
         )
+        self.session_button = widgets.Button(
+            description="Allow for this session",
+            tooltip=(
+                "Don't ask again for this host" if request.reason else "Set this tool to 'allow'"
+            ),
+            layout=widgets.Layout(width="auto"),
+        )
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
-        self._status = widgets.HTML()
+        self._status = InertHTML()
         self.approve_button.on_click(lambda _b: self.decide(Decision(True)))
+        self.session_button.on_click(lambda _b: self.decide(Decision(True, remember=True)))
         self.deny_button.on_click(
             lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
         )
-        self._buttons = widgets.HBox([self.approve_button, self.deny_button, self._status])
+        self._buttons = widgets.HBox(
+            [self.approve_button, self.session_button, self.deny_button, self._status]
+        )
         super().__init__(
             children=[self._question, self._arguments, self._buttons],
             layout=widgets.Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
@@ -54,14 +72,16 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             return
         self.decision = decision
         self.approve_button.disabled = True
+        self.session_button.disabled = True
         self.deny_button.disabled = True
-        name = html.escape(self.request.name)
+        name = html_text(self.request.name)
         if decision.approved:
-            verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs"
+            scope = " (and from now on, this session)" if decision.remember else ""
+            verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs{scope}"
         else:
             verdict = (
                 f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
-                f" ({html.escape(decision.reason)})"
+                f" ({html_text(decision.reason)})"
                 if decision.reason
                 else f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
             )
@@ -75,19 +95,18 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         if decision is None:
             return ""
         if decision.approved:
-            return f"Approved: {self.request.name} runs"
+            scope = " (and from now on, this session)" if decision.remember else ""
+            return f"Approved: {self.request.name} runs{scope}"
         reason = f" ({decision.reason})" if decision.reason else ""
         return f"Denied: {self.request.name} was not run{reason}"
 
     def static_bundle(self) -> dict[str, str]:
         """What a decided prompt leaves in the cell: its one line, HTML and plain, no widget."""
-        return {
-            "text/html": (
-                f"<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
-                f"{self._status.value}</div>"
-            ),
-            "text/plain": self.verdict_text(),
-        }
+        return html_bundle(
+            f"<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
+            f"{self._status.value}</div>",
+            self.verdict_text(),
+        )
 
     def close_all(self) -> None:
         """Close the prompt and every widget it was built from (a decided prompt no longer
@@ -102,7 +121,8 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             else ("approved" if self.decision.approved else "denied")
         )
         args = tool_format.full_args(self.request.input)
-        return f"Allow {self.request.name}? — {state}\n{args}"
+        why = f"\n{self.request.reason}" if self.request.reason else ""
+        return f"Allow {self.request.name}? — {state}{why}\n{args}"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())

@@ -11,6 +11,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..call_record import group_html, group_label, group_text
+from ..inert import html_bundle
+from .inert_html import InertHTML
 from .tool_call_view import ToolCallView, widget_bundle
 
 
@@ -18,7 +20,7 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
     """A labelled column of ``ToolCallView``s from one model reply."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._label = widgets.HTML(layout=widgets.Layout(display="none"))
+        self._label = InertHTML(layout=widgets.Layout(display="none"))
         self._column = widgets.VBox()
         super().__init__(children=[self._label, self._column], **kwargs)
         self.views: list[ToolCallView] = []
@@ -58,7 +60,7 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
 
     def static_bundle(self) -> dict[str, str]:
         """What a finished reply's calls leave in the cell: HTML and plain text, no widget."""
-        return {"text/html": self.as_html(), "text/plain": self.as_text()}
+        return html_bundle(self.as_html(), self.as_text())
 
     def close_all(self) -> None:
         """Close this group's widgets and their children (their models leave the kernel and

@@ -8,7 +8,6 @@ IPython and notebook viewers without widgets show.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
@@ -17,7 +16,9 @@ from traitlets import Bool, Dict, Float, Int, Unicode, observe
 from ...events import CallStatus
 from .. import tool_format
 from ..call_record import CallRendering
+from ..inert import html_text, visible
 from ..thumbnails import thumbnail_tags
+from .inert_html import InertHTML
 
 #: Characters added to the visible result by each "show more" click.
 SHOW_MORE_STEP = 10_000
@@ -36,7 +37,7 @@ _BUTTON_STYLES = {
 def widget_bundle(widget: widgets.Widget, text: str) -> dict[str, Any]:
     """A display bundle with the widget's view and our own ``text/plain`` rendering."""
     return {
-        "text/plain": text,
+        "text/plain": visible(text),
         "application/vnd.jupyter.widget-view+json": {
             "version_major": 2,
             "version_minor": 0,
@@ -49,7 +50,7 @@ def _pre(text: str, color: str | None = None) -> str:
     style = "white-space: pre-wrap; margin: 0; font-size: 12px; max-height: 400px; overflow: auto;"
     if color:
         style += f" color: {color};"
-    return f'<pre style="{style}">{html.escape(text)}</pre>'
+    return f'<pre style="{style}">{html_text(text)}</pre>'
 
 
 class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
@@ -71,9 +72,9 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto", max_width="100%"),
             tooltip="Show or hide this call's arguments and result",
         )
-        self._arguments_html = widgets.HTML()
-        self._result_html = widgets.HTML()
-        self._thumbnails_html = widgets.HTML(layout=widgets.Layout(display="none"))
+        self._arguments_html = InertHTML()
+        self._result_html = InertHTML()
+        self._thumbnails_html = InertHTML(layout=widgets.Layout(display="none"))
         #: The result's images (``jupyter_agent.Image``) and their thumbnails' ``<img>`` tags.
         self.images: tuple[Any, ...] = ()
         self._thumbnails: tuple[str, ...] = ()
@@ -82,9 +83,9 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         )
         self._body = widgets.VBox(
             [
-                widgets.HTML("<b>arguments</b>"),
+                InertHTML("<b>arguments</b>"),
                 self._arguments_html,
-                widgets.HTML("<b>result</b>"),
+                InertHTML("<b>result</b>"),
                 self._result_html,
                 self._show_more,
             ],
@@ -167,7 +168,7 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         self._header.icon = "chevron-down" if self.expanded else "chevron-right"
 
     def _refresh_arguments(self) -> None:
-        self._arguments_html.value = _pre(tool_format.pretty_json(self.arguments))
+        self._arguments_html.value = _pre(tool_format.full_args(self.arguments, None, indent=""))
 
     def _refresh_result(self) -> None:
         if not self.result:

@@ -12,13 +12,14 @@ that is no longer live.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Protocol
 
 import ipywidgets as widgets
 
 from ...agent.approvals import POLICIES, Policy
 from ...tools.registry import ToolRegistry
+from ..inert import html_bundle, html_text, visible
+from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
@@ -57,7 +58,8 @@ def tools_table(owner: ToolOwner) -> str:
             first_line = first_line[:69] + "…"
         policy = owner.get_policy(name)
         lines.append(f"{name.ljust(width)}  {enabled.ljust(7)}  {policy.ljust(6)}  {first_line}")
-    return "\n".join(lines)
+    # Names and descriptions come from MCP servers too: nothing in them may steer a terminal.
+    return visible("\n".join(lines))
 
 
 class ToolRow(widgets.HBox):  # type: ignore[misc]
@@ -69,8 +71,8 @@ class ToolRow(widgets.HBox):  # type: ignore[misc]
         registry = owner.registry
         self.checkbox = widgets.Checkbox(
             value=registry.is_tool_enabled(name),
-            description=name,
-            tooltip=tool_description(registry, name),
+            description=visible(name),  # names and descriptions come from MCP servers too
+            tooltip=visible(tool_description(registry, name)),
             indent=False,
             layout=widgets.Layout(width="220px"),
         )
@@ -106,7 +108,7 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
     def __init__(self, owner: ToolOwner) -> None:
         self.owner = owner
         self.rows: dict[str, ToolRow] = {}
-        self._header = widgets.HTML(
+        self._header = InertHTML(
             "<b>Agent tools</b> — tick to enable; policy: allow / ask (approve each call) / deny"
         )
         super().__init__(children=[self._header])
@@ -140,10 +142,10 @@ class ToolPanel(widgets.VBox):  # type: ignore[misc]
         """The tools as they are now, as a table (HTML and plain text, no widget)."""
         table = self.as_text()
         plain = f"{table}\n{note}" if note else table
-        markup = f'<pre style="font-size: 12px; margin: 0;">{html.escape(table)}</pre>'
+        markup = f'<pre style="font-size: 12px; margin: 0;">{html_text(table)}</pre>'
         if note:
-            markup += f"<div style='color: #666; font-style: italic;'>{html.escape(note)}</div>"
-        return {"text/html": markup, "text/plain": plain}
+            markup += f"<div style='color: #666; font-style: italic;'>{html_text(note)}</div>"
+        return html_bundle(markup, plain)
 
     def close_all(self) -> None:
         """Close the panel and every widget in it."""

@@ -1,4 +1,4 @@
-"""Figure 16: ``run_cell`` of a trivial cell, end to end, against running it as a plain cell.
+"""Figure 20: ``run_cell`` of a trivial cell, end to end, against running it as a plain cell.
 
 A real kernel with the extension loaded; this process plays the notebook frontend (it opens the
 extension's comm and answers its operations, as ``labextension/src/index.ts`` does). *Ours*:
@@ -19,7 +19,7 @@ from typing import Any
 
 from ._harness import BenchContext, Row, Stats, compare, require
 
-FIGURE = "16"
+FIGURE = "20"
 CODE = "x = 1 + 1"
 _RUN = (
     "from jupyter_agent.notebook.coauthor import link_for as _lf, run_cell_now as _rc\n"
@@ -110,7 +110,7 @@ def run(ctx: BenchContext) -> list[Row]:
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
-    ctx.log(f"figure 16: {len(ours)} pairs; the cell was placed as [{placed['count']}]")
+    ctx.log(f"figure 20: {len(ours)} pairs; the cell was placed as [{placed['count']}]")
     return [
         compare(
             FIGURE,

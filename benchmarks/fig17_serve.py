@@ -1,0 +1,115 @@
+"""Figure 17: a tool called by another agent through ``%agent serve``, against the same tool
+called in-process.
+
+Ours: an MCP ``tools/call`` of ``inspect_variable`` (a 1,000-row DataFrame) from the ``mcp`` SDK's
+streamable-HTTP client to the server ``%agent serve`` runs (``serve_http.ToolServer`` with its
+loopback guard, the bearer token, the policy gate, the tool timeout and the result cap), the
+server on its own ``BackgroundLoop`` thread as in the kernel, the client in this thread's loop.
+Theirs: ``await toolbox.registry.call("inspect_variable", ...)`` on the same toolbox, in-process
+— the difference is the protocol: HTTP on loopback, JSON-RPC, SSE framing, both SDK sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+from ._harness import (
+    BenchContext,
+    Row,
+    Stats,
+    limit,
+    paired_async,
+    per_call_us,
+    require,
+    scratch_dir,
+)
+
+FIGURE = "16"
+#: The goal: one served call's median on loopback, in microseconds.
+GOAL_US = 5_000.0
+
+
+async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[float], list[float]]:
+    import pandas as pd
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from jupyter_agent.agent.toolbox import Toolbox
+    from jupyter_agent.notebook.kernel_tools import InspectVariableTool
+    from jupyter_agent.notebook.runner import BackgroundLoop
+    from jupyter_agent.notebook.serve_http import ToolServer
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.registry import ToolRegistry
+
+    context = ToolContext(workspace)
+    namespace: dict[str, Any] = {"sales": pd.DataFrame({"units": range(1000)})}
+    toolbox = Toolbox(context, ToolRegistry())
+    toolbox.add_tool(InspectVariableTool(context, namespace))
+    token = secrets.token_urlsafe(32)
+    server = ToolServer(toolbox, token=token, max_result_chars=100_000)
+    background = BackgroundLoop("bench-serve")
+    arguments = {"name": "sales"}
+    try:
+        background.run(server.start(0), timeout=30)
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(server.url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+
+            async def ours() -> None:
+                result = await session.call_tool("inspect_variable", arguments)
+                assert not result.is_error, result.content
+
+            async def theirs() -> None:
+                result = await toolbox.registry.call("inspect_variable", arguments)
+                assert not result.is_error, result.content
+
+            return await paired_async(
+                per_call_us(ours, calls), per_call_us(theirs, calls), repetitions, warmup=1
+            )
+    finally:
+        background.run(server.stop(), timeout=15)
+        background.close()
+
+
+def run(ctx: BenchContext) -> list[Row]:
+    require("mcp")  # NotLanded without the [mcp] extra
+    require("uvicorn")
+    require("jupyter_agent.notebook.serve_http")
+    calls = ctx.size(200, 10)
+    repetitions = ctx.reps(9, 2)
+    ctx.log(f"figure 17: {repetitions} × {calls} calls each side")
+    with scratch_dir("serve") as workspace:
+        ours_us, theirs_us = asyncio.run(_measure(calls, repetitions, str(workspace)))
+    return [
+        limit(
+            FIGURE,
+            "`inspect_variable` called by another agent through `%agent serve` (MCP over HTTP)",
+            Stats(ours_us, "µs/call"),
+            Stats(theirs_us, "µs/call"),
+            "the same tool through `registry.call` in-process",
+            below=GOAL_US,
+            goal_text="≤ 5 ms",
+            note=(
+                "Loopback HTTP, the `mcp` SDK on both sides (its streamable-HTTP client, its "
+                "low-level server under uvicorn), the server on its own loop thread as in the "
+                "kernel. Each sample is the mean of a run of calls; the goal holds every sample."
+            ),
+            miss_note=(
+                "The protocol, not the tool (the tool alone is the 'theirs' column): each call is "
+                "an HTTP POST answered by an SSE stream, with the SDK's task and memory-stream "
+                "machinery on both sides — about 4.6 ms of CPU per call, client and server "
+                "together (2.9 ms in the server's thread, 0.5 ms of it the tool), so the median "
+                "sits at the goal on a quiet machine and above it when the 2 cores are shared. "
+                "The SDK's client also opens a new TCP connection for every call: it closes each "
+                "SSE response as soon as the answer is in, before the stream's end, so the "
+                "connection cannot be reused (200 connects for 200 calls under cProfile)."
+            ),
+        )
+    ]

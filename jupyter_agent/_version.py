@@ -1,0 +1,4 @@
+"""The package's version, in a module of its own so that any layer can read it without importing
+the package face (``jupyter_agent/__init__.py`` imports every layer)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,435 @@
+"""``%agent serve``: the live kernel as an MCP server for other agents (Claude Code, Codex, ...).
+
+The server itself (loopback only, a bearer token, the policy gate) is ``serve_http.py``; this
+module is its notebook side, which has three jobs:
+
+- **The cell that ran ``%agent serve`` is the server's place in the notebook.** It prints the
+  lines that connect Claude Code, Codex and any ``mcpServers`` client, then holds two displays:
+  the calls made through the server (each call's static record — title, result excerpt — as the
+  ``%%agent`` cells draw it with ``call_record.py``, redrawn in place) and the approval prompt for
+  a call whose policy is ``ask``. Both are updated through their ``display_id``, so they change
+  long after the cell ended and the saved notebook keeps the record.
+- **Everything that touches displays, widgets or the user's namespace runs on the kernel's main
+  thread.** While a ``%%agent`` cell runs, its pump does that work (``bridge.call_on_main``);
+  between cells the kernel's own event loop does (``kernel.io_loop.add_callback``: the bridge's
+  ``idle_runner``), and while any other cell runs the work waits for it to end — a main-thread
+  tool (``run_python``) then tells its caller "kernel busy, queued" as an MCP progress
+  notification. An Approve click is an ordinary widget message: the kernel handles it between
+  cells, the ``%%agent`` pump during one.
+- **It ends with the session**: ``%agent serve stop``, ``%unload_ext`` and the kernel's exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import json
+import secrets
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+
+from ..agent.approvals import ApprovalRequest, Decision
+from ..events import ToolCallFinished, ToolCallStarted
+from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
+from .approvals_ui import NO_ONE_TO_ASK
+from .call_record import StaticCall
+from .kernel_comm import unattended_kernel
+from .runner import InterruptedByUser, MainThreadBridge
+
+T = TypeVar("T")
+
+#: The server's name in the printed configuration lines.
+SERVER_NAME = "jupyter"
+#: The environment variable the Codex lines read the token from.
+CODEX_TOKEN_VARIABLE = "JUPYTER_AGENT_MCP_TOKEN"
+#: Calls the serve cell shows at most (the oldest give way, counted).
+MAX_SHOWN_CALLS = 100
+#: What a queued main-thread call tells its caller while another cell runs.
+BUSY_NOTE = "kernel busy, queued: the call runs when the running cell ends"
+MISSING_SDK = "%agent serve needs the MCP SDK: pip install 'jupyter-agent[mcp]'"
+
+
+def connection_lines(url: str, token: str, name: str = SERVER_NAME) -> str:
+    """How Claude Code, Codex and a generic ``mcpServers`` client connect to ``url``."""
+    entry = {
+        "mcpServers": {
+            name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+        }
+    }
+    return "\n".join(
+        [
+            "Claude Code:",
+            f'  claude mcp add --transport http {name} {url} --header "Authorization: Bearer '
+            f'{token}"',
+            "",
+            f"Codex (~/.codex/config.toml; start codex with {CODEX_TOKEN_VARIABLE}={token} in its "
+            "environment):",
+            f"  [mcp_servers.{name}]",
+            f'  url = "{url}"',
+            f'  bearer_token_env_var = "{CODEX_TOKEN_VARIABLE}"',
+            "",
+            "Any MCP client (an mcpServers entry, e.g. in .mcp.json):",
+            "  " + json.dumps(entry),
+        ]
+    )
+
+
+class ServeLog:
+    """The serve cell's record of calls: static, redrawn in place through its display handle.
+
+    Lives on the main thread (every method runs there).
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self.calls: list[StaticCall] = []
+        self.dropped = 0
+        self.note = "No calls yet: they show here as other agents make them."
+        self.ended = False
+
+    def apply(self, events: list[object]) -> None:
+        for event in events:
+            if isinstance(event, ToolCallStarted):
+                self.calls.append(StaticCall(event.call_id, event.name, dict(event.input)))
+                if len(self.calls) > MAX_SHOWN_CALLS:
+                    self.calls.pop(0)
+                    self.dropped += 1
+            elif isinstance(event, ToolCallFinished):
+                view = self._find(event.call_id)
+                if view is not None:
+                    view.finish(
+                        event.output,
+                        is_error=event.is_error,
+                        duration_s=event.duration_s,
+                        images=event.images,
+                        status=event.status,
+                    )
+            elif isinstance(event, _Waiting):
+                view = self._find(event.call_id)
+                if view is not None and not view.finished:
+                    view.mark("waiting" if event.waiting else "running")
+        self.draw()
+
+    def _find(self, call_id: str) -> StaticCall | None:
+        for view in reversed(self.calls):
+            if view.call_id == call_id:
+                return view
+        return None
+
+    def bundle(self) -> dict[str, str]:
+        import html
+
+        head = f"MCP calls from other agents ({self.note})" if not self.calls else ""
+        if self.dropped:
+            head = f"({self.dropped} earlier calls not shown)"
+        html_parts = [f"<div style='color: #666; font-size: 12px;'>{html.escape(head)}</div>"]
+        html_parts += [call.as_html() for call in self.calls]
+        text_parts = [head] if head else []
+        text_parts += [call.as_text() for call in self.calls]
+        if self.ended and self.calls:
+            html_parts.append(f"<div style='color: #666;'>■ {html.escape(self.note)}</div>")
+            text_parts.append(f"■ {self.note}")
+        return {"text/html": "".join(html_parts), "text/plain": "\n".join(text_parts)}
+
+    def draw(self) -> None:
+        self._handle.update(self.bundle(), raw=True)
+
+    def end(self, note: str) -> None:
+        for call in self.calls:
+            if not call.finished:
+                call.mark("interrupted")
+        self.note = note
+        self.ended = True
+        self.draw()
+
+
+class _Waiting:
+    """A call waits for (``waiting``) or has left the approval prompt."""
+
+    def __init__(self, call_id: str, waiting: bool) -> None:
+        self.call_id = call_id
+        self.waiting = waiting
+
+
+class KernelServe:
+    """One running ``%agent serve``: the MCP server, its cell's displays, the main-thread hook."""
+
+    def __init__(self, magics: Any, *, port: int, tools: list[str] | None) -> None:
+        from .serve_http import ToolServer
+
+        self._shell = magics.shell
+        session = magics.session
+        self._bridge: MainThreadBridge = session.bridge
+        self._loop = self._bridge.background.loop
+        self.token = secrets.token_urlsafe(32)
+        self.server = ToolServer(
+            session.toolbox,
+            token=self.token,
+            tools=tools,
+            max_result_chars=session.settings.max_result_chars,
+            approval_handler=self._ask,
+            on_event=self._post,
+        )
+        self._port = port
+        self._pending: list[object] = []
+        #: Tasks started on the loop and not awaited (held until they end).
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._drawing = False
+        #: A cell other than a ``%%agent`` one is running (main-thread work waits for it).
+        self._cell_running = True  # the ``%agent serve`` cell itself, until it ends
+        self._kernel = getattr(self._shell, "kernel", None)
+        self._log: ServeLog | None = None
+        self._prompt_handle: Any = None
+        self.stopped = False
+
+    @property
+    def url(self) -> str:
+        """Where MCP clients connect (with ``Authorization: Bearer`` and ``token``)."""
+        return self.server.url
+
+    # -- starting and stopping (main thread) -----------------------------------------------------
+
+    def start(self) -> None:
+        self._bridge.background.run(self.server.start(self._port), timeout=30)
+        self._bridge.idle_runner = self._between_cells
+        events = getattr(self._shell, "events", None)
+        if events is not None:
+            events.register("pre_run_cell", self._cell_starts)
+            events.register("post_run_cell", self._cell_ends)
+
+    def show(self) -> None:
+        """Print the connection lines, then the displays later calls update."""
+        offered = self.server.offered()
+        print(
+            f"Serving {len(offered)} tools of this kernel over MCP at {self.server.url} "
+            f"(listening on {', '.join(self.server.addresses)} only; every request needs the "
+            "token below). %agent serve stop ends it.\n"
+        )
+        print(connection_lines(self.server.url, self.token))
+        print(f"\nTools: {', '.join(offered) or 'none (enable some with %agent_tools)'}")
+        disabled = [name for name in self.server.only or () if name not in offered]
+        if disabled:
+            print(
+                f"Not offered while disabled: {', '.join(disabled)} "
+                f"(%agent_tools enable {' '.join(disabled)})"
+            )
+        log_handle = DisplayHandle()
+        self._log = ServeLog(log_handle)
+        log_handle.display(self._log.bundle(), raw=True)
+        self._prompt_handle = DisplayHandle()
+        self._prompt_handle.display({"text/plain": ""}, raw=True)
+
+    def status(self) -> str:
+        state = "running" if self.server.running else "stopped"
+        return (
+            f"%agent serve: {state} at {self.server.url} ({self.server.calls} calls so far; "
+            f"tools: {', '.join(self.server.offered()) or 'none'}). %agent serve stop ends it."
+        )
+
+    def stop(self, note: str = "stopped") -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._bridge.idle_runner == self._between_cells:
+            self._bridge.idle_runner = None
+        events = getattr(self._shell, "events", None)
+        if events is not None:
+            for name, callback in (
+                ("pre_run_cell", self._cell_starts),
+                ("post_run_cell", self._cell_ends),
+            ):
+                with contextlib.suppress(ValueError):
+                    events.unregister(name, callback)
+        background = self._bridge.background
+        if not background.closed:
+            with contextlib.suppress(Exception):
+                background.run(self.server.stop(), timeout=10)
+        if self._log is not None:
+            with contextlib.suppress(Exception):
+                self._log.end(f"the server was {note}")
+
+    def _cell_starts(self, *_args: Any) -> None:
+        self._cell_running = True
+
+    def _cell_ends(self, *_args: Any) -> None:
+        self._cell_running = False
+
+    # -- the main thread, from the background loop -----------------------------------------------
+
+    async def _between_cells(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the kernel's main thread between cells (the bridge's idle runner)."""
+        from .serve_http import report_progress
+
+        kernel = self._kernel
+        if kernel is None or getattr(kernel, "io_loop", None) is None:
+            raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
+        if self._cell_running:
+            await report_progress(BUSY_NOTE)
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # the caller gave up before the kernel got here
+            try:
+                result = fn()
+            except KeyboardInterrupt:  # the kernel's stop button: this call, not the kernel
+                future.set_exception(InterruptedByUser("interrupted by the user"))
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        kernel.io_loop.add_callback(run)
+        return await asyncio.wrap_future(future)
+
+    def _post(self, event: object) -> None:
+        """Queue ``event`` for the serve cell's record (called on the background loop)."""
+        self._pending.append(event)
+        if not self._drawing:
+            self._drawing = True
+            self._spawn(self._draw())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _draw(self) -> None:
+        """Hand the queued events to the main thread, in order, a batch at a time."""
+        try:
+            while self._pending and self._log is not None:
+                batch, self._pending = self._pending, []
+                apply = functools.partial(self._log.apply, batch)
+                with contextlib.suppress(Exception):  # a display that failed: the next one
+                    await self._bridge.call_on_main(apply)
+        finally:
+            self._drawing = False
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    async def _ask(self, request: ApprovalRequest) -> Decision:
+        """The approval handler: a prompt in the serve cell, answered by a click."""
+        if unattended_kernel(self._shell) or getattr(self._shell, "kernel", None) is None:
+            return Decision(False, NO_ONE_TO_ASK)
+        loop = asyncio.get_running_loop()
+        clicked: asyncio.Future[None] = loop.create_future()
+
+        def settle_click() -> None:
+            if not clicked.done():
+                clicked.set_result(None)
+
+        def answered(_button: Any = None) -> None:
+            loop.call_soon_threadsafe(settle_click)
+
+        def show() -> Any:
+            from .widgets.approval_prompt import ApprovalPrompt
+
+            prompt = ApprovalPrompt(request)
+            prompt.approve_button.on_click(answered)
+            prompt.deny_button.on_click(answered)
+            self._prompt_handle.update(prompt)
+            return prompt
+
+        self._post(_Waiting(request.call_id, True))
+        prompt = await self._bridge.call_on_main(show)
+        try:
+            await clicked
+        finally:
+            self._post(_Waiting(request.call_id, False))
+            self._spawn(self._settle(prompt))
+        decision: Decision | None = prompt.decision
+        return decision if decision is not None else Decision(False, "no answer")
+
+    async def _settle(self, prompt: Any) -> None:
+        """The answered (or abandoned) prompt leaves its one line; its widgets close."""
+        handle = self._prompt_handle
+
+        def settle() -> None:
+            if prompt.decision is None:
+                prompt.decide(Decision(False, "the call was abandoned"))
+            handle.update(prompt.static_bundle(), raw=True)
+            prompt.close_all()
+
+        with contextlib.suppress(Exception):
+            await self._bridge.call_on_main(settle)
+
+
+# -- %agent serve -----------------------------------------------------------------------------
+
+
+@magic_arguments("agent serve")
+@argument(
+    "action",
+    nargs="?",
+    choices=["stop", "status"],
+    default=None,
+    help="stop: end the server; status: show it (also what a second %%agent serve does).",
+)
+@argument("--port", type=int, default=0, help="The port (default: a free one).")
+@argument(
+    "--tools",
+    default=None,
+    metavar="NAME,...",
+    help="Offer only these tools (default: every enabled tool).",
+)
+def serve_command(magics: Any, rest: str) -> None:
+    """Serve this kernel's tools to other agents over MCP (loopback, with a token)."""
+    try:
+        args = parse_argstring(serve_command, rest)
+    except UsageError as exc:
+        raise UsageError(f"%agent serve: {exc}") from None
+    running: KernelServe | None = getattr(magics, "server", None)
+    if running is not None and running.stopped:
+        running = None
+    if args.action == "stop":
+        if running is None:
+            print("%agent serve: no server is running.")
+            return
+        running.stop()
+        magics.server = None
+        print(f"%agent serve: stopped ({running.server.url} no longer answers).")
+        return
+    if args.action == "status" or running is not None:
+        print(running.status() if running is not None else "%agent serve: no server is running.")
+        return
+    try:
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise UsageError(MISSING_SDK) from None
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"%agent serve: --port must be 0..65535, not {args.port}")
+    tools = _tool_names(magics, args.tools)
+    serve = KernelServe(magics, port=args.port, tools=tools)
+    try:
+        serve.start()
+    except OSError as exc:
+        raise UsageError(f"%agent serve: cannot listen on port {args.port}: {exc}") from None
+    magics.server = serve
+    serve.show()
+
+
+def _tool_names(magics: Any, text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    registry = magics.session.registry
+    unknown = [name for name in names if not registry.has_tool(name)]
+    if unknown:
+        raise UsageError(
+            f"%agent serve: unknown tool(s) {', '.join(unknown)}; the tools are: "
+            f"{', '.join(registry.get_tool_names())}"
+        )
+    return names
+
+
+def stop_serving(magics: Any, note: str = "stopped") -> None:
+    """End ``magics``' server, if one runs (``%unload_ext``, the session's end)."""
+    running: KernelServe | None = getattr(magics, "server", None)
+    if running is not None:
+        running.stop(note)
+        magics.server = None

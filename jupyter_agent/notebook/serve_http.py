@@ -1,0 +1,389 @@
+"""The MCP server behind ``%agent serve``: the session's tools over streamable HTTP, on loopback.
+
+Other agents (Claude Code, Codex, any MCP client) reach the live kernel through it. The server
+is the official ``mcp`` SDK's low-level ``Server`` and its streamable-HTTP session manager, run by
+uvicorn as a task on the session's background loop — the loop where the tools already run for
+``%%agent`` cells — so the kernel's main thread is never blocked by it.
+
+What it lets in, checked before the SDK sees a request (``LoopbackGuard``):
+
+- it listens on 127.0.0.1 (and ::1 when the machine has it), never beyond loopback;
+- the ``Host`` header must name a loopback address with the server's port (421 otherwise) and an
+  ``Origin``, when a browser sends one, must be that same origin (403): a web page that rebinds
+  its DNS name to 127.0.0.1 cannot drive the kernel;
+- every request carries ``Authorization: Bearer TOKEN``, a random token made for this server
+  (401 otherwise, compared in constant time).
+
+Each ``tools/call`` goes through the toolbox's policy gate exactly as the session's own agent's
+calls do (``allow`` runs, ``deny`` refuses, ``ask`` waits for the approval handler; no handler:
+refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). What happens
+is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the notebook's
+views already draw. A tool that needs the kernel's main thread can say the kernel is busy with
+``report_progress`` (an MCP progress notification to the caller).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import contextvars
+import hmac
+import itertools
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..agent.approvals import ApprovalHandler, ApprovalRequest
+from ..agent.gate import Ask, Refuse
+from ..agent.tool_round import invoke
+from ..agent.toolbox import Toolbox
+from ..events import Refusal, ToolCallFinished, ToolCallStarted
+from ..tools.base import ToolResult, capabilities_of
+
+if TYPE_CHECKING:
+    from mcp import types
+
+#: The path the server answers on (what clients are given).
+MCP_PATH = "/mcp"
+#: Host names a loopback client may put in ``Host`` (with the server's port).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: Seconds uvicorn waits for open streams when the server stops.
+SHUTDOWN_GRACE_S = 1
+
+#: How a tool that waits for the kernel tells the MCP caller (set around each call).
+_progress: contextvars.ContextVar[Callable[[str], Awaitable[None]] | None] = contextvars.ContextVar(
+    "jupyter_agent_serve_progress", default=None
+)
+
+
+async def report_progress(message: str) -> None:
+    """Send ``message`` as an MCP progress notification to the caller of the running tool
+    (nothing outside a served call, or when the caller asked for no progress)."""
+    report = _progress.get()
+    if report is not None:
+        with contextlib.suppress(Exception):  # a client that went away: the call goes on
+            await report(message)
+
+
+class LoopbackGuard:
+    """ASGI middleware: loopback ``Host``, same-origin ``Origin``, the bearer token."""
+
+    def __init__(self, app: Any, token: str, port: int) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+        self.port = port
+        self.allowed_hosts = frozenset(f"{host}:{port}" for host in LOOPBACK_HOSTS)
+        self.allowed_origins = frozenset(f"http://{host}" for host in self.allowed_hosts)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":  # lifespan: the SDK's session manager starts and stops
+            await self.app(scope, receive, send)
+            return
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope.get("headers", ()):
+            headers.setdefault(key.lower(), value)
+        refusal = self.refusal(headers)
+        if refusal is not None:
+            status, text = refusal
+            extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), *extra],
+                }
+            )
+            await send({"type": "http.response.body", "body": text.encode()})
+            return
+        await self.app(scope, receive, send)
+
+    def refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+        """``(status, reason)`` for a request that must not reach the server, else ``None``."""
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if host not in self.allowed_hosts:
+            return 421, "Refused: this server answers only loopback addresses with its port.\n"
+        origin = headers.get(b"origin")
+        if origin is not None and origin.decode("latin-1").lower() not in self.allowed_origins:
+            return 403, "Refused: requests from other origins are not allowed.\n"
+        given = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, self._expected):
+            return 401, "Refused: the bearer token is missing or wrong.\n"
+        return None
+
+
+def loopback_sockets(port: int) -> list[socket.socket]:
+    """Listening sockets on 127.0.0.1:``port`` (0: any free port) and, when possible, on ::1
+    with the same port."""
+    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        v4.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        v4.bind(("127.0.0.1", port))
+        v4.listen(64)
+    except OSError:
+        v4.close()
+        raise
+    v4.setblocking(False)
+    sockets = [v4]
+    chosen = v4.getsockname()[1]
+    if socket.has_ipv6:
+        v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        try:
+            v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            v6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            v6.bind(("::1", chosen))
+            v6.listen(64)
+            v6.setblocking(False)
+            sockets.append(v6)
+        except OSError:  # no IPv6 loopback here, or its port is taken: IPv4 alone
+            v6.close()
+    return sockets
+
+
+class ToolServer:
+    """The toolbox's enabled tools (or ``tools`` of them) as an MCP server over HTTP."""
+
+    def __init__(
+        self,
+        toolbox: Toolbox,
+        *,
+        token: str,
+        tools: Iterable[str] | None = None,
+        max_result_chars: int | None = None,
+        approval_handler: ApprovalHandler | None = None,
+        on_event: Callable[[object], None] | None = None,
+        name: str = "jupyter-agent",
+    ) -> None:
+        self.toolbox = toolbox
+        self.token = token
+        self.only: tuple[str, ...] | None = tuple(tools) if tools is not None else None
+        self.max_result_chars = max_result_chars
+        self.approval_handler = approval_handler
+        self.on_event = on_event
+        self.name = name
+        self.port = 0
+        self.addresses: list[str] = []
+        #: Calls answered (any outcome), for the status line.
+        self.calls = 0
+        self._ids = itertools.count(1)
+        self._one_question_at_a_time: asyncio.Lock | None = None
+        self._uvicorn: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the tools ---------------------------------------------------------------------------
+
+    def offered(self) -> list[str]:
+        """The names offered now: enabled in the registry (and named by ``tools``)."""
+        registry = self.toolbox.registry
+        names = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
+        if self.only is not None:
+            names = [n for n in names if n in self.only]
+        return names
+
+    def list_tools(self) -> list[types.Tool]:
+        from mcp import types
+
+        registry = self.toolbox.registry
+        listed = []
+        for name in self.offered():
+            tool = registry.get_tool(name)
+            if tool is None:
+                continue
+            schema = tool.get_schema()
+            destructive = capabilities_of(tool).destructive
+            listed.append(
+                types.Tool(
+                    name=name,
+                    description=str(schema.get("description", "")),
+                    input_schema=dict(schema.get("input_schema") or {"type": "object"}),
+                    annotations=types.ToolAnnotations(destructive_hint=destructive),
+                )
+            )
+        return listed
+
+    async def call(
+        self,
+        name: str,
+        arguments: object,
+        report: Callable[[str], Awaitable[None]] | None = None,
+    ) -> ToolResult:
+        """One call, as the session's agent would make it: gate, approval, timeout, cap."""
+        call_id = f"mcp_{next(self._ids)}"
+        shown = dict(arguments) if isinstance(arguments, dict) else {}
+        self._tell(ToolCallStarted(call_id, name, shown))
+        refusal: Refusal | None = None
+        result: ToolResult | None = None
+        try:
+            if name not in self.offered():
+                result = ToolResult(
+                    f"Error: {name} is not offered by this server (offered: "
+                    f"{', '.join(self.offered()) or 'none'}).",
+                    is_error=True,
+                )
+                refusal = "unavailable"
+            else:
+                result, refusal = await self._gate(call_id, name, arguments)
+            if result is None:
+                assert isinstance(arguments, dict)  # the gate refuses anything else
+                token = _progress.set(report)
+                try:
+                    result = await invoke(self.toolbox, name, arguments, self.max_result_chars)
+                finally:
+                    _progress.reset(token)
+        finally:
+            self.calls += 1
+            if result is None:  # cancelled (the client went away, the server stops)
+                self._tell(ToolCallFinished(call_id, name, "interrupted", True, 0.0))
+        self._tell(
+            ToolCallFinished(
+                call_id,
+                name,
+                result.content,
+                result.is_error,
+                result.duration_s,
+                result.images,
+                refusal,
+            )
+        )
+        return result
+
+    async def _gate(
+        self, call_id: str, name: str, arguments: object
+    ) -> tuple[ToolResult | None, Refusal | None]:
+        """``(None, None)`` when the call may run, else its refusal as a result."""
+        gate = self.toolbox.gate
+        verdict = gate.verdict(name, arguments)
+        if isinstance(verdict, Ask):
+            if self._one_question_at_a_time is None:
+                self._one_question_at_a_time = asyncio.Lock()
+            assert isinstance(arguments, dict)
+            async with self._one_question_at_a_time:
+                verdict = await gate.decide(
+                    self.approval_handler, ApprovalRequest(call_id, name, dict(arguments))
+                )
+        if isinstance(verdict, Refuse):
+            return ToolResult(verdict.reason, is_error=True), verdict.why
+        return None, None
+
+    def _tell(self, event: object) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    # -- MCP ---------------------------------------------------------------------------------
+
+    def mcp_server(self) -> Any:
+        """The SDK's low-level ``Server`` with our ``tools/list`` and ``tools/call``."""
+        from mcp import types
+        from mcp.server.lowlevel.server import Server
+
+        async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=self.list_tools())
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            progress = itertools.count(1)
+
+            async def report(message: str) -> None:
+                await ctx.session.report_progress(next(progress), None, message)
+
+            result = await self.call(params.name, params.arguments or {}, report)
+            return to_call_tool_result(result)
+
+        return Server(
+            self.name,
+            instructions=(
+                "Tools of a live Jupyter kernel: its variables, its history, its files. "
+                "Calls follow the notebook user's approval policies."
+            ),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+
+    def asgi_app(self, port: int) -> LoopbackGuard:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        hosts = [f"{host}:{port}" for host in LOOPBACK_HOSTS]
+        starlette_app = self.mcp_server().streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            # the SDK's own DNS-rebinding check as well, with the same lists as the guard
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=hosts,
+                allowed_origins=[f"http://{host}" for host in hosts],
+            ),
+        )
+        return LoopbackGuard(starlette_app, self.token, port)
+
+    # -- running -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self, port: int = 0) -> None:
+        """Listen on loopback (``port``; 0: a free one) and serve, in a task of this loop."""
+        import uvicorn
+
+        sockets = loopback_sockets(port)
+        self.port = sockets[0].getsockname()[1]
+        self.addresses = [
+            f"{'[::1]' if s.family == socket.AF_INET6 else '127.0.0.1'}:{self.port}"
+            for s in sockets
+        ]
+        config = uvicorn.Config(
+            self.asgi_app(self.port),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            # no proxy headers: a forwarded-for header must not make a request look local
+            proxy_headers=False,
+        )
+        server = uvicorn.Server(config)
+        self._uvicorn = server
+        self._task = asyncio.create_task(self._serve(server, sockets), name="jupyter-agent serve")
+        while not server.started:
+            if self._task.done():
+                await self._task  # its error, if it failed to start
+                raise RuntimeError("the MCP server stopped while starting")
+            await asyncio.sleep(0.01)
+
+    @staticmethod
+    async def _serve(server: Any, sockets: list[socket.socket]) -> None:
+        try:
+            await server.serve(sockets=sockets)
+        finally:
+            for sock in sockets:
+                sock.close()
+
+    async def stop(self) -> None:
+        """Stop listening, end the sessions, close the sockets."""
+        server, task = self._uvicorn, self._task
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        try:
+            async with asyncio.timeout(SHUTDOWN_GRACE_S + 4):
+                await asyncio.shield(task)
+        except (TimeoutError, Exception):
+            server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def to_call_tool_result(result: ToolResult) -> types.CallToolResult:
+    """A ``ToolResult`` as MCP content: its text, then its images."""
+    from mcp import types
+
+    content: list[Any] = [types.TextContent(text=result.content)]
+    for image in result.images:
+        content.append(
+            types.ImageContent(
+                data=base64.b64encode(image.data).decode("ascii"), mime_type=image.media_type
+            )
+        )
+    return types.CallToolResult(content=content, is_error=result.is_error)

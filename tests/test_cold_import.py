@@ -1,0 +1,82 @@
+"""A fresh kernel's first ``%%agent`` request does not wait for jsonschema's optional format
+checkers: ``import jsonschema`` imports ``rfc3987_syntax`` (when installed, as every JupyterLab
+environment has it through jupyter-events), which builds a Lark grammar at import time, 0.8 s
+and more. The registry imports jsonschema with that import deferred to the first ``iri`` check,
+and nothing else changes for anyone else's use of jsonschema.
+
+Each case runs in a fresh interpreter: what is measured is what an import leaves in
+``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+try:
+    import importlib.util
+
+    HAS_RFC3987_SYNTAX = importlib.util.find_spec("rfc3987_syntax") is not None
+except ValueError:
+    HAS_RFC3987_SYNTAX = False
+
+needs_rfc3987 = pytest.mark.skipif(
+    not HAS_RFC3987_SYNTAX, reason="rfc3987_syntax is not installed here"
+)
+
+
+def fresh(code: str) -> object:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@needs_rfc3987
+def test_the_registry_and_its_validators_leave_the_format_grammar_unbuilt() -> None:
+    loaded = fresh(
+        "import sys, json\n"
+        "from jupyter_agent.tools.registry import ToolRegistry\n"
+        "from jupyter_agent.tools.context import ToolContext\n"
+        "from jupyter_agent.tools.factory import create_default_registry\n"
+        "import tempfile, pathlib\n"
+        "registry = create_default_registry(ToolContext(pathlib.Path(tempfile.mkdtemp())))\n"
+        "deferred = ('lark', 'rfc3987_syntax', 'rfc3986_validator', 'rfc3339_validator', 'fqdn',"
+        " 'uri_template', 'webcolors')\n"
+        "print(json.dumps(sorted(m for m in deferred if m in sys.modules)))\n"
+    )
+    assert loaded == []
+
+
+@needs_rfc3987
+def test_jsonschema_format_checks_work_as_before_and_the_libraries_are_the_real_ones() -> None:
+    code = (
+        "import json\n"
+        "{first}"
+        "import jsonschema\n"
+        "checker = jsonschema.FormatChecker()\n"
+        "cases = [('http://example.com/ü', 'iri'), ('not an iri at all', 'iri'),\n"
+        "         ('http://x/y', 'uri'), ('no uri', 'uri'),\n"
+        "         ('2024-01-02T03:04:05Z', 'date-time'),\n"
+        "         ('yesterday', 'date-time'), ('example.com', 'hostname'), ('-bad-', 'hostname'),\n"
+        "         ('/a/{{b}}', 'uri-template'), ('/a/{{b', 'uri-template')]\n"
+        "verdicts = [checker.conforms(value, format) for value, format in cases]\n"
+        "import rfc3987_syntax, rfc3986_validator\n"
+        "real = [hasattr(rfc3987_syntax, 'RFC3987_SYNTAX_TERMS'),\n"
+        "        hasattr(rfc3986_validator, '__file__')]\n"
+        "print(json.dumps([verdicts, real, sorted(checker.checkers)]))\n"
+    )
+    plain = fresh(code.format(first=""))
+    ours = fresh(code.format(first="import jupyter_agent.tools.registry\n"))
+    assert ours == plain
+    assert ours[1] == [True, True]
+    assert ours[0] == [True, False] * 5  # every library answers, right

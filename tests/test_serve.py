@@ -1,0 +1,184 @@
+"""``%agent serve`` without a kernel: the guard's rules over real HTTP, the printed lines, the
+subcommand in a real ``InteractiveShell``, and the bridge's idle runner.
+
+The kernel tests (``test_serve_kernel.py``) drive the whole thing from outside a real kernel;
+these are the quick ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_agent.agent.toolbox import Toolbox
+from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge, NotPumpingError
+from jupyter_agent.notebook.serve import connection_lines
+from jupyter_agent.notebook.serve_http import ToolServer
+from jupyter_agent.tools.context import ToolContext
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+
+BODY = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ToolServer]:
+    background = BackgroundLoop("test-serve")
+    served = ToolServer(Toolbox(ToolContext(tmp_path)), token="the-token")
+    try:
+        background.run(served.start(0), timeout=30)
+        yield served
+    finally:
+        background.run(served.stop(), timeout=15)
+        background.close()
+
+
+def _post(server: ToolServer, **headers: str) -> httpx.Response:
+    return httpx.post(server.url, json=BODY, headers=ACCEPT | headers)
+
+
+def test_the_guard_refuses_before_the_server_sees_anything(server: ToolServer) -> None:
+    bearer = "Bearer the-token"
+    assert _post(server).status_code == 401
+    assert _post(server).headers["www-authenticate"] == "Bearer"
+    assert _post(server, Authorization="Bearer the-token-").status_code == 401
+    assert _post(server, Authorization="the-token").status_code == 401
+    assert _post(server, Authorization=bearer, Host="evil.example").status_code == 421
+    assert (
+        _post(server, Authorization=bearer, Host=f"127.0.0.1:{server.port + 1}").status_code == 421
+    )
+    assert _post(server, Authorization=bearer, Origin="null").status_code == 403
+    # let through: the SDK answers (a bare tools/list without a session is its 400, not ours)
+    passed = [
+        _post(server, Authorization=bearer, Origin=f"http://localhost:{server.port}"),
+        _post(server, Authorization=bearer, Host=f"localhost:{server.port}"),
+        _post(server, Authorization=bearer, Host=f"[::1]:{server.port}"),
+        _post(server, Authorization=bearer),
+    ]
+    for response in passed:
+        assert response.status_code not in (401, 403, 421), response.text
+        assert not response.text.startswith("Refused")
+
+
+def test_it_listens_on_loopback_only(server: ToolServer) -> None:
+    assert server.addresses[0] == f"127.0.0.1:{server.port}"
+    for address in server.addresses:
+        assert address.rsplit(":", 1)[0] in ("127.0.0.1", "[::1]")
+    with socket.socket() as probe:  # the wildcard address would also take this
+        probe.settimeout(1)
+        assert probe.connect_ex(("127.0.0.2", server.port)) != 0
+
+
+def test_the_printed_lines_are_well_formed() -> None:
+    lines = connection_lines("http://127.0.0.1:9/mcp", "tok-en")
+    assert (
+        'claude mcp add --transport http jupyter http://127.0.0.1:9/mcp --header "Authorization: '
+        'Bearer tok-en"' in lines
+    )
+    toml = lines.split("[mcp_servers.jupyter]")[1].split("\n\n")[0]
+    import tomllib
+
+    parsed = tomllib.loads("[mcp_servers.jupyter]" + toml.replace("\n  ", "\n"))
+    assert parsed == {
+        "mcp_servers": {
+            "jupyter": {
+                "url": "http://127.0.0.1:9/mcp",
+                "bearer_token_env_var": "JUPYTER_AGENT_MCP_TOKEN",
+            }
+        }
+    }
+    entry = json.loads(lines.rsplit("\n", 1)[1])
+    assert entry["mcpServers"]["jupyter"]["headers"] == {"Authorization": "Bearer tok-en"}
+
+
+@pytest.fixture
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_agent")
+    try:
+        yield ip
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_agent")
+
+
+def test_the_subcommand_in_a_shell(shell: InteractiveShell) -> None:
+    with pytest.raises(UsageError, match=r"unknown tool.*nope"):
+        shell.run_line_magic("agent", "serve --tools nope")
+    with pytest.raises(UsageError, match="--port must be"):
+        shell.run_line_magic("agent", "serve --port 70000")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        with pytest.raises(UsageError, match="cannot listen on port"):
+            shell.run_line_magic("agent", f"serve --port {taken.getsockname()[1]}")
+    assert get_magics(shell).server is None
+    with capture_output() as nothing:
+        shell.run_line_magic("agent", "serve stop")
+    assert "no server is running" in nothing.stdout
+    with capture_output() as started:
+        shell.run_line_magic("agent", "serve --tools list_variables,read_file,run_python")
+    assert "Serving 2 tools" in started.stdout
+    assert "Not offered while disabled: run_python" in started.stdout
+    served: Any = get_magics(shell).server
+    assert served is not None
+    with capture_output() as status:
+        shell.run_line_magic("agent", "serve")
+    assert "running" in status.stdout and served.token not in status.stdout
+    with socket.create_connection(("127.0.0.1", served.server.port), timeout=2):
+        pass
+    with capture_output():
+        shell.run_line_magic("agent", "serve stop")
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        assert probe.connect_ex(("127.0.0.1", served.server.port)) != 0
+    assert get_magics(shell).server is None
+
+
+def test_unloading_the_extension_stops_the_server(shell: InteractiveShell) -> None:
+    with capture_output():
+        shell.run_line_magic("agent", "serve")
+    port = get_magics(shell).server.server.port
+    shell.run_line_magic("unload_ext", "jupyter_agent")
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    shell.run_line_magic("load_ext", "jupyter_agent")  # for the fixture's unload
+
+
+def test_main_thread_work_between_runs_goes_to_the_idle_runner() -> None:
+    background = BackgroundLoop("test-idle")
+    bridge = MainThreadBridge(background)
+    ran_on: list[str] = []
+
+    def work() -> str:
+        ran_on.append(threading.current_thread().name)
+        return "done"
+
+    try:
+        with pytest.raises(NotPumpingError):
+            background.run(bridge.call_on_main(work), timeout=5)
+
+        async def runner(fn: Any) -> Any:
+            return await asyncio.to_thread(fn)
+
+        bridge.idle_runner = runner
+        assert background.run(bridge.call_on_main(work), timeout=5) == "done"
+        assert ran_on and ran_on[0] != "test-idle"
+    finally:
+        background.close()
