@@ -478,3 +478,26 @@ def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
     assert "Undid the cells of cell" in printed(outputs)
     assert not (tmp_path / "a.txt").exists(), printed(outputs)
     assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+
+
+def test_a_long_cell_shows_its_output_as_it_comes(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    slow = "import time\nfor i in range(4):\n    print('tick', i)\n    time.sleep(0.3)"
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": slow})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    reply, outputs = kernel.execute("%%agent\nCount slowly", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    progress = [op["outputs"] for op in notebook.ops if op["op"] == "outputs"]
+    assert len(progress) >= 2, progress  # placed while the cell still ran
+    texts = [stream[0]["text"] for stream in progress]
+    assert texts[0].startswith("tick") and texts == sorted(texts, key=len)
+    assert any("tick 1" in text and "tick 3" not in text for text in texts)
+    final = next(op for op in notebook.ops if op["op"] == "run_end")["outputs"]
+    assert final == [
+        {"output_type": "stream", "name": "stdout", "text": "tick 0\ntick 1\ntick 2\ntick 3\n"}
+    ]
