@@ -323,6 +323,10 @@ def test_the_agent_writes_runs_and_edits_cells(
             page.set_default_timeout(60_000)
             open_notebook(page, server, NOTEBOOK)
             page = co_author(page, server)
+            shot = tmp_path / f"coauthor_{front_end.name}.png"
+            agent_cell(page, "print('loaded'").evaluate("c => c.scrollIntoView({block: 'start'})")
+            page.screenshot(path=str(shot))  # for a person to look at: the marks, the outputs
+            print(f"screenshot: {shot}")
             seen = cells_seen(fake)
             # the accepted edit came after the cell ran: it is edited since; its output excerpt
             assert re.search(
