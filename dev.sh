@@ -24,9 +24,34 @@ ensure_env() {
   fi
 }
 
+# The JupyterLab extension (labextension/ → jupyter_agent/labextension): built from the sources
+# with the lockfile's exact packages when the built files are missing or older than the sources,
+# and linked into the venv so JupyterLab and Notebook 7 load this checkout's build. Needs Node.js
+# and npm (a wheel carries the built files: its users need neither).
+build_labextension() {
+  local built=jupyter_agent/labextension/package.json
+  if [ ! -f "$built" ] || [ -n "$(find labextension/src labextension/style labextension/package.json \
+      labextension/package-lock.json labextension/tsconfig.json -newer "$built" -print -quit)" ]; then
+    echo "==> building the JupyterLab extension (npm ci, tsc, jupyter-builder)"
+    local venv_bin
+    venv_bin="$(cd "$VENV/bin" && pwd)"  # jupyter-builder
+    (cd labextension && npm ci --no-audit --no-fund --loglevel=error \
+      && PATH="$venv_bin:$PATH" npm run --silent build:prod >/dev/null)
+    touch "$built"
+  fi
+  local target="$VENV/share/jupyter/labextensions/jupyter-agent"
+  if [ "$(readlink "$target" 2>/dev/null)" != "$PWD/jupyter_agent/labextension" ]; then
+    # the editable install copied the files it found then; a link follows later builds
+    mkdir -p "$(dirname "$target")"
+    rm -rf "$target"
+    ln -s "$PWD/jupyter_agent/labextension" "$target"
+  fi
+}
+
 case "${1:-}" in
   demo)
     ensure_env
+    build_labextension
     shift
     if [ "$(id -u)" = 0 ]; then
       # Docker and many cloud images run as root; Jupyter refuses that without --allow-root.
@@ -37,6 +62,7 @@ case "${1:-}" in
     ;;
   test)
     ensure_env
+    build_labextension
     shift
     echo "==> ruff"
     "$VENV/bin/ruff" check .

@@ -19,6 +19,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from jupyter_agent import ToolContext, create_default_registry
+from jupyter_agent.notebook.coauthor import (
+    DeleteCellTool,
+    EditCellTool,
+    InsertCellTool,
+    NotebookCellsTool,
+    NotebookLink,
+    RunCellTool,
+)
 from jupyter_agent.notebook.history_tool import NotebookHistoryTool
 from jupyter_agent.notebook.kernel_tools import InspectVariableTool, ListVariablesTool
 from jupyter_agent.notebook.propose_cell import CellProposals, ProposeCellTool
@@ -60,6 +68,16 @@ def schemas(tmp_path: Path) -> dict[str, dict[str, Any]]:
         ProposeCellTool(context, CellProposals(None)),
     ):
         registry.register(tool)
+    # the notebook tools a connected frontend brings (tutorial 07); their schemas need no link
+    link, bridge = NotebookLink(None), None
+    for notebook_tool in (
+        NotebookCellsTool(context, link, bridge),  # type: ignore[arg-type]
+        InsertCellTool(context, link, bridge),  # type: ignore[arg-type]
+        EditCellTool(context, link, bridge),  # type: ignore[arg-type]
+        RunCellTool(context, link, bridge, lambda: None),  # type: ignore[arg-type]
+        DeleteCellTool(context, link, bridge),  # type: ignore[arg-type]
+    ):
+        registry.register(notebook_tool)
     return {tool.name: tool.get_schema()["input_schema"] for tool in registry.list_tools()}
 
 

@@ -21,11 +21,13 @@ def load_ipython_extension(ip: Any) -> None:
 
     if getattr(ip, _INSTANCE_ATTRIBUTE, None) is not None:
         return
+    from .coauthor import NotebookLink
     from .propose_cell import CellProposals
     from .recorder import CellRecorder
 
     CellRecorder(ip).install()
     CellProposals(ip).install()
+    NotebookLink(ip).install()  # a notebook frontend with our extension connects (in a kernel)
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
     ip.events.register("post_run_cell", magics.last_error.post_run_cell)
@@ -41,10 +43,11 @@ def unload_ipython_extension(ip: Any) -> None:
     with contextlib.suppress(ValueError):  # not registered
         ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
+    from .coauthor import link_for
     from .propose_cell import proposals_for
     from .recorder import recorder_for
 
-    for installed in (recorder_for(ip), proposals_for(ip)):
+    for installed in (recorder_for(ip), proposals_for(ip), link_for(ip)):
         if installed is not None:
             installed.uninstall()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):

@@ -26,6 +26,14 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _COMM_MESSAGES = frozenset({"comm_open", "comm_msg", "comm_close"})
+#: The poller a running cell holds, by kernel: others that wait for comm messages on the main
+#: thread (the notebook co-author's replies) poll through it, never beside it.
+_ACTIVE: dict[int, KernelCommPoller] = {}
+
+
+def active_poller(kernel: Any) -> KernelCommPoller | None:
+    """The poller the running ``%%agent`` cell holds for ``kernel``, if any."""
+    return _ACTIVE.get(id(kernel))
 
 
 def unattended_kernel(shell: Any) -> bool:
@@ -59,6 +67,8 @@ class KernelCommPoller:
             self._socket = None
         if not self.available:
             self._start_ui_poll()
+        if self.available:
+            _ACTIVE[id(kernel)] = self
 
     @classmethod
     def for_shell(cls, shell: Any) -> KernelCommPoller | None:
@@ -148,6 +158,8 @@ class KernelCommPoller:
 
     def close(self) -> None:
         """Hand the messages that are not ours back to the kernel, in the order they came."""
+        if _ACTIVE.get(id(self._kernel)) is self:
+            del _ACTIVE[id(self._kernel)]
         if self._ui_poll_context is not None:
             with contextlib.suppress(Exception):
                 self._ui_poll_context.__exit__(None, None, None)

@@ -386,6 +386,7 @@ class NotebookSession:
         # new tools take their places; enabled states and policies stay (the destructive ones,
         # remove, run_bash and run_python, start off)
         toolbox.rebuild(context, tools)
+        self._sync_notebook_tools(toolbox)
         self._attach_journal(toolbox)
         self._stale = False
         if primary is None:
@@ -433,6 +434,22 @@ class NotebookSession:
             return self._make_questions(self.bridge)
         return UserQuestions(self.bridge, self._shell, use_widgets=lambda: False)
 
+    def _sync_notebook_tools(self, toolbox: Toolbox, connected: bool | None = None) -> None:
+        """The notebook co-authoring tools on ``toolbox`` while a frontend is connected
+        (``coauthor.py``); off it otherwise."""
+        if self.namespace is None:
+            return
+        from .coauthor import link_for, sync_tools
+
+        link = link_for(self._shell)
+        if link is not None and self._notebook_changed not in link.on_change:
+            link.on_change.append(self._notebook_changed)
+        sync_tools(toolbox, self.bridge, self._shell)
+
+    def _notebook_changed(self, _connected: bool) -> None:
+        if self._toolbox is not None:
+            self._sync_notebook_tools(self._toolbox)
+
     def _new_agent(self, primary: Agent) -> Agent:
         """A chat's agent on the session's toolbox."""
         return self._make_agent(primary.provider, primary.toolbox)
@@ -455,6 +472,11 @@ class NotebookSession:
     def _approval_handler(self) -> ApprovalHandler | None:
         if self._approvals is None and self._make_approvals is not None:
             self._approvals = self._make_approvals(self.bridge)
+        if self._approvals is not None and self.namespace is not None:
+            from .coauthor import link_for, review_approvals
+
+            if link_for(self._shell) is not None:  # a notebook cell's edit is asked as a diff
+                return review_approvals(self._approvals, self._shell, self.bridge)
         return self._approvals
 
     # -- undo --------------------------------------------------------------------------------
@@ -474,8 +496,20 @@ class NotebookSession:
             self._journal_problem = _one_line(str(exc))
 
     def undo(self) -> str:
-        """Restore what the file tools changed in the last ``%%agent`` cell; says what it did."""
+        """Restore what the file tools changed in the last ``%%agent`` cell, and the notebook's
+        cells it inserted, edited or deleted (``coauthor.py``); says what it did."""
+        from .coauthor import newest_cell_change, undo_cells
+
         journal = self.agent.context.journal
+        cells = newest_cell_change(self._shell) if self.namespace is not None else None
+        files = journal.pending_entry() if journal is not None else None
+        # the newest of the two journals' entries; both when they are the same cell's
+        if cells is not None and (files is None or files[0] == cells[0] or cells[1] >= files[1]):
+            undone = undo_cells(self._shell)
+            message = undone.message if undone is not None else "No cell changes to undo."
+            if journal is not None and files is not None and files[0] == cells[0]:
+                return f"{message}\n{journal.undo().message}"
+            return message
         if journal is None:
             raise SessionError(f"Undo is not available: {self._journal_problem}")
         return journal.undo().message
@@ -703,8 +737,17 @@ class NotebookSession:
             else "none (AGENTS.md or CLAUDE.md at the workspace root)",
         )
         primary = self._chats.get(DEFAULT_CHAT)
+        notebook: list[tuple[str, str]] = []
+        if self.namespace is not None:
+            from .coauthor import coauthoring_state
+
+            notebook = [("notebook co-authoring", coauthoring_state(self._shell))]
         if primary is None:
-            return [instructions, ("agent", "not created yet (the first %%agent cell creates it)")]
+            return [
+                instructions,
+                ("agent", "not created yet (the first %%agent cell creates it)"),
+                *notebook,
+            ]
         registry = primary.registry
         enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
         return [
@@ -716,6 +759,7 @@ class NotebookSession:
                 "chats",
                 ", ".join(f"{n} ({len(a.messages)} messages)" for n, a in self._chats.items()),
             ),
+            *notebook,
         ]
 
     # -- the end -----------------------------------------------------------------------------

@@ -318,6 +318,27 @@ class ChangeJournal:
                 return report
             return UndoReport(report.restored, report.skipped, report.message + refusal)
 
+    def pending_entry(self) -> tuple[str, float] | None:
+        """The label of the entry ``undo()`` would take and when its first change was made
+        (``time.time()``, to the second); ``None``: nothing to undo."""
+        with self._lock:
+            try:
+                names = self._entry_names()
+                pending = [n for n in names if not self._is_undone(n) and self._is_signed(n)]
+                if not pending:
+                    return None
+                with self._held.folder(self.folder / pending[-1]) as entry_fd:
+                    signed = self._signed_label(entry_fd, pending[-1]) or {}
+            except OSError:
+                return None
+            label, started = signed.get("label"), signed.get("started")
+            if not isinstance(label, str):
+                return None
+            try:
+                return label, datetime.fromisoformat(str(started)).timestamp()
+            except ValueError:
+                return label, 0.0
+
     def _is_undone(self, name: str) -> bool:
         with self._held.folder(self.folder / name) as entry_fd:
             try:

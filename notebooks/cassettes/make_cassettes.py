@@ -760,6 +760,89 @@ month), and **`per_unit.csv`** has the per-unit figures, one row per product.
     ]
 
 
+# -- 07 co-authoring --------------------------------------------------------------------------
+
+#: The tutorial's prompt; ``{{mode}}`` says whether the agent works in the notebook itself (a
+#: frontend with the extension is connected) or proposes a cell (nbval, VS Code, a terminal).
+COAUTHOR_PROMPT = (
+    "Build a small analysis of data/sales.csv as notebook cells: load it, clean it, plot the "
+    "monthly revenue, and conclude in Markdown. Work {{mode}}."
+)
+COAUTHOR_LOAD = 'import pandas as pd\n\nsales = pd.read_csv("data/sales.csv")\nsales.head()'
+COAUTHOR_CLEAN = (
+    "sales = sales.dropna()\n"
+    'sales["month"] = pd.to_datetime(sales["month"])\n'
+    'monthly = sales.groupby("month")["revenue"].sum()\n'
+    "monthly.describe()"
+)
+COAUTHOR_PLOT = (
+    "import matplotlib.pyplot as plt\n\n"
+    'monthly.plot(title="Monthly revenue (€)", marker="o", figsize=(6, 2.5))\n'
+    "plt.show()"
+)
+
+
+def coauthor_conclusion(rows: list[dict[str, Any]]) -> str:
+    monthly = totals(rows, "month")
+    months = sorted(monthly)
+    best = max(months, key=lambda m: monthly[m])
+    worst = min(months, key=lambda m: monthly[m])
+    products = totals(rows, "product")
+    top = max(products, key=lambda p: products[p])
+    return (
+        "## Conclusion\n\n"
+        f"- Revenue totals **{eur(sum(monthly.values()))}** over {len(months)} months "
+        f"({months[0]} to {months[-1]}).\n"
+        f"- The best month is **{best}** ({eur(monthly[best])}), the weakest {worst} "
+        f"({eur(monthly[worst])}): {pct(monthly[best], monthly[worst])} between them.\n"
+        f"- **{top}** earns the most of the products ({eur(products[top])})."
+    )
+
+
+def coauthoring() -> list[dict[str, Any]]:
+    rows = sales()
+    conclusion = coauthor_conclusion(rows)
+    ids = Ids("CA")
+    in_notebook = {
+        "prompt": "Build a small analysis of data/sales.csv*Work `mode`*in the notebook*",
+        "match": "pattern",
+        "responses": [
+            reply(
+                text("I'll write the analysis as cells below this one, in order."),
+                call(ids, "insert_cell", source=COAUTHOR_LOAD),
+            ),
+            reply(call(ids, "insert_cell", source=COAUTHOR_CLEAN)),
+            reply(call(ids, "insert_cell", source=COAUTHOR_PLOT)),
+            reply(call(ids, "insert_cell", source=conclusion, cell_type="markdown")),
+            reply(
+                text(
+                    "Four cells are below: load, clean, plot and the conclusion. Run them with "
+                    "Shift+Enter, or ask me to run them (`run_cell` asks you first)."
+                )
+            ),
+        ],
+    }
+    proposed = "\n\n".join([COAUTHOR_LOAD, COAUTHOR_CLEAN, COAUTHOR_PLOT])
+    as_proposal = {
+        "prompt": "Build a small analysis of data/sales.csv*Work `mode`*as a proposed cell*",
+        "match": "pattern",
+        "responses": [
+            reply(
+                text("No notebook frontend is connected, so I'll propose the code as one cell."),
+                call(ids, "read_file", file_path="data/sales.csv", limit=3),
+            ),
+            reply(call(ids, "propose_cell", code=proposed)),
+            reply(
+                text(
+                    "The code is in a new cell below this one; run it. My conclusion:\n\n"
+                    + conclusion
+                )
+            ),
+        ],
+    }
+    return [in_notebook, as_proposal]
+
+
 # -- 08 serve -----------------------------------------------------------------------------------
 
 SERVE_PROMPT = "While the server runs: which region in `sales` sold the most units, and how many?"
@@ -798,6 +881,7 @@ def main(out_dir: Path = HERE) -> None:
         "04_data_analysis.json": data_analysis(),
         "05_notebook_canvas.json": notebook_canvas(),
         "06_mcp.json": mcp_servers(),
+        "07_coauthor.json": coauthoring(),
         "08_serve.json": serve_tutorial(),
     }
     for name, exchanges in cassettes.items():

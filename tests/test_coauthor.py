@@ -1,0 +1,503 @@
+"""The co-authoring comm in a real kernel, with the test as the notebook frontend.
+
+The kernel is a real ipykernel process with the extension loaded; the test speaks the frontend
+extension's side of the protocol (``labextension/src/index.ts``) on the kernel's channels: it
+opens the comm on ``jupyter_agent.notebook`` with the notebook's cells, answers the kernel's
+operations (``FakeNotebook`` applies them to its list of cells as the extension applies them to
+the notebook model), and runs ``%%agent`` cells with the ``cellId`` metadata JupyterLab sends.
+The model is the fake Messages API on a loopback port.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
+from jupyter_client.manager import start_new_kernel
+from notebook_fake_server import serve
+
+pytestmark = pytest.mark.slow
+
+TARGET = "jupyter_agent.notebook"
+
+
+class FakeNotebook:
+    """The frontend's end: a notebook's cells and the operations the extension applies."""
+
+    def __init__(self, kernel: Kernel, cells: list[dict[str, Any]]) -> None:
+        self.kernel = kernel
+        self.cells = cells
+        self.comm_id = uuid.uuid4().hex
+        self.ops: list[dict[str, Any]] = []
+        self.journal: list[tuple[str, list[dict[str, Any]], float]] = []
+        #: How the user answers an edit shown as a diff (True: accept).
+        self.decisions: list[bool] = []
+        self.on_op: Callable[[dict[str, Any]], None] | None = None
+        self._ids = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"path": "analysis.ipynb", "cells": [dict(c) for c in self.cells]}
+
+    def open(self) -> None:
+        message = self.kernel.client.session.msg(
+            "comm_open",
+            {
+                "comm_id": self.comm_id,
+                "target_name": TARGET,
+                "data": {"type": "hello", **self.snapshot()},
+            },
+        )
+        self.kernel.client.shell_channel.send(message)
+
+    def index(self, cell_id: str) -> int:
+        for at, cell in enumerate(self.cells):
+            if cell["id"] == cell_id:
+                return at
+        raise ValueError(f"no cell with id {cell_id}")
+
+    def entry(self, turn: str, at: float) -> list[dict[str, Any]]:
+        if not self.journal or self.journal[-1][0] != turn:
+            self.journal.append((turn, [], at))
+        return self.journal[-1][1]
+
+    def handle(self, message: dict[str, Any]) -> None:
+        if message["msg_type"] != "comm_msg":
+            return
+        if message["content"].get("comm_id") != self.comm_id:
+            return
+        op = message["content"]["data"]
+        if op.get("type") != "op":
+            return
+        self.ops.append(op)
+        if self.on_op is not None:
+            self.on_op(op)
+        try:
+            result = self.apply(op)
+        except Exception as exc:
+            self.reply({"id": op["id"], "ok": False, "error": str(exc)})
+            return
+        if result is not None:
+            self.reply({"id": op["id"], "ok": True, **result, **self.snapshot()})
+
+    def reply(self, data: dict[str, Any]) -> None:
+        self.kernel.send_comm(self.comm_id, {"type": "reply", **data})
+
+    def apply(self, op: dict[str, Any]) -> dict[str, Any] | None:
+        kind = op["op"]
+        if kind == "snapshot":
+            return {}
+        if kind == "insert":
+            self._ids += 1
+            cell_id = f"agent-{self._ids}"
+            at = self.index(op["after"]) + 1 if op.get("after") else len(self.cells)
+            self.cells.insert(
+                at,
+                {
+                    "id": cell_id,
+                    "cell_type": op["cell_type"],
+                    "source": op["source"],
+                    "execution_count": None,
+                    "outputs": [],
+                    "agent": True,
+                },
+            )
+            self.entry(op["turn"], op["at"]).append({"kind": "insert", "id": cell_id})
+            return {"cell_id": cell_id, "index": at}
+        if kind == "review":
+            accepted = self.decisions.pop(0)
+            self.reply({"id": op["id"], "ok": True, "accepted": accepted})
+            return None
+        if kind == "edit":
+            cell = self.cells[self.index(op["cell_id"])]
+            before = cell["source"]
+            assert before.count(op["old_string"]) == 1
+            cell["source"] = before.replace(op["old_string"], op["new_string"])
+            self.entry(op["turn"], op["at"]).append(
+                {"kind": "edit", "id": cell["id"], "before": before}
+            )
+            return {}
+        if kind == "run_start":
+            cell = self.cells[self.index(op["cell_id"])]
+            cell["outputs"], cell["execution_count"] = [], None
+            return {"source": cell["source"]}
+        if kind in ("outputs", "run_end"):
+            cell = self.cells[self.index(op["cell_id"])]
+            cell["outputs"] = op["outputs"]
+            if kind == "run_end":
+                cell["execution_count"] = op["execution_count"]
+                return {}
+            return None
+        if kind == "peek":
+            return {"turn": self.journal[-1][0], "at": self.journal[-1][2]} if self.journal else {}
+        if kind == "undo":
+            if not self.journal:
+                return {"undone": False}
+            turn, steps, _at = self.journal.pop()
+            for step in reversed(steps):
+                if step["kind"] == "insert":
+                    del self.cells[self.index(step["id"])]
+                else:
+                    self.cells[self.index(step["id"])]["source"] = step["before"]
+            return {"undone": True, "turn": turn, "message": f"Undid the cells of {turn}."}
+        raise ValueError(f"unknown op {kind}")
+
+
+class Kernel:
+    """A kernel driven like JupyterLab: cells with their ids, iopub watched, comm messages."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
+        self.notebook: FakeNotebook | None = None
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+    def execute(
+        self, code: str, cell_id: str = "user-cell", timeout: float = 60
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": True,
+            "stop_on_error": True,
+        }
+        message = self.client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.client.shell_channel.send(message)
+        msg_id = message["header"]["msg_id"]
+        outputs: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"timed out running {code!r}: {outputs}"
+            try:
+                got = self.client.get_iopub_msg(timeout=0.1)
+            except Exception:
+                continue
+            if self.notebook is not None:
+                self.notebook.handle(got)
+            if got["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = got["msg_type"]
+            if kind in ("stream", "display_data", "update_display_data", "error"):
+                outputs.append({"type": kind, **got["content"]})
+            if kind == "status" and got["content"]["execution_state"] == "idle":
+                break
+        while True:
+            reply = self.client.get_shell_msg(timeout=10)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], outputs
+
+    def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+        message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.client.shell_channel.send(message)
+
+
+def printed(outputs: list[dict[str, Any]]) -> str:
+    return "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
+
+
+@pytest.fixture
+def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    fake = FakeAnthropic()
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+        monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
+        yield fake
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, fake_api: FakeAnthropic) -> Iterator[Kernel]:
+    kernel = Kernel(tmp_path)
+    try:
+        reply, outputs = kernel.execute("%load_ext jupyter_agent")
+        assert reply["status"] == "ok", outputs
+        yield kernel
+    finally:
+        kernel.close()
+
+
+@pytest.fixture
+def notebook(kernel: Kernel) -> FakeNotebook:
+    """A notebook open in the frontend, connected: a data cell and the %%agent cell."""
+    cells = [
+        {"id": "data", "cell_type": "code", "source": "rows = [3, 1, 2]", "execution_count": 1},
+        {"id": "ask", "cell_type": "code", "source": "%%agent\n...", "execution_count": None},
+    ]
+    notebook = FakeNotebook(kernel, cells)
+    kernel.notebook = notebook
+    notebook.open()
+    reply, outputs = kernel.execute("rows = [3, 1, 2]", cell_id="data")
+    assert reply["status"] == "ok", outputs
+    return notebook
+
+
+def inserted_id(body: dict[str, Any]) -> str:
+    """The id of the first code cell the agent inserted, from the results it was sent."""
+    found = re.search(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
+    assert found, body["messages"]
+    return found.group(1)
+
+
+def test_without_a_frontend_the_notebook_tools_are_off(
+    kernel: Kernel, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(text("Nothing to do."))
+    reply, outputs = kernel.execute("%agent config")
+    assert re.search(r"notebook co-authoring +off \(no frontend extension\)", printed(outputs))
+    reply, outputs = kernel.execute("%%agent\nhello")
+    assert reply["status"] == "ok", outputs
+    names = [tool["name"] for tool in fake_api.requests[0]["tools"]]
+    assert "propose_cell" in names
+    assert not {"notebook_cells", "insert_cell", "edit_cell", "run_cell"} & set(names)
+
+
+def test_the_agent_inserts_and_runs_cells_in_the_open_notebook(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    plot = (
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\n"
+        "total = sum(rows)\nprint('total', total)\nplt.plot(rows)\ntotal * 10"
+    )
+    fake_api.add(
+        Reply([tool_use("t1", "notebook_cells", {})]),
+        Reply([tool_use("t2", "insert_cell", {"source": plot})]),
+        Reply([tool_use("t3", "insert_cell", {"source": "# Total", "cell_type": "markdown"})]),
+        lambda body: Reply([tool_use("t4", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+    reply, outputs = kernel.execute("%agent config")
+    assert re.search(r"notebook co-authoring +on \(analysis.ipynb\)", printed(outputs))
+    reply, outputs = kernel.execute("%agent_tools policy run_cell allow")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%%agent\nSum the rows and plot them", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert not [o for o in outputs if o["type"] == "error"], outputs
+
+    names = [tool["name"] for tool in fake_api.requests[0]["tools"]]
+    assert {"notebook_cells", "insert_cell", "edit_cell", "run_cell"} <= set(names)
+    assert "delete_cell" not in names  # destructive: disabled until the user enables it
+    listing = result_text(tool_results(fake_api.requests[1])[0])
+    assert "id=data code, ran as [1]" in listing and "rows = [3, 1, 2]" in listing
+
+    # the cells went in after the %%agent cell, in order, marked as the agent's
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1", "agent-2"]
+    code, markdown = notebook.cells[2], notebook.cells[3]
+    assert code["agent"] and markdown["cell_type"] == "markdown"
+    # run: outputs placed in the cell with an execution count, none in the %%agent cell
+    assert isinstance(code["execution_count"], int)
+    kinds = [o["output_type"] for o in code["outputs"]]
+    assert kinds == ["stream", "execute_result", "display_data"], code["outputs"]
+    assert code["outputs"][0]["text"] == "total 6\n"
+    assert code["outputs"][1]["data"]["text/plain"] == "60"
+    png = base64.b64decode(code["outputs"][2]["data"]["image/png"])
+    assert png.startswith(b"\x89PNG")
+    assert "total 6" not in printed(outputs)
+    assert not [o for o in outputs if "image/png" in o.get("data", {})]
+    # ... and returned to the model, the plot as an image
+    result = tool_results(fake_api.requests[4])[-1]
+    assert "total 6" in result_text(result) and "60" in result_text(result)
+    assert any(part.get("type") == "image" for part in result["content"])
+    # the kernel's namespace has what the cell defined
+    reply, outputs = kernel.execute("print(total)")
+    assert printed(outputs) == "6\n"
+
+
+def test_an_edit_is_shown_as_a_diff_accepted_or_rejected(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    notebook.decisions = [True, False]
+    fake_api.add(
+        Reply(
+            [
+                tool_use(
+                    "t1", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "30"}
+                )
+            ]
+        ),
+        Reply(
+            [
+                tool_use(
+                    "t2", "edit_cell", {"cell_id": "data", "old_string": "1", "new_string": "10"}
+                )
+            ]
+        ),
+        text("Edited."),
+    )
+    reply, outputs = kernel.execute("%%agent\nScale the data", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    reviews = [op for op in notebook.ops if op["op"] == "review"]
+    assert [op["new_string"] for op in reviews] == ["30", "10"]
+    assert notebook.cells[0]["source"] == "rows = [30, 1, 2]"
+    assert [op["op"] for op in notebook.ops].count("edit") == 1
+    rejected = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "declined" in rejected and "rejected the edit in the notebook" in rejected
+
+
+def test_undo_puts_back_the_cells_of_the_last_agent_cell(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    notebook.decisions = [True]
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "print('a')"})]),
+        Reply(
+            [tool_use("t2", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "4"})]
+        ),
+        text("Done."),
+    )
+    reply, outputs = kernel.execute("%%agent\nWork", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+    reply, outputs = kernel.execute("%agent undo")
+    assert reply["status"] == "ok", outputs
+    assert "Undid the cells of cell" in printed(outputs)
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+    assert notebook.cells[0]["source"] == "rows = [3, 1, 2]"
+
+
+def test_run_cell_obeys_tool_timeout_and_the_turn_goes_on(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "import time\ntime.sleep(60)"})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("It was too slow."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 3")
+    started = time.monotonic()
+    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert time.monotonic() - started < 15
+    result = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "TimeoutError" in result and "tool_timeout" in result
+    cell = notebook.cells[2]
+    assert cell["outputs"][-1]["ename"] == "TimeoutError"
+    reply, outputs = kernel.execute("print('next')")
+    assert printed(outputs) == "next\n"
+
+
+def test_stop_during_a_slow_run_cell_ends_it_at_once(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "import time\ntime.sleep(60)"})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("unreachable"),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    pressed: dict[str, float] = {}
+
+    def stop_when_running(op: dict[str, Any]) -> None:
+        # the extension interrupts the kernel when the agent's Stop is pressed during a run
+        if op["op"] == "run_start":
+
+            def press() -> None:
+                time.sleep(0.5)
+                pressed["at"] = time.monotonic()
+                kernel.manager.interrupt_kernel()
+
+            threading.Thread(target=press, daemon=True).start()
+
+    notebook.on_op = stop_when_running
+    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask")
+    ended = time.monotonic()
+    assert pressed and ended - pressed["at"] < 1.5
+    assert reply["status"] == "ok", outputs
+    assert "interrupted" in printed(outputs).lower()
+    cell = notebook.cells[2]
+    assert cell["outputs"][-1]["ename"] == "KeyboardInterrupt"
+    assert len(fake_api.requests) == 2  # the turn ended: no third request
+    reply, outputs = kernel.execute("print('next')")
+    assert printed(outputs) == "next\n"
+
+
+def test_the_running_agent_cell_is_not_run_or_deleted(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    fake_api.add(
+        Reply([tool_use("t1", "run_cell", {"cell_id": "ask"})]),
+        Reply([tool_use("t2", "delete_cell", {"cell_id": "ask"})]),
+        Reply([tool_use("t3", "run_cell", {"cell_id": "nowhere"})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%agent_tools enable delete_cell")
+    kernel.execute("%agent_tools policy delete_cell allow")
+    reply, outputs = kernel.execute("%%agent\nRun yourself", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    results = [result_text(r) for r in tool_results(fake_api.requests[3])]
+    assert "running %%agent cell" in results[0] and "running %%agent cell" in results[1]
+    assert "no cell with id nowhere" in results[2]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+    assert [op["op"] for op in notebook.ops if op["op"] != "snapshot"] == ["run_start"]
+
+
+def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A cell that inserted a cell and wrote a file, then one that only wrote a file: the first
+    undo takes back the second cell's file alone, the next one the first cell's cell and file."""
+    fake_api.add(
+        Reply(
+            [
+                tool_use("t1", "insert_cell", {"source": "print('a')"}),
+                tool_use("t2", "write_file", {"file_path": "a.txt", "content": "a"}),
+            ]
+        ),
+        text("First."),
+        Reply([tool_use("t3", "write_file", {"file_path": "b.txt", "content": "b"})]),
+        text("Second."),
+    )
+    for prompt in ("One", "Two"):
+        time.sleep(1.1)  # the file journal dates its entries to the second
+        reply, outputs = kernel.execute(f"%%agent\n{prompt}", cell_id="ask")
+        assert reply["status"] == "ok", outputs
+    assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent undo")
+    assert not (tmp_path / "b.txt").exists(), printed(outputs)
+    assert (tmp_path / "a.txt").exists()
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent undo")
+    assert "Undid the cells of cell" in printed(outputs)
+    assert not (tmp_path / "a.txt").exists(), printed(outputs)
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+
+
+def test_a_long_cell_shows_its_output_as_it_comes(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    slow = "import time\nfor i in range(4):\n    print('tick', i)\n    time.sleep(0.3)"
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": slow})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    reply, outputs = kernel.execute("%%agent\nCount slowly", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    progress = [op["outputs"] for op in notebook.ops if op["op"] == "outputs"]
+    assert len(progress) >= 2, progress  # placed while the cell still ran
+    texts = [stream[0]["text"] for stream in progress]
+    assert texts[0].startswith("tick") and texts == sorted(texts, key=len)
+    assert any("tick 1" in text and "tick 3" not in text for text in texts)
+    final = next(op for op in notebook.ops if op["op"] == "run_end")["outputs"]
+    assert final == [
+        {"output_type": "stream", "name": "stdout", "text": "tick 0\ntick 1\ntick 2\ntick 3\n"}
+    ]
