@@ -398,11 +398,13 @@ class NotebookSession:
         return primary
 
     def _connect_mcp_hooks(self, toolbox: Toolbox) -> None:
-        """MCP servers reach the user through the session: sampling after an approval, the
-        OAuth "Authorize" link in the running cell (``mcp/client_features.py``)."""
+        """MCP servers reach the user through the session: forms asked in the running cell,
+        sampling after an approval, the OAuth "Authorize" link (``mcp/client_features.py``)."""
         from ..mcp.sampling import make_sampler
+        from .mcp_forms import mcp_form_asker
 
         hooks = toolbox.mcp.hooks
+        hooks.ask = mcp_form_asker(self._questions())
         hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
         hooks.open_authorization = self._open_authorization
 

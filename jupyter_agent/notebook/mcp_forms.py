@@ -1,0 +1,55 @@
+"""An MCP server's form (elicitation), asked in the cell one question at a time.
+
+A server may ask the user something mid-call: a message and a few fields (``mcp/client_features``
+turns its schema into a ``Form``). The notebook asks through the same machinery as the agent's
+``ask_user`` (``user_questions.py``): a small form in the running cell, a prompt in terminal
+IPython, and nobody there means the form is declined. Each field is one question — a choice
+offers its options, yes/no its two, text and numbers a text field — and shows the server's
+default, which an empty answer keeps. An unanswered question (Stop, an interrupt, nobody there)
+declines the whole form: a server never gets an answer the user did not give.
+"""
+
+from __future__ import annotations
+
+from ..mcp.client_features import Form, FormAnswer, FormAsker, FormField
+from .user_questions import Question, UserQuestions
+
+#: The answer that keeps a field's default (or leaves an optional one out).
+KEEP = "(keep the default)"
+SKIP = "(leave empty)"
+
+
+def _question(form: Form, field: FormField, position: int) -> Question:
+    about = f" — {field.description}" if field.description else ""
+    head = f"{form.server} asks: {form.message}\n" if position == 0 else ""
+    prompt = f"{head}{field.title}{about}"
+    if field.kind == "choice":
+        options = field.options
+    elif field.kind == "boolean":
+        options = ("yes", "no")
+    else:
+        options = ()
+    if field.default is not None:
+        prompt += f" (default: {field.default})"
+        options = (*options, KEEP) if options else (KEEP,)
+    elif not field.required:
+        options = (*options, SKIP) if options else ()
+    return Question(prompt, tuple(options))
+
+
+def mcp_form_asker(questions: UserQuestions) -> FormAsker:
+    """A ``FormAsker`` that puts each field of a server's form to the user."""
+
+    async def ask(form: Form) -> FormAnswer:
+        values: dict[str, object] = {}
+        for position, field in enumerate(form.fields):
+            answer = await questions.ask(_question(form, field, position))
+            if answer.text is None:
+                return "decline"
+            text = answer.text.strip()
+            if text in (KEEP, SKIP, ""):
+                continue  # the default stays (``coerce_answer`` fills it in)
+            values[field.name] = (text == "yes") if field.kind == "boolean" else text
+        return values
+
+    return ask
