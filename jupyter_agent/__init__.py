@@ -40,9 +40,9 @@ _EXPORTS: dict[str, str] = {
     "ContextCompacted": "jupyter_agent.events",
     "ThinkingDelta": "jupyter_agent.events",
     "AgentEvent": "jupyter_agent.events",
-    "ApprovalRequest": "jupyter_agent.agent.approvals",
-    "Decision": "jupyter_agent.agent.approvals",
-    "Policy": "jupyter_agent.agent.approvals",
+    "ApprovalRequest": "jupyter_agent.approvals",
+    "Decision": "jupyter_agent.approvals",
+    "Policy": "jupyter_agent.approvals",
     # providers
     "Provider": "jupyter_agent.providers.base",
     "ModelRequest": "jupyter_agent.providers.base",
@@ -128,7 +128,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .agent.agent import Agent
-    from .agent.approvals import ApprovalRequest, Decision, Policy
+    from .approvals import ApprovalRequest, Decision, Policy
     from .errors import (
         DuplicateToolError,
         JupyterAgentError,

@@ -10,6 +10,8 @@ tool hit while running, becomes an error result the model can read (see ``ToolRe
     ├── WorkspaceError            a path refused by the workspace resolver
     │   └── PathOutsideWorkspaceError
     ├── ToolInputError            arguments a tool refuses before it runs
+    ├── ToolFailure               an expected failure inside a tool: the registry turns it into
+    │                             an error result ("Error executing NAME: message")
     ├── ProviderError             a model request that failed for good
     ├── MCPServerError            an MCP server that cannot be added, started or reached
     ├── MCPConfigError            an MCP server entry that cannot be used (also a ValueError)
@@ -24,6 +26,14 @@ from __future__ import annotations
 
 class JupyterAgentError(Exception):
     """Base class for every exception raised by jupyter_agent."""
+
+
+class ToolFailure(JupyterAgentError):
+    """Raised inside a tool for an expected failure; the model sees only the message.
+
+    The registry reports it as ``Error executing {name}: {message}``, the same shape as any other
+    exception, but tools raise this one for conditions they anticipate (file not found, ...).
+    """
 
 
 class DuplicateToolError(JupyterAgentError, ValueError):

@@ -16,7 +16,7 @@ import pytest
 from fake_anthropic import ErrorReply, FakeAnthropic, Reply, api_problems, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.approvals import ApprovalRequest, Decision
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.errors import ProviderError
 from jupyter_agent.events import (
     AgentError,

@@ -35,7 +35,7 @@ from PIL import Image as PillowImage
 
 from jupyter_agent import Image
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.approvals import ApprovalRequest, Decision
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.errors import ProviderError
 from jupyter_agent.events import (
     AgentError,

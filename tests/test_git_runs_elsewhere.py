@@ -17,9 +17,9 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.agent.gate import Ask, Refuse, Run
 from jupyter_agent.agent.toolbox import Toolbox
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext

@@ -17,9 +17,9 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 
 from jupyter_agent import Agent, ToolRegistry, tool
-from jupyter_agent.agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.agent.gate import Ask, Refuse, Run
 from jupyter_agent.agent.toolbox import Toolbox
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.events import ToolCallFinished
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider

@@ -17,7 +17,7 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 from test_web_fetch import LoopbackServer
 
-from jupyter_agent.agent.approvals import ApprovalRequest, Decision
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 

@@ -238,7 +238,7 @@ def test_answer_and_history_in_a_shell_hold_nothing_active(
 
 def test_tool_views_hold_nothing_active() -> None:
     """The live view's HTML widgets, the static record and the approval prompt."""
-    from jupyter_agent.agent.approvals import ApprovalRequest
+    from jupyter_agent.approvals import ApprovalRequest
     from jupyter_agent.notebook.call_record import StaticCall, StaticCallGroup
     from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
     from jupyter_agent.notebook.widgets.tool_call_group import ToolCallGroup
@@ -259,7 +259,7 @@ def test_tool_views_hold_nothing_active() -> None:
     prompt = ApprovalPrompt(ApprovalRequest("c1", "run_<i>bash</i>", arguments))
     for part in _html_widgets(prompt):
         assert find_active(part.value) == [], part.value
-    from jupyter_agent.agent.approvals import Decision
+    from jupyter_agent.approvals import Decision
 
     prompt.decide(Decision(False, HOSTILE))
     assert active_content(prompt.static_bundle()) == []

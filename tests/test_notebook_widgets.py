@@ -15,7 +15,7 @@ import pytest
 from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.agent.approvals import ApprovalRequest
+from jupyter_agent.approvals import ApprovalRequest
 from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
 from jupyter_agent.notebook.widgets.tool_call_group import ToolCallGroup
 from jupyter_agent.notebook.widgets.tool_call_view import SHOW_MORE_STEP, ToolCallView

@@ -27,7 +27,7 @@ from test_notebook_shell import (  # noqa: F401  (shell: the fixture)
     use_fake,
 )
 
-from jupyter_agent.agent.approvals import ApprovalRequest
+from jupyter_agent.approvals import ApprovalRequest
 from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, ToolCallStarted
 from jupyter_agent.notebook.render import TextRenderer
 

@@ -31,6 +31,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, NamedTuple
 
+from ..approvals import ApprovalHandler, Policy
 from ..errors import ProviderError
 from ..events import (
     AgentError,
@@ -50,7 +51,6 @@ from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
 from . import conversation
-from .approvals import ApprovalHandler, Policy
 from .chat_state import Call, ChatState
 from .context_window import ContextWindow
 from .gate import PolicyGate

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 from ..events import Refusal
 from ..tools.base import approval_reason, capabilities_of, remember_approval
 from ..tools.registry import ToolRegistry
-from .approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
 
 
 class RegistryOwner(Protocol):

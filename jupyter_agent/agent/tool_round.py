@@ -19,11 +19,11 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
+from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult
 from ..tools.result_budget import result_budget
 from . import conversation
-from .approvals import ApprovalHandler, ApprovalRequest
 from .chat_state import Call
 from .gate import Ask, Refuse, Run, Verdict
 from .results import fit_result

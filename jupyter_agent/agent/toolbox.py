@@ -24,10 +24,10 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..approvals import Policy
 from ..tools.base import ExecutableTool, capabilities_of
 from ..tools.context import ToolContext
 from ..tools.registry import ToolRegistry
-from .approvals import Policy
 from .gate import PolicyGate
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..agent.approvals import POLICIES, Policy
+from ..approvals import POLICIES, Policy
 from ..errors import MCPConfigError
 
 #: The Messages API's rule for tool names.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from ..agent.approvals import Policy
+from ..approvals import Policy
 from ..errors import MCPConfigError, MCPServerError
 from ..tools.context import ToolContext
 from ..tools.netguard import PrivateNetworkSetting

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..agent.approvals import ApprovalHandler, ApprovalRequest
+from ..approvals import ApprovalHandler, ApprovalRequest
 from ..providers.base import ModelRequest, ModelResponse, Provider, closing_stream
 from .client_features import Sampler, SamplingRequest
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..agent.approvals import ApprovalRequest, Decision
+from ..approvals import ApprovalRequest, Decision
 from . import tool_format
 from .inert import visible
 from .kernel_comm import KernelCommPoller, unattended_kernel

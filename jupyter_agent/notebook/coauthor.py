@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..agent.approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
+from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
 from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ..agent.approvals import ApprovalRequest, Decision
+from ..approvals import ApprovalRequest, Decision
 from ..events import ToolCallFinished, ToolCallStarted
 from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
 from .approvals_ui import NO_ONE_TO_ASK

@@ -34,10 +34,10 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.approvals import ApprovalHandler, ApprovalRequest
 from ..agent.gate import Ask, Refuse
 from ..agent.tool_round import invoke
 from ..agent.toolbox import Toolbox
+from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult, capabilities_of
 

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.agent import Agent
-from ..agent.approvals import ApprovalHandler, Policy
 from ..agent.toolbox import Toolbox
+from ..approvals import ApprovalHandler, Policy
 from ..errors import ModelRequestError, ProviderError, SessionError, WorkspaceError
 from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
 from ..providers.base import Provider

@@ -14,32 +14,17 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .kernel_comm import KernelCommPoller, unattended_kernel
+from .questions import Answer as Answer
+from .questions import Question as Question
 from .runner import MainThreadBridge
 
 NO_ONE_TO_ANSWER = (
     "no one can answer: this session has nobody at a frontend or terminal (a notebook run by "
     "nbconvert, papermill or a script). Decide yourself, and say what you assumed."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """What to ask: the question, and the answers to choose from (none: free text)."""
-
-    prompt: str
-    options: tuple[str, ...] = field(default=())
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The user's answer (``text``), or why there is none (``text`` is ``None``)."""
-
-    text: str | None
-    reason: str = ""
 
 
 class UserQuestions:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from ..errors import ToolFailure as ToolFailure  # tools name it from here too
+
 if TYPE_CHECKING:
     from .context import ToolContext
 
@@ -158,14 +160,6 @@ class ToolResult:
     images: tuple[Image, ...] = field(default=())
     #: How many secret values the registry replaced by ``[redacted: NAME]`` in ``content``.
     redacted: int = 0
-
-
-class ToolFailure(Exception):
-    """Raised inside a tool for an expected failure; the model sees only the message.
-
-    The registry reports it as ``Error executing {name}: {message}``, the same shape as any other
-    exception, but tools raise this one for conditions they anticipate (file not found, ...).
-    """
 
 
 class BuiltinTool:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .base import ToolFailure
+from ..errors import ToolFailure
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -3,7 +3,7 @@
 This is the one place where the built-in tools are put together. Tools that declare themselves
 destructive (``ToolCapabilities.destructive``: ``remove``, ``run_bash``) are registered but start
 disabled; the user turns them on (and the agent then asks before each call, see
-``agent.approvals``).
+``approvals.py``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ...agent.approvals import ApprovalRequest, Decision
+from ...approvals import ApprovalRequest, Decision
 from .. import tool_format
 from ..inert import html_bundle, html_text
 from .inert_html import InertHTML

@@ -7,12 +7,13 @@ the form's place and closes the form's widgets (see ``user_questions.py``).
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
-from ..user_questions import Answer, Question
+from ..inert import html_bundle, html_text
+from ..questions import Answer, Question
+from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
@@ -23,7 +24,9 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
     def __init__(self, question: Question) -> None:
         self.question = question
         self.answer: Answer | None = None
-        self._label = widgets.HTML(f"<b>❓ {html.escape(question.prompt)}</b>")
+        # the question may be the model's or a server's words: escaped, shown as lines
+        prompt = html_text(question.prompt).replace("\n", "<br>")
+        self._label = InertHTML(f"<b>❓ {prompt}</b>")
         self.option_buttons = [
             widgets.Button(description=option[:60], tooltip=option) for option in question.options
         ]
@@ -69,13 +72,11 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
 
     def static_bundle(self) -> dict[str, str]:
         """The answered question as one line, HTML and plain text, no widget."""
-        return {
-            "text/html": (
-                "<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
-                f"{html.escape(self.answer_text())}</div>"
-            ),
-            "text/plain": self.answer_text(),
-        }
+        return html_bundle(
+            "<div style='border: 1px solid #ccc; padding: 4px; margin: 4px 0;'>"
+            f"{html_text(self.answer_text())}</div>",
+            self.answer_text(),
+        )
 
     def close_all(self) -> None:
         for part in (*self._parts, self):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import ipywidgets as widgets
 
-from ...agent.approvals import POLICIES, Policy
+from ...approvals import POLICIES, Policy
 from ...tools.registry import ToolRegistry
 from ..inert import html_bundle, html_text, visible
 from .inert_html import InertHTML

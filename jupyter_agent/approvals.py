@@ -1,5 +1,8 @@
 """Approval policies: which tool calls run freely, which wait for the user, which never run.
 
+A leaf of the package (like ``events.py`` and ``errors.py``): the gate (``agent/gate.py``), MCP
+servers' entries (``mcp/config.py``) and the notebook's prompts all speak these types.
+
 The policy is per tool: ``allow`` runs it, ``deny`` refuses it (the model gets an error result),
 ``ask`` hands an ``ApprovalRequest`` to the UI's handler and waits for its ``Decision``. Tools
 marked destructive (``remove``, ``run_bash``, ``run_python``) default to ``ask`` once a user enables
