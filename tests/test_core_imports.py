@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 CORE_PACKAGES = ("jupyter_agent.tools", "jupyter_agent.agent", "jupyter_agent.providers")
 #: Core modules that sit at the top of the package, not in a core sub-package.
@@ -69,3 +70,26 @@ def test_blocking_really_blocks() -> None:
     script = "import sys; sys.modules['IPython'] = None\nimport IPython"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode != 0 and "import of IPython halted" in result.stderr
+
+
+def test_a_session_runs_without_the_mcp_extra(tmp_path: Path) -> None:
+    """``pip install jupyter-agent`` without ``[mcp]``: no ``mcp``, no ``regex``. The session's
+    toolbox still builds (its MCP manager imports neither until a server is added)."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        for blocked in ("mcp", "regex", "uvicorn"):
+            sys.modules[blocked] = None
+        from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+
+        session = NotebookSession(SessionSettings(workspace={str(tmp_path)!r}, provider="offline"))
+        outcome = session.run("Which files are here?")
+        session.close()
+        print(outcome.answer is not None)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "True"

@@ -41,7 +41,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import referencing
-import regex
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 from jsonschema.protocols import Validator
@@ -66,6 +65,8 @@ class SchemaTimeout(Exception):
 
 
 def _search(pattern: str, text: str) -> bool:
+    import regex  # the [mcp] extra's: imported when a server's schema is first used
+
     remaining = getattr(_deadline, "at", None)
     timeout = None if remaining is None else max(0.001, remaining - time.monotonic())
     try:
@@ -188,6 +189,8 @@ async def check(validator: Validator, arguments: dict[str, Any], timeout: float)
 def _problems(
     validator: Validator, arguments: dict[str, Any], deadline: float | None
 ) -> str | None:
+    import regex  # the [mcp] extra's: imported when a server's schema is first used
+
     _deadline.at = deadline
     try:
         collected = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS))
