@@ -1,4 +1,5 @@
-"""Figure 16: what redaction costs — every tool result passes it (``tools/redact.py``).
+"""Figure 16: what redaction costs — every tool result passes it (``tools/redact.py``) — and what
+web_fetch's per-host egress question costs before each call (``tools/egress.py``).
 
 Ours: ``redactor().redact(text)`` on a result without secrets (the common case: each pattern runs
 only where its literal anchor occurs, found at memory speed), with a credential-named variable in
@@ -59,6 +60,7 @@ def run(ctx: BenchContext) -> list[Row]:
 
         per_result()
         small = [per_result() for _ in range(ctx.reps(21, 3))]
+        egress = _egress_check_ms(ctx)
     finally:
         if previous is None:
             os.environ.pop(_SECRET_NAME, None)
@@ -97,4 +99,36 @@ def run(ctx: BenchContext) -> list[Row]:
             below=1.0,
             note="Every tool result passes the redactor; 100 KB is the default result cap.",
         ),
+        limit(
+            FIGURE,
+            "web_fetch's per-host egress check (`needs_approval`: parse the URL, look the host up)",
+            Stats(egress, "ms"),
+            None,
+            "",
+            below=1.0,
+            note="The gate asks it before every web_fetch call, before any DNS lookup; a URL "
+            "parse and a set lookup, per call.",
+        ),
     ]
+
+
+def _egress_check_ms(ctx: BenchContext) -> list[float]:
+    """Milliseconds per ``needs_approval`` of web_fetch over 200 URLs (a third allowed)."""
+    import tempfile
+
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.egress import EgressHosts
+    from jupyter_agent.tools.web import WebFetchTool
+
+    hosts = [f"host{i}.example.org" for i in range(200)]
+    egress = EgressHosts(hosts[::3])
+    with tempfile.TemporaryDirectory() as workspace:
+        tool = WebFetchTool(ToolContext(workspace), egress=egress)
+        urls = [{"url": f"https://{host}/path?q={i}"} for i, host in enumerate(hosts)]
+        samples = []
+        for _ in range(ctx.reps(21, 3)):
+            started = time.perf_counter()
+            for args in urls:
+                tool.needs_approval(args)
+            samples.append((time.perf_counter() - started) * 1e3 / len(urls))
+    return samples
