@@ -7,9 +7,10 @@ restarted), and every request of the session goes to that address (``PinnedTrans
 the original ``Host`` header and TLS server name — as ``web_fetch`` pins each hop
 (``tools/netguard.py``). A DNS answer that changes later ("DNS rebinding") cannot move the
 session elsewhere. A request for another origin is the OAuth flow talking to the server's
-authorization server (``oauth.py``): on the server's own host it goes to the same pinned address;
-elsewhere it must be a public address (checked and pinned like a ``web_fetch`` hop), so a server's
-metadata cannot point the kernel at your private network.
+authorization server (``oauth.py``): on the server's own host (by name, or by the address it
+resolves to) it goes to the same pinned address; elsewhere it must be a public address (checked
+and pinned like a ``web_fetch`` hop), so a server's metadata cannot point the kernel at your
+private network.
 
 The SDK builds its HTTP clients on ``httpx2`` (``mcp.shared._httpx_utils``); the transport
 here wraps that client's own transport class.
@@ -33,6 +34,7 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
         self.target = target
         self.address = address
         self._public = NetworkPolicy(False)
+        self._any = NetworkPolicy(True)
         self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -54,11 +56,15 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
         return await self._inner.handle_async_request(request)
 
     async def _elsewhere(self, request: httpx2.Request) -> tuple[FetchTarget, IPAddress]:
-        """Another origin (an OAuth authorization server): the server's own host, or public."""
+        """Another origin (an OAuth authorization server): the server's own host (by name or by
+        address: ``localhost`` and ``127.0.0.1``), or a public address."""
         try:
             other = parse_target(str(request.url))
             if other.host.rstrip(".") == self.target.host.rstrip("."):
                 return other, self.address
+            address = await self._any.pin(other)
+            if address == self.address:
+                return other, address
             return other, await self._public.pin(other)
         except ToolFailure as exc:
             raise httpx2.ConnectError(
