@@ -121,6 +121,6 @@ def test_in_a_terminal_the_question_is_a_prompt(
     fake = use_fake(shell, Reply([tool_use("toolu_1", "ask_user", question)]), text("OK."))
     shell.run_cell("%%agent\nsummarise")
     assert terminal.questions == ["[1-2 or your own words] "]
-    assert "❓ Which region?" in capsys.readouterr().out
+    assert "? Which region?" in capsys.readouterr().out
     [result] = tool_results(fake.requests[1])
     assert result_text(result) == f"The user answered: {expected}"

@@ -94,7 +94,7 @@ class UserQuestions:
 
     @staticmethod
     def _ask_with_input(question: Question) -> Answer:
-        print(f"❓ {question.prompt}")
+        print(f"? {question.prompt}")
         for number, option in enumerate(question.options, 1):
             print(f"  {number}. {option}")
         hint = f"[1-{len(question.options)} or your own words] " if question.options else "> "

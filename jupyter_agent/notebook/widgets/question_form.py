@@ -26,7 +26,7 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
         self.answer: Answer | None = None
         # the question may be the model's or a server's words: escaped, shown as lines
         prompt = html_text(question.prompt).replace("\n", "<br>")
-        self._label = InertHTML(f"<b>❓ {prompt}</b>")
+        self._label = InertHTML(f"<b>? {prompt}</b>")
         self.option_buttons = [
             widgets.Button(description=option[:60], tooltip=option) for option in question.options
         ]
@@ -65,10 +65,10 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
 
     def answer_text(self) -> str:
         if self.answer is None:
-            return f"❓ {self.question.prompt} — waiting for an answer"
+            return f"? {self.question.prompt} — waiting for an answer"
         if self.answer.text is None:
-            return f"❓ {self.question.prompt} — no answer ({self.answer.reason})"
-        return f"❓ {self.question.prompt} → {self.answer.text}"
+            return f"? {self.question.prompt} — no answer ({self.answer.reason})"
+        return f"? {self.question.prompt} → {self.answer.text}"
 
     def static_bundle(self) -> dict[str, str]:
         """The answered question as one line, HTML and plain text, no widget."""
