@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,9 +85,7 @@ class NotebookApprovals:
         handle = DisplayHandle()
         handle.display(prompt)
         try:
-            while prompt.decision is None and not self._bridge.stop_requested:
-                if poller.poll(0.05) == 0:
-                    time.sleep(0.01)
+            poller.pump_until(lambda: prompt.decision is not None or self._bridge.stop_requested)
         finally:
             if prompt.decision is None:  # Stop, or an interrupt, while waiting: lock the buttons
                 why = "the user stopped the turn" if self._bridge.stop_requested else None

@@ -21,6 +21,8 @@ import contextlib
 import contextvars
 import logging
 import select
+import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,13 @@ class KernelCommPoller:
         if self._ui_poll is not None:
             self._ui_poll(10)
         return 0
+
+    def pump_until(self, done: Callable[[], bool]) -> None:
+        """Handle widget messages until ``done()`` (a prompt answered, Stop pressed): how a
+        prompt waits on the main thread for its click."""
+        while not done():
+            if self.poll(0.05) == 0:
+                time.sleep(0.01)
 
     def wait(self, timeout_s: float, wake_fd: int) -> int:
         """Sleep until a widget message arrives (it is handled), ``wake_fd`` is readable or

@@ -12,7 +12,6 @@ open, no widget view saved). The cell's Stop button, or an interrupt, ends the w
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,9 +76,7 @@ class UserQuestions:
         handle = DisplayHandle()
         handle.display(form)
         try:
-            while form.answer is None and not self._bridge.stop_requested:
-                if poller.poll(0.05) == 0:
-                    time.sleep(0.01)
+            poller.pump_until(lambda: form.answer is not None or self._bridge.stop_requested)
         finally:
             if form.answer is None:
                 why = "the user stopped the turn" if self._bridge.stop_requested else None
