@@ -44,7 +44,15 @@ from ..agent.agent import Agent
 from ..agent.toolbox import Toolbox
 from ..approvals import ApprovalHandler, Policy
 from ..errors import ModelRequestError, ProviderError, SessionError, WorkspaceError
-from ..events import AgentFinished, ContextCompacted, TextDelta, TurnFinished, TurnStarted, Usage
+from ..events import (
+    AgentFinished,
+    ContextCompacted,
+    TextDelta,
+    TextReset,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
 from ..providers.base import Provider
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
@@ -569,15 +577,21 @@ class NotebookSession:
             agent.context.journal.begin(label or f"turn {self._turns}")
         final: dict[str, Any] = {"text": None, "model": agent.provider.model}
         streamed: list[str] = []
+        turn_starts_at = 0  # where this turn's text starts in ``streamed`` (a TextReset voids it)
 
         def handle(event: object) -> None:
+            nonlocal turn_starts_at
             if isinstance(event, PrintedText):
                 event.show()
                 return
             if isinstance(event, TextDelta):
                 streamed.append(event.text)
-            elif isinstance(event, TurnStarted) and event.model:
-                final["model"] = event.model
+            elif isinstance(event, TextReset):
+                del streamed[turn_starts_at:]
+            elif isinstance(event, TurnStarted):
+                turn_starts_at = len(streamed)
+                if event.model:
+                    final["model"] = event.model
             elif isinstance(event, TurnFinished):
                 model_name = str(final["model"])
                 self.usage_by_model[model_name] = (
