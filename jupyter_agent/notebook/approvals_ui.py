@@ -13,15 +13,15 @@ cell's Stop button answers a waiting prompt "denied" and ends the turn, as an in
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..approvals import ApprovalRequest, Decision
 from . import tool_format
 from .inert import visible
-from .kernel_comm import KernelCommPoller, unattended_kernel
+from .kernel_comm import KernelCommPoller
 from .runner import MainThreadBridge
+from .waiting_widget import someone_can_answer, wait_for_click
 
 NO_ONE_TO_ASK = (
     "no one could approve it: this session is not interactive (no frontend or stdin to ask). "
@@ -64,38 +64,25 @@ class NotebookApprovals:
                 self._on_waiting(request.call_id, False)
 
     def _interactive_frontend(self) -> bool:
-        if getattr(self._shell, "kernel", None) is None:
-            return sys.stdin is not None and sys.stdin.isatty()
-        return not unattended_kernel(self._shell)
+        return someone_can_answer(self._shell)
 
     def _ask_with_widget(self, request: ApprovalRequest) -> Decision:
-        from ._ipython import DisplayHandle
         from .widgets.approval_prompt import ApprovalPrompt
 
         if not self._interactive_frontend():
             return Decision(False, NO_ONE_TO_ASK)
-        poller = self.poller
-        owned = False
-        if poller is None:
-            poller = KernelCommPoller.for_shell(self._shell)
-            owned = poller is not None
-        if poller is None or not poller.available:
+        prompt = wait_for_click(
+            self._shell,
+            self.poller,
+            self._bridge,
+            lambda: ApprovalPrompt(request),
+            answered=lambda shown: shown.decision is not None,
+            give_up=lambda shown, why: shown.decide(Decision(False, why)),
+        )
+        if prompt is None:
             return self._ask_with_input(request)
-        prompt = ApprovalPrompt(request)
-        handle = DisplayHandle()
-        handle.display(prompt)
-        try:
-            poller.pump_until(lambda: prompt.decision is not None or self._bridge.stop_requested)
-        finally:
-            if prompt.decision is None:  # Stop, or an interrupt, while waiting: lock the buttons
-                why = "the user stopped the turn" if self._bridge.stop_requested else None
-                prompt.decide(Decision(False, why or "the cell was interrupted"))
-            handle.update(prompt.static_bundle(), raw=True)
-            prompt.close_all()
-            if owned:
-                poller.close()
         decision = prompt.decision
-        assert decision is not None  # decided by a click, or above
+        assert decision is not None  # decided by a click, or given up above
         return decision
 
     def _ask_with_input(self, request: ApprovalRequest) -> Decision:

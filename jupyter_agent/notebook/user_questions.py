@@ -11,14 +11,14 @@ open, no widget view saved). The cell's Stop button, or an interrupt, ends the w
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from .kernel_comm import KernelCommPoller, unattended_kernel
+from .kernel_comm import KernelCommPoller
 from .questions import Answer as Answer
 from .questions import Question as Question
 from .runner import MainThreadBridge
+from .waiting_widget import someone_can_answer, wait_for_click
 
 NO_ONE_TO_ANSWER = (
     "no one can answer: this session has nobody at a frontend or terminal (a notebook run by "
@@ -57,36 +57,23 @@ class UserQuestions:
         return self._ask_with_input(question)
 
     def _someone_there(self) -> bool:
-        if getattr(self._shell, "kernel", None) is None:
-            return sys.stdin is not None and sys.stdin.isatty()
-        return not unattended_kernel(self._shell)
+        return someone_can_answer(self._shell)
 
     def _ask_with_form(self, question: Question) -> Answer:
-        from ._ipython import DisplayHandle
         from .widgets.question_form import QuestionForm
 
-        poller = self._poller()
-        owned = False
-        if poller is None:
-            poller = KernelCommPoller.for_shell(self._shell)
-            owned = poller is not None
-        if poller is None or not poller.available:
+        form = wait_for_click(
+            self._shell,
+            self._poller(),
+            self._bridge,
+            lambda: QuestionForm(question),
+            answered=lambda shown: shown.answer is not None,
+            give_up=lambda shown, why: shown.decide(Answer(None, why)),
+        )
+        if form is None:
             return self._ask_with_input(question)
-        form = QuestionForm(question)
-        handle = DisplayHandle()
-        handle.display(form)
-        try:
-            poller.pump_until(lambda: form.answer is not None or self._bridge.stop_requested)
-        finally:
-            if form.answer is None:
-                why = "the user stopped the turn" if self._bridge.stop_requested else None
-                form.decide(Answer(None, why or "the cell was interrupted"))
-            handle.update(form.static_bundle(), raw=True)
-            form.close_all()
-            if owned:
-                poller.close()
         answer = form.answer
-        assert answer is not None  # answered, or above
+        assert answer is not None  # answered, or given up above
         return answer
 
     @staticmethod
