@@ -272,6 +272,8 @@ class MainThreadBridge:
         self._accepting_calls = False
         self._pumping = False
         self._stop_requested = False
+        #: Futures of main-thread calls an interrupt ended, answered once the run is cancelled.
+        self._interrupted_calls: list[concurrent.futures.Future[Any]] = []
         #: Runs main-thread work while no run is pumping (``%agent serve`` sets it: the kernel's
         #: own loop, between cells); ``None``: such work is refused with ``NotPumpingError``.
         self.idle_runner: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
@@ -410,6 +412,7 @@ class MainThreadBridge:
             self._accepting_calls = False
             self._pumping = False
             self._stop_requested = False
+            self._answer_interrupted_calls()  # an interrupt during _stop's own pump
             self._refuse_pending_calls()
         if interrupted:
             return RunOutcome(interrupted=True)
@@ -430,6 +433,7 @@ class MainThreadBridge:
         """Cancel ``job`` and keep pumping (refusing new main-thread work) while it cleans up."""
         self._accepting_calls = False  # queued requests are cancelled as the pump reaches them
         self.background.loop.call_soon_threadsafe(job.cancel)
+        self._answer_interrupted_calls()
         # A second stop press while cleaning up: stop waiting, the loop finishes on its own.
         with contextlib.suppress(KeyboardInterrupt):
             self._pump(job, on_event, on_idle, deadline=time.monotonic() + cleanup_timeout)
@@ -542,7 +546,10 @@ class MainThreadBridge:
             try:
                 result = item.fn()
             except KeyboardInterrupt:
-                item.future.set_exception(InterruptedByUser("interrupted by the user"))
+                # The caller hears of it only once the run is cancelled (``_stop``): told at
+                # once, a tool could turn it into an error result and the turn go on to another
+                # request before the cancellation reached it.
+                self._interrupted_calls.append(item.future)
                 raise
             except BaseException as exc:
                 item.future.set_exception(exc)
@@ -550,6 +557,14 @@ class MainThreadBridge:
                 item.future.set_result(result)
             return
         on_event(item)
+
+    def _answer_interrupted_calls(self) -> None:
+        """Main-thread calls an interrupt ended: their callers hear it now, after the cancel."""
+        loop = self.background.loop
+        while self._interrupted_calls:
+            future = self._interrupted_calls.pop()
+            error = InterruptedByUser("interrupted by the user")
+            loop.call_soon_threadsafe(_set_exception_if_pending, future, error)
 
     def _refuse_pending_calls(self) -> None:
         """After a run: cancel main-thread requests still queued and drop stale events."""
@@ -575,3 +590,8 @@ async def forward_events(stream: AsyncIterator[object], bridge: MainThreadBridge
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _set_exception_if_pending(future: concurrent.futures.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
