@@ -7,7 +7,7 @@ the Jupyter origin, which can call the server's REST API (terminals, kernels), a
 time a saved, signed notebook is opened. A terminal obeys escape sequences the same way: OSC 52
 writes the clipboard, a bare carriage return or an erase-line rewrites what an approval shows.
 
-So every display of this package is built here, and nowhere else (``tests/test_inert_rendering``
+So every display of this package is built here, and nowhere else (``tests/notebook/test_inert``
 walks the source to keep it so):
 
 * ``markdown_bundle`` — the model's Markdown (the answer, ``%agent history``). It is rendered to
