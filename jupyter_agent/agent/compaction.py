@@ -30,9 +30,10 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from ..errors import ContextOverflowError
 from .conversation import Block, Message, content_blocks
 from .results import CHARS_PER_TOKEN, cut_middle
-from .tokens import ContextOverflowError, block_chars, parse_count
+from .tokens import block_chars, parse_count
 from .transcript import render_transcript
 
 #: Compaction aims at this share of the window, so that it does not run again every turn.

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..errors import ProviderError
+from ..errors import ContextOverflowError, ProviderError
 from ..events import ContextCompacted
 from ..providers.base import ModelRequest, ModelResponse, Provider, closing_stream
 from . import conversation
 from .compaction import SUMMARY_SYSTEM, TARGET_SHARE, compact
 from .results import CHARS_PER_TOKEN, cut_middle
-from .tokens import ContextOverflowError, TokenEstimator, context_window_for, reported_sizes
+from .tokens import TokenEstimator, context_window_for, reported_sizes
 
 __all__ = ["ContextOverflowError", "ContextWindow", "WindowSubject"]
 

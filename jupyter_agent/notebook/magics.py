@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..approvals import POLICIES, Policy
-from ..errors import ModelRequestError, SessionError
+from ..errors import FailedModelRequest, ModelRequestError, SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .cell_errors import LastError, error_prompt
@@ -128,14 +128,6 @@ def _chat_name(text: str) -> str:
         return check_chat_name(_unquoted(text))
     except SessionError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-class FailedModelRequest(ModelRequestError):
-    """A failed model request as the cell's error: one line, ``ModelRequestError: <what the API
-    said>`` (IPython prints what ``_render_traceback_`` returns instead of a traceback)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"ModelRequestError: {self.detail}"]
 
 
 @contextlib.contextmanager
