@@ -51,8 +51,8 @@ from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
 from ..errors import FrontendError
 from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
+from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
-from .runner import MainThreadBridge
 from .summarize import clip
 
 if TYPE_CHECKING:

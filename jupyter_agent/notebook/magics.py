@@ -26,12 +26,12 @@ from ..approvals import POLICIES, Policy
 from ..errors import FailedModelRequest, ModelRequestError, SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
+from .bridge import MainThreadBridge
 from .cell_errors import LastError, error_prompt
 from .inert import InertMarkdown, text_bundle, visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
-from .runner import MainThreadBridge
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
 if TYPE_CHECKING:

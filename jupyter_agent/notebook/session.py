@@ -62,13 +62,13 @@ from ..tools.journal import ChangeJournal
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
 from .ask_user_tool import AskUserTool
+from .bridge import BackgroundLoop, MainThreadBridge, forward_events
 from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
 from .pricing import estimate_cost, user_prices
 from .prompt_vars import expand_variables
-from .runner import BackgroundLoop, MainThreadBridge, forward_events
 from .settings import (
     DEFAULT_CHAT,
     PROVIDER_KINDS,
