@@ -23,15 +23,16 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..approvals import POLICIES, Policy
-from ..errors import FailedModelRequest, ModelRequestError, SessionError
+from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
 from .bridge import MainThreadBridge
 from .cell_errors import LastError, error_prompt
+from .cell_turn import CellTurn
 from .inert import InertMarkdown, text_bundle, visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .pricing import user_prices
-from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
+from .render import DEFAULT_RENDER_INTERVAL_S
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
 
 if TYPE_CHECKING:
@@ -264,7 +265,8 @@ class AgentMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
-        self._renderer: Renderer | None = None
+        #: The running cell's turn (its renderer, Stop, poller), while a turn runs.
+        self._turn: CellTurn | None = None
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
         self._panel: tuple[Any, Any] | None = None
         self._panel_cells_ended = 0
@@ -399,8 +401,8 @@ class AgentMagics(Magics):
         )
 
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
-        if self._renderer is not None:
-            self._renderer.mark_waiting(call_id, waiting)
+        if self._turn is not None:
+            self._turn.mark_waiting(call_id, waiting)
 
     def _rebind_panel(self, _primary: Agent) -> None:
         if self._panel is not None:
@@ -461,16 +463,6 @@ class AgentMagics(Magics):
 
     # -- one turn, rendered ------------------------------------------------------------------
 
-    def _cell_label(self) -> str | None:
-        """``cell N``, N the running cell's number as the notebook shows it.
-
-        IPython 9 counts a cell before running it (``execution_count`` is then the next cell's
-        number), IPython 8 after; the displayhook's ``prompt_count`` — the N of ``Out[N]`` — is
-        the running cell's number in both.
-        """
-        count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
-        return f"cell {count}" if isinstance(count, int) else None
-
     def _run_turn(
         self,
         prompt: str,
@@ -482,29 +474,19 @@ class AgentMagics(Magics):
         think: int | None = None,
         budget: float | None = None,
     ) -> TurnOutcome:
+        """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
         with _as_usage_errors():  # refusals before anything is shown
             self.session.chat(chat)
             self.session.provider(provider, model, think)
-        rich = self.use_widgets()
-        live = rich and not unattended_kernel(self.shell)  # no widgets nobody could click
-        poller = KernelCommPoller.for_shell(self.shell) if live else None
-        stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
-        renderer: Renderer = (
-            RichRenderer(self.render_interval, on_stop=stop, live=live) if rich else TextRenderer()
+        self._turn = CellTurn(
+            self.session,
+            self.shell,
+            rich=self.use_widgets(),
+            render_interval=self.render_interval,
+            approvals=self._approvals,
         )
-        self._renderer = renderer
-        if self._approvals is not None:
-            self._approvals.poller = poller
-
-        def on_idle() -> None:
-            renderer.tick()
-            if poller is not None:
-                poller.poll(0)
-
-        bridge = self.session.bridge
-        bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
         try:
-            outcome = self.session.run(
+            outcome = self._turn.run(
                 prompt,
                 chat=chat,
                 provider=provider,
@@ -512,26 +494,9 @@ class AgentMagics(Magics):
                 max_turns=max_turns,
                 think=think,
                 budget=budget,
-                label=self._cell_label(),
-                on_event=renderer.handle,
-                on_idle=on_idle,
-                # a terminal prints text as it comes; the widgets' throttle is for displays
-                text_growth=None if rich else 0.0,
             )
-        except ModelRequestError as exc:
-            renderer.close(interrupted=False)
-            raise FailedModelRequest(exc.detail) from None
-        except SessionError as exc:
-            renderer.close(interrupted=False)
-            raise UsageError(visible(str(exc))) from None
         finally:
-            bridge.comm_waiter = None
-            self._renderer = None
-            if self._approvals is not None:
-                self._approvals.poller = None
-            if poller is not None:
-                poller.close()
-        renderer.close(interrupted=outcome.interrupted)
+            self._turn = None
         if outcome.interrupted:
             _say(INTERRUPTED_NOTE)
         return outcome
@@ -873,51 +838,83 @@ class AgentMagics(Magics):
         ``%agent_tools enable NAME [NAME...]``, ``%agent_tools disable NAME [NAME...]``,
         ``%agent_tools policy NAME allow|ask|deny``. Every chat shares the tools and policies.
         """
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"%agent_tools: {exc}") from None
-        session = self.session
+        command, _, rest = line.strip().partition(" ")
         with _as_usage_errors():
-            registry = session.registry
+            self.session.registry  # noqa: B018 - a workspace that is gone: refused before output
             self._connect_mcp_servers()
-        if not words:
+        if not command:
             if self.use_widgets():
                 self._show_panel()
             else:
                 self._print_tools()
             return
-        command, names = words[0], words[1:]
-        if command == "list":
-            if names:
-                raise UsageError("%agent_tools list takes no arguments")
-            self._print_tools()
-            return
-        if command in ("enable", "disable"):
-            if not names:
-                raise UsageError(f"usage: %agent_tools {command} NAME [NAME...]")
-            self._check_tool_names(names)
-            for name in names:
-                registry.set_enabled(name, command == "enable")
-            if command == "enable":
-                states = ", ".join(f"{name} (policy {session.get_policy(name)})" for name in names)
-                _say(f"enabled: {states}")
-            else:
-                _say(f"disabled: {', '.join(names)}")
-        elif command == "policy":
-            if len(names) != 2 or names[1] not in POLICIES:
-                raise UsageError("usage: %agent_tools policy NAME allow|ask|deny")
-            self._check_tool_names(names[:1])
-            policy: Policy = names[1]
-            session.set_policy(names[0], policy)
-            _say(f"{names[0]}: policy {policy}")
-        else:
+        handler = self.TOOLS_COMMANDS.get(command)
+        if handler is None:
             raise UsageError(
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
                 "disable NAME or policy NAME allow|ask|deny (no argument: the panel)"
             )
+        with _as_usage_errors():
+            handler(self, rest)
         if self._panel is not None:
             self._panel[0].refresh()
+
+    @staticmethod
+    def _parse_with_usage(handler: Callable[..., Any], rest: str) -> Any:
+        """``rest`` parsed by ``handler``'s ``magic_arguments``; errors name the command and end
+        with its usage line."""
+        parser = handler.parser  # type: ignore[attr-defined]
+        try:
+            return parse_argstring(handler, rest)
+        except UsageError as exc:
+            usage = " ".join(parser.format_usage().split()).removeprefix(":: ")
+            raise UsageError(f"%{parser.prog}: {exc}; usage: {usage}") from None
+
+    @magic_arguments("agent_tools list")
+    def _tools_list(self, rest: str) -> None:
+        """The tools as a table: enabled, policy, description."""
+        self._parse_with_usage(self._tools_list, rest)
+        self._print_tools()
+
+    @magic_arguments("agent_tools enable")
+    @argument("names", nargs="+", metavar="NAME", help="Tools to offer the model.")
+    def _tools_enable(self, rest: str) -> None:
+        """Offer tools to the model (every chat)."""
+        names: list[str] = self._parse_with_usage(self._tools_enable, rest).names
+        self._check_tool_names(names)
+        for name in names:
+            self.session.registry.set_enabled(name, True)
+        states = ", ".join(f"{name} (policy {self.session.get_policy(name)})" for name in names)
+        _say(f"enabled: {states}")
+
+    @magic_arguments("agent_tools disable")
+    @argument("names", nargs="+", metavar="NAME", help="Tools to take away from the model.")
+    def _tools_disable(self, rest: str) -> None:
+        """Take tools away from the model (every chat)."""
+        names: list[str] = self._parse_with_usage(self._tools_disable, rest).names
+        self._check_tool_names(names)
+        for name in names:
+            self.session.registry.set_enabled(name, False)
+        _say(f"disabled: {', '.join(names)}")
+
+    @magic_arguments("agent_tools policy")
+    @argument("name", metavar="NAME", help="The tool.")
+    @argument("policy", choices=POLICIES, metavar="allow|ask|deny", help="What a call may do.")
+    def _tools_policy(self, rest: str) -> None:
+        """Set whether a tool's calls run, ask first, or are refused."""
+        args = self._parse_with_usage(self._tools_policy, rest)
+        self._check_tool_names([args.name])
+        policy: Policy = args.policy
+        self.session.set_policy(args.name, policy)
+        _say(f"{args.name}: policy {policy}")
+
+    #: ``%agent_tools WORD ...`` → the method that handles the rest of the line.
+    TOOLS_COMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
+        "list": _tools_list,
+        "enable": _tools_enable,
+        "disable": _tools_disable,
+        "policy": _tools_policy,
+    }
 
     def _check_tool_names(self, names: list[str]) -> None:
         known = self.session.registry.get_tool_names()
@@ -932,10 +929,10 @@ class AgentMagics(Magics):
         _say(tools_table(self.session))
 
 
-def _subcommand_help() -> str:
-    """One usage line per ``%agent`` command, for ``%agent?``."""
-    lines = ["", "", "%agent commands:", ""]
-    for handler in AgentMagics.SUBCOMMANDS.values():
+def _subcommand_help(magic: str, commands: dict[str, Callable[[AgentMagics, str], None]]) -> str:
+    """One usage line per command of ``%magic``, for ``%magic?``."""
+    lines = ["", "", f"%{magic} commands:", ""]
+    for handler in commands.values():
         parser = getattr(handler, "parser", None)
         if parser is None:  # a command with a parser of its own: its docstring's first line
             lines.append("  " + (handler.__doc__ or "").strip().splitlines()[0])
@@ -945,4 +942,9 @@ def _subcommand_help() -> str:
     return "\n".join(lines)
 
 
-AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help()
+AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help(
+    "agent", AgentMagics.SUBCOMMANDS
+)
+AgentMagics.agent_tools.__doc__ = (AgentMagics.agent_tools.__doc__ or "") + _subcommand_help(
+    "agent_tools", AgentMagics.TOOLS_COMMANDS
+)
