@@ -722,8 +722,8 @@ class AgentMagics(Magics):
     def _mcp(self, rest: str) -> None:
         """%agent mcp add NAME [...] -- COMMAND ARGS... | add NAME --url URL | list | remove NAME
 
-        MCP servers (their own parser, in ``mcp_commands.py``: the words after ``--`` are the
-        server's command line, left as typed).
+        MCP servers (each subcommand's ``magic_arguments`` parser is in ``mcp_commands.py``:
+        the words after ``--`` are the server's command line, left as typed).
         """
         try:
             words = shlex.split(rest)
