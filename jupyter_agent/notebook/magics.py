@@ -10,7 +10,6 @@ them); ``SUBCOMMANDS`` maps each ``%agent WORD`` to its method; every user mista
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import shlex
@@ -29,11 +28,21 @@ from .approvals_ui import NotebookApprovals
 from .bridge import MainThreadBridge
 from .cell_errors import LastError, error_prompt
 from .cell_turn import CellTurn
-from .inert import InertMarkdown, text_bundle, visible
-from .kernel_comm import KernelCommPoller, unattended_kernel
+from .inert import InertMarkdown, visible
+from .kernel_comm import KernelCommPoller
+from .live_panel import LivePanel
+from .magic_types import (
+    chat_name,
+    dollars,
+    identifier,
+    positive_int,
+    think,
+    thinking_budget,
+    unquoted,
+)
 from .pricing import user_prices
 from .render import DEFAULT_RENDER_INTERVAL_S
-from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
+from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 
 if TYPE_CHECKING:
     from ..agent.agent import Agent
@@ -43,9 +52,6 @@ if TYPE_CHECKING:
     from .user_questions import UserQuestions
 
 _DEFAULTS = SessionSettings()
-
-#: Under a tool panel's table once another cell has run (the panel was live until then).
-PANEL_RETIRED_NOTE = "(the tools when the next cell ran; %agent_tools shows a live panel again)"
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
 
@@ -68,67 +74,6 @@ def _show_link(text: str, url: str) -> None:
         f"{html_text(text)}</a></div>"
     )
     display(html_bundle(markup, f"{text}: {url}"), raw=True)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _dollars(text: str) -> float:
-    try:
-        value = float(text.lstrip("$"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs dollars, like 0.50, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("a budget is 0 or more dollars")
-    return value
-
-
-def _identifier(text: str) -> str:
-    if not text.isidentifier():
-        raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
-    return text
-
-
-def _thinking_budget(value: int | str) -> int:
-    """A thinking budget the API accepts (checked where the provider checks it)."""
-    from ..providers.anthropic import MIN_THINKING_BUDGET  # imports the SDK: only when used
-
-    try:
-        budget = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {value!r}") from None
-    if budget < MIN_THINKING_BUDGET:
-        raise TraitError(f"a thinking budget is at least {MIN_THINKING_BUDGET} tokens")
-    return budget
-
-
-def _think(text: str) -> int:
-    try:
-        return _thinking_budget(text)
-    except TraitError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _unquoted(text: str) -> str:
-    """``"my chat"`` → ``my chat``: ``magic_arguments`` splits a line at spaces outside quotes but
-    keeps the quotes themselves."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _chat_name(text: str) -> str:
-    try:
-        return check_chat_name(_unquoted(text))
-    except SessionError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -268,8 +213,7 @@ class AgentMagics(Magics):
         #: The running cell's turn (its renderer, Stop, poller), while a turn runs.
         self._turn: CellTurn | None = None
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
-        self._panel: tuple[Any, Any] | None = None
-        self._panel_cells_ended = 0
+        self._panel = LivePanel(shell)
         #: The plan a %%agent --plan cell made, until %agent go carries it out.
         self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
@@ -315,7 +259,7 @@ class AgentMagics(Magics):
     @validate("thinking_budget")
     def _check_thinking_budget(self, proposal: dict[str, Any]) -> int | None:
         value = proposal["value"]
-        return _thinking_budget(value) if value is not None else None
+        return thinking_budget(value) if value is not None else None
 
     @observe(*SETTING_NAMES)
     def _on_session_setting(self, change: dict[str, Any]) -> None:
@@ -345,7 +289,7 @@ class AgentMagics(Magics):
 
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
-        self._retire_panel("(the extension was unloaded)")
+        self._panel.retire("(the extension was unloaded)")
         from .serve import stop_serving
 
         stop_serving(self, "stopped: the extension was unloaded")
@@ -405,61 +349,7 @@ class AgentMagics(Magics):
             self._turn.mark_waiting(call_id, waiting)
 
     def _rebind_panel(self, _primary: Agent) -> None:
-        if self._panel is not None:
-            self._panel[0].rebind(self.session)
-
-    def _show_panel(self) -> None:
-        """Display a new live tool panel; the one shown before becomes a static table.
-
-        The panel is live while its cell is the last one run: when the next cell ends, its
-        display becomes the static table of the tools (``_after_panel_cell``), as a finished
-        ``%%agent`` cell's calls do. A notebook saved after that holds no widget view, which after
-        a kernel restart would read "Error displaying widget: model not found". A kernel nobody
-        watches (nbconvert ``--execute``, papermill, nbval) gets the table straight away: nbclient
-        saves every widget model a cell opens (some 150 for a panel).
-        """
-        from ._ipython import DisplayHandle
-        from .widgets.tool_panel import ToolPanel, static_tools_bundle
-
-        self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
-        if unattended_kernel(self.shell):
-            display(static_tools_bundle(self.session), raw=True)
-            return
-        panel = ToolPanel(self.session)
-        handle = DisplayHandle()
-        handle.display(panel)
-        self._panel = (panel, handle)
-        self._panel_cells_ended = 0
-        events = getattr(self.shell, "events", None)
-        if events is not None:
-            events.register("post_run_cell", self._after_panel_cell)
-
-    def _after_panel_cell(self, _result: Any) -> None:
-        self._panel_cells_ended += 1  # the first is the panel's own cell
-        if self._panel_cells_ended > 1:
-            self._retire_panel(PANEL_RETIRED_NOTE)
-
-    def _retire_panel(self, note: str) -> None:
-        """Replace the live panel's display by a table of the tools and close its widgets.
-
-        One panel at a time is live: each one kept ~150 widget models open for the rest of the
-        session (a cell with ``%agent_tools`` run again made another), and every change from
-        a line redrew them all.
-        """
-        if self._panel is None:
-            return
-        panel, handle = self._panel
-        self._panel = None
-        events = getattr(self.shell, "events", None)
-        if events is not None:
-            with contextlib.suppress(ValueError):  # not registered
-                events.unregister("post_run_cell", self._after_panel_cell)
-        try:
-            bundle = panel.static_bundle(note)
-        except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
-            bundle = text_bundle(note)
-        handle.update(bundle, raw=True)
-        panel.close_all()
+        self._panel.rebind(self.session)
 
     # -- one turn, rendered ------------------------------------------------------------------
 
@@ -504,7 +394,7 @@ class AgentMagics(Magics):
     # -- %%agent -----------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line reads "%%agent [--model MODEL] ..."
-    @argument("--model", "-m", default=None, type=_unquoted, help="Model for this cell only.")
+    @argument("--model", "-m", default=None, type=unquoted, help="Model for this cell only.")
     @argument(
         "--provider",
         "-p",
@@ -516,7 +406,7 @@ class AgentMagics(Magics):
         "--chat",
         "-c",
         default=DEFAULT_CHAT,
-        type=_chat_name,
+        type=chat_name,
         help="The conversation to continue (created on first use); default: 'default'.",
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
@@ -525,17 +415,17 @@ class AgentMagics(Magics):
         action="store_true",
         help="Plan first: read-only tools, the answer is a plan; %%agent go carries it out.",
     )
-    @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
+    @argument("--max-turns", type=positive_int, default=None, help="Model turns for this cell.")
     @argument(
         "--think",
-        type=_think,
+        type=think,
         default=None,
         metavar="N",
         help="Let Claude think up to N tokens first (extended thinking), for this cell.",
     )
     @argument(
         "--budget",
-        type=_dollars,
+        type=dollars,
         default=None,
         metavar="DOLLARS",
         help="Spend at most this much on the model in this cell (e.g. 0.50).",
@@ -543,10 +433,10 @@ class AgentMagics(Magics):
     @argument(
         "--system",
         default=None,
-        type=_unquoted,
+        type=unquoted,
         help="Replace the system prompt (from this cell on).",
     )
-    @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
+    @argument("--out", default=None, type=identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
     def agent_magic(self, line: str, cell: str | None = None) -> None:
         """Ask the agent: the cell body is the prompt; the chat's conversation carries over.
@@ -630,7 +520,7 @@ class AgentMagics(Magics):
         "name",
         nargs="?",
         default=None,
-        type=_chat_name,
+        type=chat_name,
         metavar="NAME",
         help="The chat; all when omitted.",
     )
@@ -663,7 +553,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent history")
     @argument(
-        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+        "name", nargs="?", default=DEFAULT_CHAT, type=chat_name, metavar="NAME", help="The chat."
     )
     def _history(self, rest: str) -> None:
         """Show a conversation as a transcript."""
@@ -681,7 +571,7 @@ class AgentMagics(Magics):
         _say(self.session.usage_report())
 
     @magic_arguments("agent error")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to ask.")
     def _error(self, rest: str) -> None:
         """Send the last exception (its cell and traceback) to the agent to explain and fix."""
         args = self._parse(self._error, rest)
@@ -704,7 +594,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent compact")
     @argument(
-        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+        "name", nargs="?", default=DEFAULT_CHAT, type=chat_name, metavar="NAME", help="The chat."
     )
     def _compact(self, rest: str) -> None:
         """Shorten a conversation now: old tool results become stubs, old turns a summary."""
@@ -751,7 +641,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent save")
     @argument("path", metavar="PATH", help="The JSON file to write.")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to save.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to save.")
     def _save(self, rest: str) -> None:
         """Save a conversation to a file (%agent load brings it back)."""
         args = self._parse(self._save, rest)
@@ -760,7 +650,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to fill.")
     @argument(
         "--system-prompt",
         action="store_true",
@@ -798,7 +688,7 @@ class AgentMagics(Magics):
         "name",
         nargs="?",
         default=None,
-        type=_unquoted,
+        type=unquoted,
         metavar="NAME",
         help="The model from the next %%agent cell on (e.g. claude-haiku-4-5); "
         "omitted: show the model that will answer.",
@@ -844,7 +734,7 @@ class AgentMagics(Magics):
             self._connect_mcp_servers()
         if not command:
             if self.use_widgets():
-                self._show_panel()
+                self._panel.show(self.session)
             else:
                 self._print_tools()
             return
@@ -856,8 +746,7 @@ class AgentMagics(Magics):
             )
         with _as_usage_errors():
             handler(self, rest)
-        if self._panel is not None:
-            self._panel[0].refresh()
+        self._panel.refresh()
 
     @staticmethod
     def _parse_with_usage(handler: Callable[..., Any], rest: str) -> Any:
