@@ -38,8 +38,8 @@ async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[f
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     from jupyter_agent.agent.toolbox import Toolbox
+    from jupyter_agent.notebook.bridge import BackgroundLoop
     from jupyter_agent.notebook.kernel_tools import InspectVariableTool
-    from jupyter_agent.notebook.runner import BackgroundLoop
     from jupyter_agent.notebook.serve_http import ToolServer
     from jupyter_agent.tools.context import ToolContext
     from jupyter_agent.tools.registry import ToolRegistry

@@ -85,7 +85,7 @@ def _counting_publisher(shell: Any) -> Any:
 
 def run(ctx: BenchContext) -> list[Row]:
     render = require("jupyter_agent.notebook.render")
-    runner = require("jupyter_agent.notebook.runner")
+    runner = require("jupyter_agent.notebook.bridge")
     events = require("jupyter_agent.events")
     from IPython.core.interactiveshell import InteractiveShell
 

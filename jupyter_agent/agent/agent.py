@@ -32,7 +32,7 @@ from contextlib import aclosing
 from typing import Any, NamedTuple
 
 from ..approvals import ApprovalHandler, Policy
-from ..errors import ProviderError
+from ..errors import ContextOverflowError, ProviderError
 from ..events import (
     AgentError,
     AgentEvent,
@@ -54,7 +54,7 @@ from . import conversation
 from .chat_state import Call, ChatState
 from .context_window import ContextWindow
 from .gate import PolicyGate
-from .tokens import ContextOverflowError, is_overflow
+from .tokens import is_overflow
 from .tool_round import DEFAULT_MAX_PARALLEL_TOOLS, ToolRound
 from .toolbox import DEFAULT_TOOL_TIMEOUT, Toolbox
 from .transcript import render_transcript

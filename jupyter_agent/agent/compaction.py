@@ -18,6 +18,12 @@ prompt is too long, the agent compacts, in this order, stopping as soon as the c
    results are cut to their head and tail (a folded note loses the lines naming its calls, not
    its count).
 
+What compaction did is kept as data on the blocks it made (``CompactedResult``: the stub's line,
+the note's ``FoldNote``), invisible to the API and to JSON; a later compaction reads it there, never
+back out of the text — a tool result that merely reads like a stub or a note is a result. (A
+conversation loaded from a file holds plain blocks: to the next compaction its stubs and notes
+are results like any other, stubbed in their turn.)
+
 A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
 agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
 reply's reported input tokens plus about four characters a token for what was added since.
@@ -26,13 +32,14 @@ reply's reported input tokens plus about four characters a token for what was ad
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import ContextOverflowError
 from .conversation import Block, Message, content_blocks
 from .results import CHARS_PER_TOKEN, cut_middle
-from .tokens import ContextOverflowError, block_chars, parse_count
+from .tokens import block_chars
 from .transcript import render_transcript
 
 #: Compaction aims at this share of the window, so that it does not run again every turn.
@@ -76,35 +83,67 @@ def turn_starts(messages: list[Message]) -> list[int]:
     ]
 
 
+#: The note folded rounds leave on the first round of their turn, after its stub.
+_NOTE_START = "\n\n[Later steps of this turn"
+FOLD_HEADER = _NOTE_START.lstrip("\n") + ", folded to save context: {calls:,} tool call{s}; their "
+FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
+#: At most this many lines of a folded note name calls (the latest ones); at most this long each.
+NOTE_LINES = 40
+NOTE_LINE_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class FoldNote:
+    """What the rounds folded into one note were: how many calls, the lines naming the latest
+    (at most ``NOTE_LINES``), and how many earlier lines were not kept."""
+
+    calls: int
+    lines: tuple[str, ...] = ()
+    dropped: int = 0
+
+    def text(self) -> str:
+        header = FOLD_HEADER.format(calls=self.calls, s="" if self.calls == 1 else "s") + FOLD_TAIL
+        if self.dropped:
+            header += f" The latest steps ({self.dropped:,} earlier lines not kept):"
+        return "\n".join([header, *self.lines])
+
+
+class CompactedResult(dict[str, Any]):
+    """A ``tool_result`` block compaction made: a stub, maybe hosting a fold note.
+
+    To the API (and to JSON) it is the block it looks like; what compaction did — the stub's own
+    line, the note's count and lines — is kept beside it as data (``stub_text``, ``note``), so a
+    later compaction reads it from there, never back out of the text. If anything changed the
+    block's content since, it is not recognised as ours any more (``is_ours``).
+    """
+
+    stub_text: str
+    note: FoldNote | None
+
+    @classmethod
+    def made(cls, block: Block, stub_text: str, note: FoldNote | None = None) -> CompactedResult:
+        content = stub_text if note is None else f"{stub_text}\n\n{note.text()}"
+        made = cls({**block, "content": content})
+        made.stub_text, made.note = stub_text, note
+        return made
+
+    def is_ours(self) -> bool:
+        expected = (
+            self.stub_text if self.note is None else f"{self.stub_text}\n\n{self.note.text()}"
+        )
+        return self.get("content") == expected
+
+
 def stub(block: Block, name: str) -> Block:
     size = block_chars(block)
     text = (
         f"[result of {name} removed to save context ({size:,} characters); "
         "call the tool again if it is needed]"
     )
-    stubbed: Block = {
-        "type": "tool_result",
-        "tool_use_id": block.get("tool_use_id"),
-        "content": text,
-    }
+    stubbed: Block = {"type": "tool_result", "tool_use_id": block.get("tool_use_id"), "content": ""}
     if block.get("is_error"):
         stubbed["is_error"] = True
-    return stubbed
-
-
-#: How a stub starts and what it says (a folded note may follow it).
-_STUB = re.compile(r"\[result of [^\n\]]{1,200} removed to save context \([\d,]+ characters\); ")
-#: The note folded rounds leave on the first round of their turn, after its stub.
-_NOTE_START = "\n\n[Later steps of this turn"
-FOLD_HEADER = _NOTE_START.lstrip("\n") + ", folded to save context: {calls:,} tool call{s}; their "
-FOLD_TAIL = "results were removed. Call a tool again if a result is needed.]"
-_FOLDED = re.compile(re.escape(_NOTE_START) + r", folded to save context: ([\d,]+) tool call")
-_NOT_KEPT = re.compile(r"\] The latest steps \(([\d,]+) earlier lines not kept\):$")
-#: At most this many lines of a folded note name calls (the latest ones); at most this long each.
-NOTE_LINES = 40
-NOTE_LINE_CHARS = 160
-#: What a stub with a full note can measure, at most (longer is not ours: stub it).
-_STUB_MAX = 400 + len(FOLD_HEADER) + len(FOLD_TAIL) + 40 + NOTE_LINES * (NOTE_LINE_CHARS + 3)
+    return CompactedResult.made(stubbed, text)
 
 
 def _shortest(block: Block) -> Block:
@@ -116,10 +155,7 @@ def _shortest(block: Block) -> Block:
 
 
 def _is_stub(block: Block) -> bool:
-    content = block.get("content")
-    if not isinstance(content, str) or not _STUB.match(content):
-        return False
-    return len(content) < 200 or (_FOLDED.search(content) is not None and len(content) < _STUB_MAX)
+    return isinstance(block, CompactedResult) and block.is_ours()
 
 
 # -- folding the rounds of a turn ----------------------------------------------------------------
@@ -165,36 +201,20 @@ def _note_lines(message: Message) -> list[str]:
     return lines
 
 
-def _split_note(content: str) -> tuple[str, str, int]:
-    """A stub's text, the folded note after it (``""`` if none) and the calls the note counts."""
-    stub_text, _, note = content.partition(_NOTE_START)
-    match = _FOLDED.search(content) if note else None
-    return stub_text, note, parse_count(match[1]) if match else 0
-
-
 def _with_note(host: Block, calls: int, lines: list[str]) -> Block:
     """``host`` (a stub) with the note of ``calls`` more folded calls, ``lines`` naming them."""
-    stub_text, old_note, earlier = _split_note(str(host.get("content", "")))
-    dropped = 0
-    if old_note:
-        not_kept = _NOT_KEPT.search(old_note.split("\n", 1)[0])  # in the header line only
-        dropped = parse_count(not_kept[1]) if not_kept else 0
-        kept = [_line(line) for line in old_note.split("\n") if line.startswith("- ")]
-        lines = kept + lines
-    calls += earlier
-    listed = lines[-NOTE_LINES:]
-    dropped += len(lines) - len(listed)
-    header = FOLD_HEADER.format(calls=calls, s="" if calls == 1 else "s") + FOLD_TAIL
-    if dropped:
-        header += f" The latest steps ({dropped:,} earlier lines not kept):"
-    note = "\n".join([header, *listed])
-    return {**host, "content": f"{stub_text}\n\n{note}"}
+    assert isinstance(host, CompactedResult)
+    old = host.note or FoldNote(0)
+    every = [*old.lines, *lines]
+    listed = every[-NOTE_LINES:]
+    note = FoldNote(old.calls + calls, tuple(listed), old.dropped + len(every) - len(listed))
+    return CompactedResult.made(host, host.stub_text, note)
 
 
-def _bare_note(block: Block) -> Block:
+def _bare_note(block: CompactedResult) -> Block:
     """A stub with a folded note, without the lines naming the calls (the count stays)."""
-    stub_text, _, calls = _split_note(str(block.get("content", "")))
-    return _with_note({**block, "content": stub_text}, calls, [])
+    calls = block.note.calls if block.note is not None else 0
+    return CompactedResult.made(block, block.stub_text, FoldNote(calls))
 
 
 def fold_rounds(work: list[Message], keep: int | None = None) -> list[Message]:
@@ -358,7 +378,7 @@ async def compact(
             if part.get("type") == "text"
         )
         shortened_block: Block = {**block, "content": cut_middle(text, max(200, size // 2))}
-        if _is_stub(block) and _FOLDED.search(text):
+        if _is_stub(block) and isinstance(block, CompactedResult) and block.note is not None:
             bare = _bare_note(block)  # a note cut in its middle would lose its count
             if block_chars(bare) < size:
                 shortened_block = bare

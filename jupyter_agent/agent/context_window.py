@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..errors import ProviderError
+from ..errors import ContextOverflowError, ProviderError
 from ..events import ContextCompacted
-from ..providers.base import ModelRequest, ModelResponse, Provider, closing_stream
+from ..providers.base import ModelRequest, ModelResponse, Provider, ReplyCapped, closing_stream
 from . import conversation
 from .compaction import SUMMARY_SYSTEM, TARGET_SHARE, compact
 from .results import CHARS_PER_TOKEN, cut_middle
-from .tokens import ContextOverflowError, TokenEstimator, context_window_for, reported_sizes
+from .tokens import TokenEstimator, context_window_for, reported_sizes
 
 __all__ = ["ContextOverflowError", "ContextWindow", "WindowSubject"]
 
@@ -66,7 +66,8 @@ class ContextWindow:
     def limits(self) -> tuple[int, int]:
         """(the most a request may carry, what compaction aims at), in estimated tokens."""
         window = self.size
-        reply = getattr(self._subject.provider, "max_tokens", DEFAULT_REPLY_TOKENS)
+        provider = self._subject.provider
+        reply = provider.max_tokens if isinstance(provider, ReplyCapped) else DEFAULT_REPLY_TOKENS
         reserve = min(int(reply or 0), window // 4)
         limit = window - reserve
         return limit, min(limit, int(window * TARGET_SHARE))

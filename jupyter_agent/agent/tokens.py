@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import ProviderError
 from .conversation import Block, Message, content_blocks
 from .results import CHARS_PER_TOKEN
 
@@ -34,10 +33,6 @@ _OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 _REPORTED = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum")
-
-
-class ContextOverflowError(ProviderError):
-    """The conversation cannot be made to fit the context window (the prompt alone is too big)."""
 
 
 def context_window_for(model: str) -> int:

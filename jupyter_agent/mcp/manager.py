@@ -242,9 +242,9 @@ class MCPManager:
         if connection.instructions:
             lines.append(f"instructions: {connection.instructions.strip()}")
         lines.append("tools:")
+        described = {tool.name: tool.description for tool in self.tools.get(name, [])}
         for tool_name in self.tool_names.get(name, []):
-            tool = host.registry.get_tool(tool_name)
-            description = getattr(tool, "description", "")
+            description = described.get(tool_name, "")
             policy = host.get_policy(tool_name)
             enabled = host.registry.is_tool_enabled(tool_name)
             state = "enabled" if enabled else "disabled"

@@ -45,6 +45,8 @@ from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 from jsonschema.protocols import Validator
 
+from ..errors import SchemaTimeout
+
 #: Tools one server may offer; more, and the server is refused (every request carries them all).
 MAX_TOOLS_PER_SERVER = 256
 #: Bytes of JSON (name, description and input schema) of one server's tools, all together.
@@ -58,10 +60,6 @@ MAX_MESSAGE_CHARS = 500
 # abandoned at its deadline must not starve anything else.
 _workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-schema")
 _deadline = threading.local()
-
-
-class SchemaTimeout(Exception):
-    """A pattern could not be matched before the call's deadline."""
 
 
 def _search(pattern: str, text: str) -> bool:

@@ -18,9 +18,9 @@ from typing import Any
 
 from ..approvals import ApprovalRequest, Decision
 from . import tool_format
+from .bridge import MainThreadBridge
 from .inert import visible
 from .kernel_comm import KernelCommPoller
-from .runner import MainThreadBridge
 from .waiting_widget import someone_can_answer, wait_for_click
 
 NO_ONE_TO_ASK = (

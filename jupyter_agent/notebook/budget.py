@@ -21,7 +21,7 @@ from typing import Any
 from ..agent.results import CHARS_PER_TOKEN
 from ..agent.tokens import messages_tokens
 from ..events import TextDelta, Usage
-from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
+from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent, ReplyCapped
 from .pricing import Price, estimate_cost, price_for
 
 #: Output tokens assumed for a provider that does not say its ``max_tokens``.
@@ -88,7 +88,7 @@ class BudgetedProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         model = self.inner.model
-        max_tokens = getattr(self.inner, "max_tokens", DEFAULT_OUTPUT_TOKENS)
+        max_tokens = self.inner.max_tokens if isinstance(self.inner, ReplyCapped) else None
         if not isinstance(max_tokens, int):
             max_tokens = DEFAULT_OUTPUT_TOKENS
         estimate = request_cost_bound(model, request, max_tokens, self.guard.prices)

@@ -48,10 +48,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
+from ..errors import FrontendError
 from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
+from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
-from .runner import MainThreadBridge
 from .summarize import clip
 
 if TYPE_CHECKING:
@@ -78,10 +79,6 @@ TOOL_NAMES = ("notebook_cells", "insert_cell", "edit_cell", "run_cell", "delete_
 _START_POLICIES: dict[str, Policy] = {"edit_cell": "ask", "run_cell": "ask"}
 _ATTRIBUTE = "_jupyter_agent_notebook_link"
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-
-
-class FrontendError(Exception):
-    """The notebook frontend refused an operation, or did not answer."""
 
 
 class NotebookLink:

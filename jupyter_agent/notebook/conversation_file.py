@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessionError
-from ..tools.signing import SigningError, sign, verify
+from ..errors import SessionError, SigningError
+from ..tools.signing import sign, verify
 
 SESSION_FORMAT = "jupyter-agent-session"
 SESSION_VERSION = 1

@@ -4,7 +4,7 @@
 They exist only where there is a live namespace (the magics register them on the session's
 agent). ``run_python`` changes the user's state, so it is destructive: disabled until the user
 enables it, then asking before each call. Its code runs on the kernel's main thread — where the
-user's objects, matplotlib and widgets expect to be used — through the runner's bridge, and a
+user's objects, matplotlib and widgets expect to be used — through the main-thread bridge, and a
 kernel interrupt stops it like any cell. It returns the figures the code produced as images
 (``figures.py``).
 
@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 from ..tools.base import BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
+from .bridge import MainThreadBridge
 from .figures import FigureCapture
-from .runner import MainThreadBridge
 from .summarize import clip, shape_of, summarize, type_name
 
 #: Characters of captured output ``run_python`` returns.

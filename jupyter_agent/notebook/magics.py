@@ -10,7 +10,6 @@ them); ``SUBCOMMANDS`` maps each ``%agent WORD`` to its method; every user mista
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import shlex
@@ -23,16 +22,27 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
 from ..approvals import POLICIES, Policy
-from ..errors import ModelRequestError, SessionError
+from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
+from .bridge import MainThreadBridge
 from .cell_errors import LastError, error_prompt
-from .inert import InertMarkdown, text_bundle, visible
-from .kernel_comm import KernelCommPoller, unattended_kernel
+from .cell_turn import CellTurn
+from .inert import InertMarkdown, visible
+from .kernel_comm import KernelCommPoller
+from .live_panel import LivePanel
+from .magic_types import (
+    chat_name,
+    dollars,
+    identifier,
+    positive_int,
+    think,
+    thinking_budget,
+    unquoted,
+)
 from .pricing import user_prices
-from .render import DEFAULT_RENDER_INTERVAL_S, Renderer, RichRenderer, TextRenderer
-from .runner import MainThreadBridge
-from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings, check_chat_name
+from .render import DEFAULT_RENDER_INTERVAL_S
+from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 
 if TYPE_CHECKING:
     from ..agent.agent import Agent
@@ -42,9 +52,6 @@ if TYPE_CHECKING:
     from .user_questions import UserQuestions
 
 _DEFAULTS = SessionSettings()
-
-#: Under a tool panel's table once another cell has run (the panel was live until then).
-PANEL_RETIRED_NOTE = "(the tools when the next cell ran; %agent_tools shows a live panel again)"
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
 
@@ -67,75 +74,6 @@ def _show_link(text: str, url: str) -> None:
         f"{html_text(text)}</a></div>"
     )
     display(html_bundle(markup, f"{text}: {url}"), raw=True)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _dollars(text: str) -> float:
-    try:
-        value = float(text.lstrip("$"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs dollars, like 0.50, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("a budget is 0 or more dollars")
-    return value
-
-
-def _identifier(text: str) -> str:
-    if not text.isidentifier():
-        raise argparse.ArgumentTypeError(f"needs a variable name, not {text!r}")
-    return text
-
-
-def _thinking_budget(value: int | str) -> int:
-    """A thinking budget the API accepts (checked where the provider checks it)."""
-    from ..providers.anthropic import MIN_THINKING_BUDGET  # imports the SDK: only when used
-
-    try:
-        budget = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {value!r}") from None
-    if budget < MIN_THINKING_BUDGET:
-        raise TraitError(f"a thinking budget is at least {MIN_THINKING_BUDGET} tokens")
-    return budget
-
-
-def _think(text: str) -> int:
-    try:
-        return _thinking_budget(text)
-    except TraitError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _unquoted(text: str) -> str:
-    """``"my chat"`` → ``my chat``: ``magic_arguments`` splits a line at spaces outside quotes but
-    keeps the quotes themselves."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _chat_name(text: str) -> str:
-    try:
-        return check_chat_name(_unquoted(text))
-    except SessionError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-class FailedModelRequest(ModelRequestError):
-    """A failed model request as the cell's error: one line, ``ModelRequestError: <what the API
-    said>`` (IPython prints what ``_render_traceback_`` returns instead of a traceback)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"ModelRequestError: {self.detail}"]
 
 
 @contextlib.contextmanager
@@ -272,10 +210,10 @@ class AgentMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
-        self._renderer: Renderer | None = None
+        #: The running cell's turn (its renderer, Stop, poller), while a turn runs.
+        self._turn: CellTurn | None = None
         #: The live ``%agent_tools`` panel and its display handle (one at a time).
-        self._panel: tuple[Any, Any] | None = None
-        self._panel_cells_ended = 0
+        self._panel = LivePanel(shell)
         #: The plan a %%agent --plan cell made, until %agent go carries it out.
         self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
@@ -321,7 +259,7 @@ class AgentMagics(Magics):
     @validate("thinking_budget")
     def _check_thinking_budget(self, proposal: dict[str, Any]) -> int | None:
         value = proposal["value"]
-        return _thinking_budget(value) if value is not None else None
+        return thinking_budget(value) if value is not None else None
 
     @observe(*SETTING_NAMES)
     def _on_session_setting(self, change: dict[str, Any]) -> None:
@@ -351,7 +289,7 @@ class AgentMagics(Magics):
 
     def close(self) -> None:
         """End the MCP servers, release the providers' connections, stop the background loop."""
-        self._retire_panel("(the extension was unloaded)")
+        self._panel.retire("(the extension was unloaded)")
         from .serve import stop_serving
 
         stop_serving(self, "stopped: the extension was unloaded")
@@ -407,77 +345,13 @@ class AgentMagics(Magics):
         )
 
     def _mark_waiting(self, call_id: str, waiting: bool) -> None:
-        if self._renderer is not None:
-            self._renderer.mark_waiting(call_id, waiting)
+        if self._turn is not None:
+            self._turn.mark_waiting(call_id, waiting)
 
     def _rebind_panel(self, _primary: Agent) -> None:
-        if self._panel is not None:
-            self._panel[0].rebind(self.session)
-
-    def _show_panel(self) -> None:
-        """Display a new live tool panel; the one shown before becomes a static table.
-
-        The panel is live while its cell is the last one run: when the next cell ends, its
-        display becomes the static table of the tools (``_after_panel_cell``), as a finished
-        ``%%agent`` cell's calls do. A notebook saved after that holds no widget view, which after
-        a kernel restart would read "Error displaying widget: model not found". A kernel nobody
-        watches (nbconvert ``--execute``, papermill, nbval) gets the table straight away: nbclient
-        saves every widget model a cell opens (some 150 for a panel).
-        """
-        from ._ipython import DisplayHandle
-        from .widgets.tool_panel import ToolPanel, static_tools_bundle
-
-        self._retire_panel("(an earlier panel: the latest %agent_tools is the live one)")
-        if unattended_kernel(self.shell):
-            display(static_tools_bundle(self.session), raw=True)
-            return
-        panel = ToolPanel(self.session)
-        handle = DisplayHandle()
-        handle.display(panel)
-        self._panel = (panel, handle)
-        self._panel_cells_ended = 0
-        events = getattr(self.shell, "events", None)
-        if events is not None:
-            events.register("post_run_cell", self._after_panel_cell)
-
-    def _after_panel_cell(self, _result: Any) -> None:
-        self._panel_cells_ended += 1  # the first is the panel's own cell
-        if self._panel_cells_ended > 1:
-            self._retire_panel(PANEL_RETIRED_NOTE)
-
-    def _retire_panel(self, note: str) -> None:
-        """Replace the live panel's display by a table of the tools and close its widgets.
-
-        One panel at a time is live: each one kept ~150 widget models open for the rest of the
-        session (a cell with ``%agent_tools`` run again made another), and every change from
-        a line redrew them all.
-        """
-        if self._panel is None:
-            return
-        panel, handle = self._panel
-        self._panel = None
-        events = getattr(self.shell, "events", None)
-        if events is not None:
-            with contextlib.suppress(ValueError):  # not registered
-                events.unregister("post_run_cell", self._after_panel_cell)
-        try:
-            bundle = panel.static_bundle(note)
-        except SessionError:  # the agents can't be rebuilt (a workspace that is gone)
-            bundle = text_bundle(note)
-        handle.update(bundle, raw=True)
-        panel.close_all()
+        self._panel.rebind(self.session)
 
     # -- one turn, rendered ------------------------------------------------------------------
-
-    def _cell_label(self) -> str | None:
-        """``cell N``, N the running cell's number as the notebook shows it.
-
-        IPython 9 counts a cell before running it (``execution_count`` is then the next cell's
-        number), IPython 8 after; the displayhook's ``prompt_count`` — the N of ``Out[N]`` — is
-        the running cell's number in both.
-        """
-        count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
-        return f"cell {count}" if isinstance(count, int) else None
 
     def _run_turn(
         self,
@@ -490,29 +364,19 @@ class AgentMagics(Magics):
         think: int | None = None,
         budget: float | None = None,
     ) -> TurnOutcome:
+        """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
         with _as_usage_errors():  # refusals before anything is shown
             self.session.chat(chat)
             self.session.provider(provider, model, think)
-        rich = self.use_widgets()
-        live = rich and not unattended_kernel(self.shell)  # no widgets nobody could click
-        poller = KernelCommPoller.for_shell(self.shell) if live else None
-        stop = self.session.bridge.request_stop if poller else None  # the cell's Stop button
-        renderer: Renderer = (
-            RichRenderer(self.render_interval, on_stop=stop, live=live) if rich else TextRenderer()
+        self._turn = CellTurn(
+            self.session,
+            self.shell,
+            rich=self.use_widgets(),
+            render_interval=self.render_interval,
+            approvals=self._approvals,
         )
-        self._renderer = renderer
-        if self._approvals is not None:
-            self._approvals.poller = poller
-
-        def on_idle() -> None:
-            renderer.tick()
-            if poller is not None:
-                poller.poll(0)
-
-        bridge = self.session.bridge
-        bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
         try:
-            outcome = self.session.run(
+            outcome = self._turn.run(
                 prompt,
                 chat=chat,
                 provider=provider,
@@ -520,26 +384,9 @@ class AgentMagics(Magics):
                 max_turns=max_turns,
                 think=think,
                 budget=budget,
-                label=self._cell_label(),
-                on_event=renderer.handle,
-                on_idle=on_idle,
-                # a terminal prints text as it comes; the widgets' throttle is for displays
-                text_growth=None if rich else 0.0,
             )
-        except ModelRequestError as exc:
-            renderer.close(interrupted=False)
-            raise FailedModelRequest(exc.detail) from None
-        except SessionError as exc:
-            renderer.close(interrupted=False)
-            raise UsageError(visible(str(exc))) from None
         finally:
-            bridge.comm_waiter = None
-            self._renderer = None
-            if self._approvals is not None:
-                self._approvals.poller = None
-            if poller is not None:
-                poller.close()
-        renderer.close(interrupted=outcome.interrupted)
+            self._turn = None
         if outcome.interrupted:
             _say(INTERRUPTED_NOTE)
         return outcome
@@ -547,7 +394,7 @@ class AgentMagics(Magics):
     # -- %%agent -----------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line reads "%%agent [--model MODEL] ..."
-    @argument("--model", "-m", default=None, type=_unquoted, help="Model for this cell only.")
+    @argument("--model", "-m", default=None, type=unquoted, help="Model for this cell only.")
     @argument(
         "--provider",
         "-p",
@@ -559,7 +406,7 @@ class AgentMagics(Magics):
         "--chat",
         "-c",
         default=DEFAULT_CHAT,
-        type=_chat_name,
+        type=chat_name,
         help="The conversation to continue (created on first use); default: 'default'.",
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
@@ -568,17 +415,17 @@ class AgentMagics(Magics):
         action="store_true",
         help="Plan first: read-only tools, the answer is a plan; %%agent go carries it out.",
     )
-    @argument("--max-turns", type=_positive_int, default=None, help="Model turns for this cell.")
+    @argument("--max-turns", type=positive_int, default=None, help="Model turns for this cell.")
     @argument(
         "--think",
-        type=_think,
+        type=think,
         default=None,
         metavar="N",
         help="Let Claude think up to N tokens first (extended thinking), for this cell.",
     )
     @argument(
         "--budget",
-        type=_dollars,
+        type=dollars,
         default=None,
         metavar="DOLLARS",
         help="Spend at most this much on the model in this cell (e.g. 0.50).",
@@ -586,10 +433,10 @@ class AgentMagics(Magics):
     @argument(
         "--system",
         default=None,
-        type=_unquoted,
+        type=unquoted,
         help="Replace the system prompt (from this cell on).",
     )
-    @argument("--out", default=None, type=_identifier, help="Store the answer in this variable.")
+    @argument("--out", default=None, type=identifier, help="Store the answer in this variable.")
     @line_cell_magic("agent")
     def agent_magic(self, line: str, cell: str | None = None) -> None:
         """Ask the agent: the cell body is the prompt; the chat's conversation carries over.
@@ -673,7 +520,7 @@ class AgentMagics(Magics):
         "name",
         nargs="?",
         default=None,
-        type=_chat_name,
+        type=chat_name,
         metavar="NAME",
         help="The chat; all when omitted.",
     )
@@ -706,7 +553,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent history")
     @argument(
-        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+        "name", nargs="?", default=DEFAULT_CHAT, type=chat_name, metavar="NAME", help="The chat."
     )
     def _history(self, rest: str) -> None:
         """Show a conversation as a transcript."""
@@ -724,7 +571,7 @@ class AgentMagics(Magics):
         _say(self.session.usage_report())
 
     @magic_arguments("agent error")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to ask.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to ask.")
     def _error(self, rest: str) -> None:
         """Send the last exception (its cell and traceback) to the agent to explain and fix."""
         args = self._parse(self._error, rest)
@@ -747,7 +594,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent compact")
     @argument(
-        "name", nargs="?", default=DEFAULT_CHAT, type=_chat_name, metavar="NAME", help="The chat."
+        "name", nargs="?", default=DEFAULT_CHAT, type=chat_name, metavar="NAME", help="The chat."
     )
     def _compact(self, rest: str) -> None:
         """Shorten a conversation now: old tool results become stubs, old turns a summary."""
@@ -765,8 +612,8 @@ class AgentMagics(Magics):
     def _mcp(self, rest: str) -> None:
         """%agent mcp add NAME [...] -- COMMAND ARGS... | add NAME --url URL | list | remove NAME
 
-        MCP servers (their own parser, in ``mcp_commands.py``: the words after ``--`` are the
-        server's command line, left as typed).
+        MCP servers (each subcommand's ``magic_arguments`` parser is in ``mcp_commands.py``:
+        the words after ``--`` are the server's command line, left as typed).
         """
         try:
             words = shlex.split(rest)
@@ -794,7 +641,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent save")
     @argument("path", metavar="PATH", help="The JSON file to write.")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to save.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to save.")
     def _save(self, rest: str) -> None:
         """Save a conversation to a file (%agent load brings it back)."""
         args = self._parse(self._save, rest)
@@ -803,7 +650,7 @@ class AgentMagics(Magics):
 
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
-    @argument("--chat", "-c", default=DEFAULT_CHAT, type=_chat_name, help="The chat to fill.")
+    @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to fill.")
     @argument(
         "--system-prompt",
         action="store_true",
@@ -841,7 +688,7 @@ class AgentMagics(Magics):
         "name",
         nargs="?",
         default=None,
-        type=_unquoted,
+        type=unquoted,
         metavar="NAME",
         help="The model from the next %%agent cell on (e.g. claude-haiku-4-5); "
         "omitted: show the model that will answer.",
@@ -881,51 +728,82 @@ class AgentMagics(Magics):
         ``%agent_tools enable NAME [NAME...]``, ``%agent_tools disable NAME [NAME...]``,
         ``%agent_tools policy NAME allow|ask|deny``. Every chat shares the tools and policies.
         """
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"%agent_tools: {exc}") from None
-        session = self.session
+        command, _, rest = line.strip().partition(" ")
         with _as_usage_errors():
-            registry = session.registry
+            self.session.registry  # noqa: B018 - a workspace that is gone: refused before output
             self._connect_mcp_servers()
-        if not words:
+        if not command:
             if self.use_widgets():
-                self._show_panel()
+                self._panel.show(self.session)
             else:
                 self._print_tools()
             return
-        command, names = words[0], words[1:]
-        if command == "list":
-            if names:
-                raise UsageError("%agent_tools list takes no arguments")
-            self._print_tools()
-            return
-        if command in ("enable", "disable"):
-            if not names:
-                raise UsageError(f"usage: %agent_tools {command} NAME [NAME...]")
-            self._check_tool_names(names)
-            for name in names:
-                registry.set_enabled(name, command == "enable")
-            if command == "enable":
-                states = ", ".join(f"{name} (policy {session.get_policy(name)})" for name in names)
-                _say(f"enabled: {states}")
-            else:
-                _say(f"disabled: {', '.join(names)}")
-        elif command == "policy":
-            if len(names) != 2 or names[1] not in POLICIES:
-                raise UsageError("usage: %agent_tools policy NAME allow|ask|deny")
-            self._check_tool_names(names[:1])
-            policy: Policy = names[1]
-            session.set_policy(names[0], policy)
-            _say(f"{names[0]}: policy {policy}")
-        else:
+        handler = self.TOOLS_COMMANDS.get(command)
+        if handler is None:
             raise UsageError(
                 f"Unknown %agent_tools command {command!r}; use list, enable NAME, "
                 "disable NAME or policy NAME allow|ask|deny (no argument: the panel)"
             )
-        if self._panel is not None:
-            self._panel[0].refresh()
+        with _as_usage_errors():
+            handler(self, rest)
+        self._panel.refresh()
+
+    @staticmethod
+    def _parse_with_usage(handler: Callable[..., Any], rest: str) -> Any:
+        """``rest`` parsed by ``handler``'s ``magic_arguments``; errors name the command and end
+        with its usage line."""
+        parser = handler.parser  # type: ignore[attr-defined]
+        try:
+            return parse_argstring(handler, rest)
+        except UsageError as exc:
+            usage = " ".join(parser.format_usage().split()).removeprefix(":: ")
+            raise UsageError(f"%{parser.prog}: {exc}; usage: {usage}") from None
+
+    @magic_arguments("agent_tools list")
+    def _tools_list(self, rest: str) -> None:
+        """The tools as a table: enabled, policy, description."""
+        self._parse_with_usage(self._tools_list, rest)
+        self._print_tools()
+
+    @magic_arguments("agent_tools enable")
+    @argument("names", nargs="+", metavar="NAME", help="Tools to offer the model.")
+    def _tools_enable(self, rest: str) -> None:
+        """Offer tools to the model (every chat)."""
+        names: list[str] = self._parse_with_usage(self._tools_enable, rest).names
+        self._check_tool_names(names)
+        for name in names:
+            self.session.registry.set_enabled(name, True)
+        states = ", ".join(f"{name} (policy {self.session.get_policy(name)})" for name in names)
+        _say(f"enabled: {states}")
+
+    @magic_arguments("agent_tools disable")
+    @argument("names", nargs="+", metavar="NAME", help="Tools to take away from the model.")
+    def _tools_disable(self, rest: str) -> None:
+        """Take tools away from the model (every chat)."""
+        names: list[str] = self._parse_with_usage(self._tools_disable, rest).names
+        self._check_tool_names(names)
+        for name in names:
+            self.session.registry.set_enabled(name, False)
+        _say(f"disabled: {', '.join(names)}")
+
+    @magic_arguments("agent_tools policy")
+    @argument("name", metavar="NAME", help="The tool.")
+    @argument("policy", choices=POLICIES, metavar="allow|ask|deny", help="What a call may do.")
+    def _tools_policy(self, rest: str) -> None:
+        """Set whether a tool's calls run, ask first, or are refused."""
+        args = self._parse_with_usage(self._tools_policy, rest)
+        self._check_tool_names([args.name])
+        policy: Policy = args.policy
+        self.session.set_policy(args.name, policy)
+        _say(f"{args.name}: policy {policy}")
+
+    #: ``%agent_tools WORD ...`` → the method that handles the rest of the line.
+    TOOLS_COMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
+        "list": _tools_list,
+        "enable": _tools_enable,
+        "disable": _tools_disable,
+        "policy": _tools_policy,
+    }
 
     def _check_tool_names(self, names: list[str]) -> None:
         known = self.session.registry.get_tool_names()
@@ -940,10 +818,10 @@ class AgentMagics(Magics):
         _say(tools_table(self.session))
 
 
-def _subcommand_help() -> str:
-    """One usage line per ``%agent`` command, for ``%agent?``."""
-    lines = ["", "", "%agent commands:", ""]
-    for handler in AgentMagics.SUBCOMMANDS.values():
+def _subcommand_help(magic: str, commands: dict[str, Callable[[AgentMagics, str], None]]) -> str:
+    """One usage line per command of ``%magic``, for ``%magic?``."""
+    lines = ["", "", f"%{magic} commands:", ""]
+    for handler in commands.values():
         parser = getattr(handler, "parser", None)
         if parser is None:  # a command with a parser of its own: its docstring's first line
             lines.append("  " + (handler.__doc__ or "").strip().splitlines()[0])
@@ -953,4 +831,9 @@ def _subcommand_help() -> str:
     return "\n".join(lines)
 
 
-AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help()
+AgentMagics.agent_magic.__doc__ = (AgentMagics.agent_magic.__doc__ or "") + _subcommand_help(
+    "agent", AgentMagics.SUBCOMMANDS
+)
+AgentMagics.agent_tools.__doc__ = (AgentMagics.agent_tools.__doc__ or "") + _subcommand_help(
+    "agent_tools", AgentMagics.TOOLS_COMMANDS
+)

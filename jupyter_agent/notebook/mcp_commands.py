@@ -1,13 +1,16 @@
-"""``%agent mcp add|list|remove`` and ``AgentMagics.mcp_servers``, over the agent's MCP manager.
+"""``%agent mcp add|list|remove|logout`` and ``AgentMagics.mcp_servers``, over the MCP manager.
 
-The magics only parse the line; the servers live in ``jupyter_agent.mcp`` on the session's
-background loop (the coroutines are handed to ``run``, which waits for them there), so a
-server's session stays on the loop the agent's tool calls run on. What comes back (server and
-tool names, errors: the server's words) is printed through ``inert.visible``.
+Each subcommand has its ``magic_arguments`` parser here (``add``'s words after ``--`` are the
+server's command line, left as typed); the magics only split the line. The servers live in
+``jupyter_agent.mcp`` on the session's background loop (the coroutines are handed to ``run``,
+which waits for them there), so a server's session stays on the loop the agent's tool calls run
+on. What comes back (server and tool names, errors: the server's words) is printed through
+``inert.visible``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -19,6 +22,7 @@ from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
 from ..mcp.manager import MCPManager
+from ._ipython import argument, magic_arguments
 from .inert import visible
 
 USAGE = (
@@ -49,62 +53,88 @@ def _pair(option: str, text: str) -> tuple[str, str]:
     return key, value
 
 
-def parse_add(words: list[str]) -> MCPServerConfig:
-    """``NAME [options] -- COMMAND ARGS...`` or ``NAME --url URL [options]`` as a config."""
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs seconds, not {text!r}") from None
+
+
+def _parse(handler: Callable[..., Any], words: list[str]) -> Any:
+    """``words`` parsed by ``handler``'s ``magic_arguments``; a mistake names the command and
+    ends with its usage (``add``'s: every form, as its parser can't show ``-- COMMAND``)."""
+    parser = handler.parser  # type: ignore[attr-defined]
+    try:
+        return parser.parse_args(words)
+    except UsageError as exc:
+        own = "usage: " + " ".join(parser.format_usage().split()).removeprefix(":: ")
+        raise UsageError(f"%{parser.prog}: {exc}; {USAGE if handler is _add else own}") from None
+
+
+@magic_arguments("agent mcp add")
+@argument("name", metavar="NAME", help="The server's name (its tools are NAME__TOOL).")
+@argument("--url", default=None, help="A server over HTTP, instead of -- COMMAND ARGS...")
+@argument("--env", action="append", default=[], metavar="K=V", help="For the server's process.")
+@argument("--header", action="append", default=[], metavar="K=V", help="For every HTTP request.")
+@argument("--policy", default=None, metavar="allow|ask|deny", help="Its tools' policy (ask).")
+@argument("--timeout", type=_seconds, default=None, metavar="SECONDS", help="Per call.")
+@argument("--read-resources", action="store_true", help="Offer its resources to read.")
+def _add(words: list[str]) -> MCPServerConfig:
+    """``NAME [options] -- COMMAND ARGS...`` or ``NAME --url URL [options]`` as a config: the
+    words after ``--`` are the server's command line, left as typed."""
+    command: list[str] = []
+    if "--" in words:
+        at = words.index("--")
+        words, command = words[:at], words[at + 1 :]
     if not words or words[0].startswith("-"):
         raise UsageError(USAGE)
-    name, rest = words[0], words[1:]
-    command: list[str] = []
-    if "--" in rest:
-        at = rest.index("--")
-        rest, command = rest[:at], rest[at + 1 :]
+    args = _parse(_add, words)
     entry: dict[str, Any] = {}
-    env: dict[str, str] = {}
-    headers: dict[str, str] = {}
-    index = 0
-    while index < len(rest):
-        option = rest[index]
-        if option == "--read-resources":
-            entry["read_resources"] = True
-            index += 1
-            continue
-        if option not in ("--url", "--env", "--header", "--policy", "--timeout"):
-            raise UsageError(f"%agent mcp add: unknown option {option!r}; {USAGE}")
-        if index + 1 >= len(rest):
-            raise UsageError(f"%agent mcp add: {option} needs a value")
-        value = rest[index + 1]
-        index += 2
-        if option == "--url":
-            entry["url"] = value
-        elif option == "--env":
-            key, text = _pair(option, value)
-            env[key] = text
-        elif option == "--header":
-            key, text = _pair(option, value)
-            headers[key] = text
-        elif option == "--policy":
-            entry["policy"] = value
-        else:
-            try:
-                entry["timeout"] = float(value)
-            except ValueError:
-                raise UsageError(
-                    f"%agent mcp add: --timeout needs seconds, not {value!r}"
-                ) from None
+    if args.url is not None:
+        entry["url"] = args.url
+    if args.policy is not None:
+        entry["policy"] = args.policy
+    if args.timeout is not None:
+        entry["timeout"] = args.timeout
+    if args.read_resources:
+        entry["read_resources"] = True
     if command:
         entry["command"], entry["args"] = command[0], command[1:]
-    if env:
-        entry["env"] = env
-    if headers:
-        entry["headers"] = headers
+    if args.env:
+        entry["env"] = dict(_pair("--env", text) for text in args.env)
+    if args.header:
+        entry["headers"] = dict(_pair("--header", text) for text in args.header)
     if "command" in entry and "url" in entry:
         raise UsageError("%agent mcp add: give either -- COMMAND or --url, not both")
     if "command" not in entry and "url" not in entry:
         raise UsageError(USAGE)
     try:
-        return parse_server_entry(name, entry)
+        return parse_server_entry(args.name, entry)
     except MCPConfigError as exc:
         raise UsageError(visible(str(exc))) from None
+
+
+def parse_add(words: list[str]) -> MCPServerConfig:
+    """``%agent mcp add WORDS`` as a server config; ``UsageError`` for a mistake."""
+    return _add(words)
+
+
+@magic_arguments("agent mcp list")
+@argument("name", nargs="?", default=None, metavar="NAME", help="One server; all when omitted.")
+def _list(words: list[str]) -> Any:
+    return _parse(_list, words)
+
+
+@magic_arguments("agent mcp remove")
+@argument("name", metavar="NAME", help="The server to stop and forget.")
+def _remove(words: list[str]) -> Any:
+    return _parse(_remove, words)
+
+
+@magic_arguments("agent mcp logout")
+@argument("name", metavar="NAME", help="The server whose OAuth tokens to forget.")
+def _logout(words: list[str]) -> Any:
+    return _parse(_logout, words)
 
 
 class MCPCommands:
@@ -123,24 +153,19 @@ class MCPCommands:
         manager = toolbox.mcp
         try:
             if verb == "add":
-                config = parse_add(rest)
+                config = _add(rest)
                 names = self._run(manager.add(config))
                 shown = ", ".join(names) or "(no tools)"
                 return f"MCP server {config.name!r} added: {shown} (policy {config.policy})"
             if verb == "list":
-                if len(rest) > 1:
-                    raise UsageError("usage: %agent mcp list [NAME]")
-                return manager.describe(rest[0] if rest else None)
+                return manager.describe(_list(rest).name)
             if verb == "remove":
-                if len(rest) != 1:
-                    raise UsageError("usage: %agent mcp remove NAME")
-                self._run(manager.remove(rest[0]))
-                self._configured.pop(rest[0], None)
-                return f"MCP server {rest[0]!r} removed; its process has ended."
+                name = _remove(rest).name
+                self._run(manager.remove(name))
+                self._configured.pop(name, None)
+                return f"MCP server {name!r} removed; its process has ended."
             if verb == "logout":
-                if len(rest) != 1:
-                    raise UsageError("usage: %agent mcp logout NAME")
-                return self.logout(manager, rest[0])
+                return self.logout(manager, _logout(rest).name)
         except (MCPServerError, MCPConfigError) as exc:
             raise UsageError(visible(str(exc))) from None
         except ImportError as exc:

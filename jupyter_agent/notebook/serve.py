@@ -33,13 +33,14 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 
 from ..approvals import ApprovalRequest, Decision
+from ..errors import InterruptedByUser
 from ..events import ToolCallFinished, ToolCallStarted
 from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
 from .approvals_ui import NO_ONE_TO_ASK
+from .bridge import MainThreadBridge
 from .call_record import StaticCall
 from .inert import html_bundle, html_text
 from .kernel_comm import unattended_kernel
-from .runner import InterruptedByUser, MainThreadBridge
 
 T = TypeVar("T")
 

@@ -53,7 +53,7 @@ from ..events import (
     TurnStarted,
     Usage,
 )
-from ..providers.base import Provider
+from ..providers.base import Provider, ThinkingProvider
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
 from ..tools.egress import EgressHosts
@@ -62,13 +62,13 @@ from ..tools.journal import ChangeJournal
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
 from .ask_user_tool import AskUserTool
+from .bridge import BackgroundLoop, MainThreadBridge, forward_events
 from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
 from .pricing import estimate_cost, user_prices
 from .prompt_vars import expand_variables
-from .runner import BackgroundLoop, MainThreadBridge, forward_events
 from .settings import (
     DEFAULT_CHAT,
     PROVIDER_KINDS,
@@ -258,7 +258,7 @@ class NotebookSession:
 
     def _with_thinking(self, provider: Provider, budget: int | None) -> Provider:
         """``provider`` thinking with ``budget``: itself, or a cached copy sharing its client."""
-        if not hasattr(provider, "thinking_budget"):
+        if not isinstance(provider, ThinkingProvider):
             if budget is not None:
                 self._notify(
                     f"jupyter-agent: extended thinking is for Claude; the {provider.name} "
@@ -653,8 +653,12 @@ class NotebookSession:
         return "; ".join(parts)
 
     def _note_offline(self, provider: Provider) -> None:
-        announced = bool(getattr(provider, "notice", False))  # it says so in its answers
-        if provider.name == "offline" and not announced and not self._offline_noted:
+        if provider.name != "offline" or self._offline_noted:
+            return
+        from ..providers.offline import OfflineProvider
+
+        inner = provider.inner if isinstance(provider, BudgetedProvider) else provider
+        if not (isinstance(inner, OfflineProvider) and inner.notice):  # else its answers say so
             self._offline_noted = True
             self._notify(OFFLINE_NOTE)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller
 from .questions import Answer as Answer
 from .questions import Question as Question
-from .runner import MainThreadBridge
 from .waiting_widget import someone_can_answer, wait_for_click
 
 NO_ONE_TO_ANSWER = (

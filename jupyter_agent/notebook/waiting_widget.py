@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, unattended_kernel
-from .runner import MainThreadBridge
 
 
 class WaitingWidget(Protocol):

@@ -66,6 +66,28 @@ class Provider(Protocol):
         ...
 
 
+@runtime_checkable
+class ThinkingProvider(Protocol):
+    """A provider that can think before it answers (extended thinking, ``AnthropicProvider``).
+
+    ``thinking_budget`` is the tokens a reply may spend thinking, ``None`` for none; setting it
+    on a copy gives a variant sharing the client. A provider without it answers without thinking.
+    """
+
+    thinking_budget: int | None
+
+
+@runtime_checkable
+class ReplyCapped(Protocol):
+    """A provider whose replies are capped at ``max_tokens`` (``None``: the server decides).
+
+    The cap is what the agent keeps free of the context window for the reply, and what a cost
+    bound assumes a reply may cost; without it the agent assumes its own default.
+    """
+
+    max_tokens: int | None
+
+
 @asynccontextmanager
 async def closing_stream(
     iterator: AsyncIterator[ProviderEvent],

@@ -27,7 +27,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 
-from ..errors import WorkspaceError
+from ..errors import HiddenPathError
 
 __all__ = [
     "HIDDEN_HOME_PATHS",
@@ -76,10 +76,6 @@ _DEPENDS_ON = (
     "APPDATA",
     "PROGRAMDATA",
 )
-
-
-class HiddenPathError(WorkspaceError):
-    """A path inside a credential store or one of Jupyter's folders."""
 
 
 def jupyter_folders() -> list[str]:

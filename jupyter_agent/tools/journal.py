@@ -50,10 +50,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import WorkspaceError
+from ..errors import SigningError, WorkspaceError
 from .atomic import atomic_write_at
 from .beneath import WorkspaceRoot
-from .signing import SigningError, sign, verify
+from .signing import sign, verify
 from .workspace import Workspace
 
 __all__ = [

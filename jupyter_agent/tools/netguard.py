@@ -31,7 +31,7 @@ from typing import TypeAlias
 
 import httpx
 
-from .base import ToolFailure
+from ..errors import URLRefusedError
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``False`` (public addresses only), ``True`` (any address) or hosts allowed besides public ones.
@@ -39,10 +39,6 @@ PrivateNetworkSetting: TypeAlias = bool | Iterable[str]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 8192
-
-
-class URLRefusedError(ToolFailure):
-    """The URL, or an address its host resolves to, may not be fetched."""
 
 
 # -- which addresses are public ----------------------------------------------------------------

@@ -18,16 +18,13 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import BadPart
 from .base import Image
 
 __all__ = ["BadPart", "is_content", "split_parts"]
 
 #: Block types a tool result may hold besides text and images, shown to the model by name.
 _OTHER_BLOCKS = frozenset({"document", "search_result", "tool_reference"})
-
-
-class BadPart(ValueError):
-    """A part that claims to be content but cannot be read (bad base64, an unknown media type)."""
 
 
 def _block(part: object) -> Mapping[str, Any] | None:

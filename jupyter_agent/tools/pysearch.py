@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import GlobSyntaxError
+
 #: Matched lines longer than this are shortened in the output.
 MAX_LINE_CHARS = 500
 
@@ -62,10 +64,6 @@ _GLOB_SPECIALS = re.compile(r"([*?\[\]\\!#{},])")
 def escape_glob(text: str) -> str:
     """``text`` as a glob that matches exactly it (each special character escaped)."""
     return _GLOB_SPECIALS.sub(r"\\\1", text)
-
-
-class GlobSyntaxError(ValueError):
-    """A glob ripgrep refuses too: a nested or unclosed ``{`` group, or too many alternatives."""
 
 
 #: The most globs one glob's ``{a,b}`` groups may stand for (``{a,b}{c,d}`` stands for four).

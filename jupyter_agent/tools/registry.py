@@ -22,9 +22,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..errors import DuplicateToolError, ToolInputError, ToolNotFoundError
+from ..errors import BadPart, DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, Image, ToolResult, capabilities_of
-from .parts import BadPart, split_parts
+from .parts import split_parts
 from .redact import redact
 from .schema_validation import Validator, jsonschema_exceptions, jsonschema_validators
 

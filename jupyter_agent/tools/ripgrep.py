@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 
+from ..errors import RipgrepCannot, TooManyMatches
 from .base import ToolFailure
 from .pysearch import _format_hit, _format_long_hit, _Glob, _Scope, escape_glob
 from .ripgrep_output import LongMatch, RipgrepOutput, json_text
@@ -43,14 +44,6 @@ def find_ripgrep() -> str | None:
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
     return shutil.which(name)
-
-
-class RipgrepCannot(Exception):
-    """ripgrep cannot run this search (e.g. its regex engine refuses the pattern)."""
-
-
-class TooManyMatches(Exception):
-    """An unsorted ripgrep run found more than it is worth sorting afterwards."""
 
 
 def _common_options(scope: _Scope, *, sort: bool = True) -> list[str]:

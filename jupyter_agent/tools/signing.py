@@ -20,6 +20,7 @@ import stat
 import threading
 from pathlib import Path
 
+from ..errors import SigningError
 from .runs_later import agent_data_dir
 
 __all__ = ["SigningError", "key_path", "sign", "verify"]
@@ -29,10 +30,6 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _lock = threading.Lock()
 _keys: dict[str, bytes] = {}
-
-
-class SigningError(Exception):
-    """The signing key cannot be read or created; the message says where and why."""
 
 
 def key_path() -> Path:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import httpx
 
 from .._version import __version__
+from ..errors import URLRefusedError
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
 from .egress import EgressHosts, normal_host
@@ -41,7 +42,6 @@ from .netguard import (
     FetchTarget,
     NetworkPolicy,
     PrivateNetworkSetting,
-    URLRefusedError,
     check_url_characters,
     parse_target,
 )

@@ -19,7 +19,8 @@ from jupyter_agent.agent.compaction import (
     compact,
     turn_starts,
 )
-from jupyter_agent.agent.tokens import ContextOverflowError, messages_tokens
+from jupyter_agent.agent.tokens import messages_tokens
+from jupyter_agent.errors import ContextOverflowError
 
 
 def random_conversation(rng: random.Random) -> list[dict[str, Any]]:

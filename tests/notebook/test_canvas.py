@@ -186,7 +186,7 @@ def test_request_stop_ends_a_pumped_run_like_an_interrupt() -> None:
     import threading
     import time
 
-    from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge
+    from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge
 
     loop = BackgroundLoop()
     bridge = MainThreadBridge(loop)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.events import TextDelta
-from jupyter_agent.notebook import runner
-from jupyter_agent.notebook.runner import (
+from jupyter_agent.notebook import bridge as main_bridge
+from jupyter_agent.notebook.bridge import (
     BackgroundLoop,
     MainThreadBridge,
     NotPumpingError,
@@ -121,7 +121,7 @@ SCRIPT = textwrap.dedent(
     from jupyter_agent.agent.agent import Agent
     from jupyter_agent.events import AgentFinished, ToolCallFinished
     from jupyter_agent.notebook.render import TextRenderer
-    from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge, forward_events
+    from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge, forward_events
     from jupyter_agent.providers.anthropic import AnthropicProvider
 
     class Never:
@@ -233,7 +233,7 @@ def test_a_job_stopped_before_it_started_settles_as_cancelled(bridge: MainThread
     # The stop button can land while ``run`` is still scheduling the job: the cancel then reaches
     # the loop first, and the pump must not wait out the clean-up timeout for a task that never
     # existed (nor leave a coroutine that was never awaited).
-    from jupyter_agent.notebook.runner import _Job
+    from jupyter_agent.notebook.bridge import _Job
 
     ran = []
 
@@ -283,7 +283,7 @@ def test_a_fast_stream_reaches_the_main_thread_in_batches_with_the_text_exact(
     assert seen[-1] == "end" and len(deltas) == len(seen) - 1
     # One wake-up per poll interval at most (nothing but the run's end wakes it early), and each
     # batch's text reaches the renderer as one event: not one per token.
-    assert bridge.batches <= elapsed / runner.POLL_INTERVAL_S + 2, (bridge.batches, elapsed)
+    assert bridge.batches <= elapsed / main_bridge.POLL_INTERVAL_S + 2, (bridge.batches, elapsed)
     assert len(deltas) <= bridge.batches
     assert len(deltas) < len(tokens) / 10
 
@@ -333,7 +333,7 @@ def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
 ) -> None:
     # With a 5 s poll interval only the wake-ups can make this run fast: the pump must not sleep
     # out its interval while a main-thread call waits or after the run has ended.
-    monkeypatch.setattr(runner, "POLL_INTERVAL_S", 5.0)
+    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 5.0)
     seen: list[object] = []
 
     async def work() -> int:
@@ -357,7 +357,7 @@ def test_events_other_than_text_wake_the_pump_at_once(
     bridge: MainThreadBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A tool call's view must appear when the call starts, not at the next text poll.
-    monkeypatch.setattr(runner, "POLL_INTERVAL_S", 5.0)
+    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 5.0)
     seen_at: list[tuple[object, float]] = []
     posted_at: list[float] = []
 

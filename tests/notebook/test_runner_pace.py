@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from jupyter_agent.events import TextDelta
-from jupyter_agent.notebook import runner
-from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge
+from jupyter_agent.notebook import bridge as main_bridge
+from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_a_steady_stream_wakes_the_main_thread_far_less_than_every_poll(
     bridge.run(stream(), lambda e: seen.append(e.text))  # type: ignore[attr-defined]
     elapsed = time.monotonic() - started
     assert "".join(seen) == "".join(tokens)
-    polls = elapsed / runner.POLL_INTERVAL_S
+    polls = elapsed / main_bridge.POLL_INTERVAL_S
     # the old pump: one wake-up per poll interval (~20 here)
     assert bridge.wakeups <= 0.5 * polls, (bridge.wakeups, polls)
 
@@ -68,7 +68,7 @@ def test_text_that_is_due_arrives_with_the_renderer_pace_even_when_the_stream_pa
     first, second = arrivals[0][0], arrivals[1][0]
     assert first < 0.1
     # handed over when the pause ends (a timer), not at the next idle wake-up
-    assert runner.POLL_INTERVAL_S - 0.02 <= second < runner.IDLE_WAKE_S - 0.1, arrivals
+    assert main_bridge.POLL_INTERVAL_S - 0.02 <= second < main_bridge.IDLE_WAKE_S - 0.1, arrivals
 
 
 def test_idle_work_runs_at_least_every_idle_interval(bridge: MainThreadBridge) -> None:
@@ -79,7 +79,7 @@ def test_idle_work_runs_at_least_every_idle_interval(bridge: MainThreadBridge) -
 
     bridge.run(quiet(), lambda e: None, on_idle=lambda: idles.append(time.monotonic()))
     gaps = [b - a for a, b in itertools.pairwise(idles)]
-    assert len(idles) >= 4 and max(gaps) <= runner.IDLE_WAKE_S + 0.2 <= 1.0, gaps
+    assert len(idles) >= 4 and max(gaps) <= main_bridge.IDLE_WAKE_S + 0.2 <= 1.0, gaps
 
 
 def test_a_terminal_renderer_gets_text_every_pause_without_the_growth_rule(
@@ -96,4 +96,4 @@ def test_a_terminal_renderer_gets_text_every_pause_without_the_growth_rule(
 
     bridge.run(stream(), lambda e: arrivals.append(time.monotonic()), text_growth=0)
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert max(gaps) < runner.POLL_INTERVAL_S + 0.1, gaps
+    assert max(gaps) < main_bridge.POLL_INTERVAL_S + 0.1, gaps

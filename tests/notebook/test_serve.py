@@ -22,8 +22,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_agent.agent.toolbox import Toolbox
+from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge, NotPumpingError
 from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.runner import BackgroundLoop, MainThreadBridge, NotPumpingError
 from jupyter_agent.notebook.serve import connection_lines
 from jupyter_agent.notebook.serve_http import ToolServer
 from jupyter_agent.tools.context import ToolContext

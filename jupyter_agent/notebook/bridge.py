@@ -49,6 +49,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..errors import InterruptedByUser, NotPumpingError
 from ..events import TextDelta
 from .render import DEFAULT_RENDER_INTERVAL_S, MIN_GROWTH_FRACTION
 
@@ -129,14 +130,6 @@ class _WakeUp:
 
     def wait(self, timeout: float) -> bool:
         return self._event.wait(timeout)
-
-
-class InterruptedByUser(Exception):
-    """The user interrupted the kernel while the main thread was doing work for the agent."""
-
-
-class NotPumpingError(RuntimeError):
-    """Main-thread work was requested while no ``%%agent`` run is pumping the queue."""
 
 
 class BackgroundLoop:
