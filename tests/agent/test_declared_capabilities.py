@@ -7,12 +7,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import jupyter_agent
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.base import ReplyCapped, ThinkingProvider
 from jupyter_agent.providers.offline import OfflineProvider
 from jupyter_agent.providers.openai_compat import OpenAIProvider
 
-PACKAGE = Path(__file__).parent.parent / "jupyter_agent"
+PACKAGE = Path(jupyter_agent.__file__).parent
 #: The modules that hold the agent's and the session's wiring.
 WIRING = [
     "agent/agent.py",
