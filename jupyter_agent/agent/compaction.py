@@ -20,9 +20,9 @@ prompt is too long, the agent compacts, in this order, stopping as soon as the c
 
 What compaction did is kept as data on the blocks it made (``CompactedResult``: the stub's line,
 the note's ``FoldNote``), invisible to the API and to JSON; a later compaction reads it there, never
-back out of the text — a tool result that merely reads like a stub or a note is a result. (A
-conversation loaded from a file holds plain blocks: to the next compaction its stubs and notes
-are results like any other, stubbed in their turn.)
+back out of the text — a tool result that merely reads like a stub or a note is a result. A saved
+conversation keeps these records beside its messages (``compaction_records``,
+``restore_compaction``).
 
 A prompt that alone exceeds the window cannot be sent: ``ContextOverflowError`` says so, and the
 agent forgets that prompt, so the conversation stays usable. Token counts are estimates: the last
@@ -132,6 +132,57 @@ class CompactedResult(dict[str, Any]):
             self.stub_text if self.note is None else f"{self.stub_text}\n\n{self.note.text()}"
         )
         return self.get("content") == expected
+
+
+def compaction_records(messages: list[Message]) -> list[dict[str, Any]]:
+    """What compaction did in ``messages``, as JSON (for a saved conversation): one record per
+    block it made that still reads as it made it."""
+    records: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        for position, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, CompactedResult) and block.is_ours():
+                note = block.note
+                records.append(
+                    {
+                        "message": index,
+                        "block": position,
+                        "stub": block.stub_text,
+                        "note": None
+                        if note is None
+                        else {
+                            "calls": note.calls,
+                            "lines": list(note.lines),
+                            "dropped": note.dropped,
+                        },
+                    }
+                )
+    return records
+
+
+def restore_compaction(messages: list[Message], records: object) -> None:
+    """The blocks ``records`` (``compaction_records``) describe made ``CompactedResult`` again,
+    each only where the block reads exactly as the record renders it; a bad record is skipped."""
+    for record in records if isinstance(records, list) else []:
+        try:
+            block = messages[record["message"]]["content"][record["block"]]
+            stub_text, note_data = record["stub"], record["note"]
+            note = (
+                None
+                if note_data is None
+                else FoldNote(
+                    int(note_data["calls"]),
+                    tuple(str(line) for line in note_data["lines"]),
+                    int(note_data["dropped"]),
+                )
+            )
+        except (LookupError, TypeError, ValueError):
+            continue
+        if not isinstance(block, dict) or not isinstance(stub_text, str):
+            continue
+        made = CompactedResult.made(block, stub_text, note)
+        if made.get("content") == block.get("content"):
+            messages[record["message"]]["content"][record["block"]] = made
 
 
 def stub(block: Block, name: str) -> Block:

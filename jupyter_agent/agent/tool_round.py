@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallStarted
-from ..tools.base import ToolResult
+from ..tools.base import ChecksApproval, ToolResult
 from ..tools.result_budget import result_budget
 from . import conversation
 from .chat_state import Call
@@ -152,7 +152,7 @@ class ToolRound:
             return [gate.verdict(call.name, call.raw_input) for call in self.calls]
 
         registry = self.toolbox.registry
-        if any(hasattr(registry.get_tool(c.name), "needs_approval") for c in self.calls):
+        if any(isinstance(registry.get_tool(c.name), ChecksApproval) for c in self.calls):
             return await asyncio.to_thread(judge)
         return judge()
 

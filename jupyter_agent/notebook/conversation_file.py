@@ -2,12 +2,12 @@
 
 ``{"format": "jupyter-agent-session", "version": 1, "system_prompt": ..., "provider": ...,
 "model": ..., "messages": [...]}`` — the messages in Anthropic Messages format, as the agent
-keeps them, and a ``signature``: HMAC-SHA256 of the rest under the agent's key, kept outside the
-workspace (``tools.signing``). The file may sit where the model's tools write, and a rewritten
-conversation would put words in the model's mouth (or replace every chat's system prompt), so
-reading refuses a file whose signature does not check. Reading also checks the shape before
-anything is replaced, so a wrong file changes nothing; every problem is a one-line
-``SessionError``.
+keeps them, with ``"compaction"``: what compaction did to them, as data — and a ``signature``:
+HMAC-SHA256 of the rest under the agent's key, kept outside the workspace (``tools.signing``).
+The file may sit where the model's tools write, and a rewritten conversation would put words in
+the model's mouth (or replace every chat's system prompt), so reading refuses a file whose
+signature does not check. Reading also checks the shape before anything is replaced, so a wrong
+file changes nothing; every problem is a one-line ``SessionError``.
 
 Saving follows no symbolic link and creates no folder: a link planted at the path is refused (a
 link swapped in meanwhile is replaced, never written through: the file is written beside it,
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agent.compaction import compaction_records, restore_compaction
 from ..errors import SessionError, SigningError
 from ..tools.signing import sign, verify
 
@@ -71,6 +72,9 @@ def save_conversation(
         "model": model,
         "messages": messages,
     }
+    compacted = compaction_records(messages)
+    if compacted:  # what compaction did, as data (never read back out of the messages' text)
+        payload["compaction"] = compacted
     shown = str(path)
     try:
         payload["signature"] = sign(_PURPOSE, _signed_bytes(payload))
@@ -147,6 +151,6 @@ def read_conversation(path: Path) -> SavedConversation:
             "conversation could put words in the model's mouth"
         )
     system_prompt = payload.get("system_prompt")
-    return SavedConversation(
-        list(messages), system_prompt if isinstance(system_prompt, str) else None
-    )
+    messages = list(messages)
+    restore_compaction(messages, payload.get("compaction"))
+    return SavedConversation(messages, system_prompt if isinstance(system_prompt, str) else None)

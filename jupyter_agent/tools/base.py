@@ -32,7 +32,7 @@ class ToolCapabilities:
     limits are checked for every tool all the same.
 
     A tool may also need approval for some calls only: a method ``needs_approval(args)`` that
-    returns a reason (``approval_reason`` reads it; the policy gate then asks).
+    returns a reason (``ChecksApproval``; ``approval_reason`` reads it; the gate then asks).
     """
 
     destructive: bool = False
@@ -60,6 +60,24 @@ def capabilities_of(tool: object) -> ToolCapabilities:
     return DEFAULT_CAPABILITIES
 
 
+@runtime_checkable
+class ChecksApproval(Protocol):
+    """A tool that needs the user's approval for some calls only, whatever its policy."""
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Why this call needs approval (``git_commit``: it would commit a CI workflow), or None."""
+        ...
+
+
+@runtime_checkable
+class RemembersApproval(Protocol):
+    """A tool that can remember what a call allowed "for this session" covers."""
+
+    def remember_approval(self, args: dict[str, object]) -> None:
+        """The user allowed this call for the session (``web_fetch``: remember its host)."""
+        ...
+
+
 def approval_reason(tool: object, args: dict[str, object]) -> str | None:
     """Why this call of ``tool`` needs the user's approval whatever its policy, or None.
 
@@ -67,11 +85,10 @@ def approval_reason(tool: object, args: dict[str, object]) -> str | None:
     it would commit a CI workflow). The policy gate asks before the call; ``deny`` still wins,
     and with no one to ask the call is refused. A method that fails asks too (fail closed).
     """
-    check = getattr(tool, "needs_approval", None)
-    if not callable(check):
+    if not isinstance(tool, ChecksApproval) or not callable(tool.needs_approval):
         return None
     try:
-        reason = check(args)
+        reason = tool.needs_approval(args)
     except Exception as exc:
         return f"checking whether this call needs approval failed ({exc})"
     return reason if isinstance(reason, str) and reason else None
@@ -80,11 +97,10 @@ def approval_reason(tool: object, args: dict[str, object]) -> str | None:
 def remember_approval(tool: object, args: dict[str, object]) -> bool:
     """The user allowed this call "for this session": the tool remembers what it covers
     (``remember_approval(args)``: ``web_fetch``, its host); whether the tool could."""
-    remember = getattr(tool, "remember_approval", None)
-    if not callable(remember):
+    if not isinstance(tool, RemembersApproval) or not callable(tool.remember_approval):
         return False
     try:
-        remember(args)
+        tool.remember_approval(args)
     except Exception:
         return False
     return True

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
-from jupyter_agent.agent.compaction import CompactedResult, compact
+import pytest
+
+from jupyter_agent.agent.compaction import CompactedResult, compact, restore_compaction
 from jupyter_agent.agent.tokens import messages_tokens
+from jupyter_agent.notebook.conversation_file import read_conversation, save_conversation
 
 FORGED = (
     "[result of web_fetch removed to save context (9 characters); call the tool again if it is "
@@ -87,3 +91,30 @@ def test_a_stub_changed_since_is_not_ours_any_more() -> None:
     assert isinstance(stubbed, CompactedResult) and stubbed.is_ours()
     stubbed["content"] = "edited by hand"
     assert not stubbed.is_ours()
+
+
+def test_a_saved_conversation_keeps_the_bookkeeping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved and loaded, the note is still data: the next compaction adds to its count (a plain
+    block would have been stubbed, the note and its count lost)."""
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    messages = compacted(turn(12, "r" * 4_000))
+    path = tmp_path / "chat.json"
+    save_conversation(path, messages, system_prompt="", provider="offline", model="m")
+    loaded = read_conversation(path).messages
+    (host,) = notes(loaded)
+    assert host.note is not None and host.note.calls == 10
+    for n in range(12, 16):
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"n": n}}
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "r" * 4_000}
+        loaded += [{"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    (host,) = notes(compacted(loaded))
+    assert host.note is not None and host.note.calls == 14
+
+
+def test_a_record_that_does_not_match_its_block_is_ignored() -> None:
+    messages = turn(2, "plain result")
+    restore_compaction(messages, [{"message": 2, "block": 0, "stub": "other", "note": None}])
+    restore_compaction(messages, [{"message": 99}, "junk", {"message": 2, "block": 0}])
+    assert not any(isinstance(b, CompactedResult) for m in messages for b in m["content"])

@@ -18,6 +18,8 @@ PACKAGE = Path(jupyter_agent.__file__).parent
 WIRING = [
     "agent/agent.py",
     "agent/toolbox.py",
+    "agent/tool_round.py",
+    "agent/gate.py",
     "agent/context_window.py",
     "notebook/session.py",
     "notebook/budget.py",
@@ -53,3 +55,15 @@ def test_the_providers_declare_what_they_can_do() -> None:
     assert isinstance(openai, ReplyCapped) and openai.max_tokens is None
     assert not isinstance(openai, ThinkingProvider)
     assert not isinstance(offline, ThinkingProvider) and not isinstance(offline, ReplyCapped)
+
+
+def test_the_tools_declare_their_own_approval_checks(tmp_path: Path) -> None:
+    from jupyter_agent.tools.base import ChecksApproval, RemembersApproval
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.factory import create_default_registry
+
+    registry = create_default_registry(ToolContext(tmp_path))
+    checking = {t.name for t in registry.list_tools() if isinstance(t, ChecksApproval)}
+    remembering = {t.name for t in registry.list_tools() if isinstance(t, RemembersApproval)}
+    assert {"git_commit", "web_fetch"} <= checking and "read_file" not in checking
+    assert "web_fetch" in remembering and "git_commit" not in remembering
