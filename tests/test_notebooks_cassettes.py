@@ -36,8 +36,12 @@ from jupyter_agent.providers.offline import OfflineProvider, load_cassette
 CASSETTES = Path(__file__).resolve().parents[1] / "notebooks" / "cassettes"
 CASSETTE_FILES = sorted(CASSETTES.glob("*.json"))
 #: The custom tool notebook 3 defines (its schema is checked by nbval's output of get_schema()),
-#: and the tool of notebook 6's MCP server (its schema comes from the running server).
-CUSTOM_TOOLS = {"query_shop": {"sql"}, "units__convert": {"value", "from_unit", "to_unit"}}
+#: and the tools of notebook 6's MCP server (their schemas come from the running server).
+CUSTOM_TOOLS = {
+    "query_shop": {"sql"},
+    "units__convert": {"value", "from_unit", "to_unit"},
+    "units__choose_units": set(),
+}
 
 
 def test_every_tutorial_has_a_cassette() -> None:

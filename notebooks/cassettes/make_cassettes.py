@@ -578,6 +578,21 @@ MCP_PROMPT = (
 )
 
 
+#: The prompt whose answer calls the server's tool that asks the user (an MCP elicitation).
+MCP_FORM_PROMPT = (
+    "Which units do I want my answers in? Ask me with the units server's form, and keep to what "
+    "I choose."
+)
+#: The recorded answer cannot know what the user chose (the form is answered at replay time), so
+#: it says what follows from either outcome; the call's result above it says which one it was.
+MCP_FORM_ANSWER = """
+The units server asked you in its form; its reply is in the call above. If you chose a system
+there, I'll give conversions in it, rounded as you said. If the form was declined — a notebook
+run with nobody at it (nbval, nbconvert, papermill) declines every form — I'll keep to the units
+each question names.
+"""
+
+
 def units_convert(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
     """The tutorial's MCP server's own ``convert`` (imported from the shipped script)."""
     import importlib.util
@@ -613,7 +628,17 @@ According to the units server:
                 ),
                 reply(text(answer)),
             ],
-        }
+        },
+        {
+            "prompt": MCP_FORM_PROMPT,
+            "responses": [
+                reply(
+                    text("I'll let the units server ask you: it has a form for exactly that."),
+                    call(ids, "units__choose_units"),
+                ),
+                reply(text(MCP_FORM_ANSWER)),
+            ],
+        },
     ]
 
 

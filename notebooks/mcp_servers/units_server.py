@@ -2,12 +2,18 @@
 
 ``python notebooks/mcp_servers/units_server.py`` speaks MCP over stdio. Written with the official
 ``mcp`` SDK (``pip install 'jupyter-agent[mcp]'``); it needs no network and no credentials.
+Besides its conversions it has one tool that asks the *user* a question mid-call (``choose_units``:
+an MCP elicitation, like the reference "everything" server's), so the tutorial can show a
+server's form without Node.js or the network.
 """
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from typing import Literal
+
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 server = MCPServer(
     "units",
@@ -60,6 +66,28 @@ def convert(value: float, from_unit: str, to_unit: str) -> dict[str, float | str
 def echo(text: str) -> str:
     """Return the text unchanged (a cheap call, for timing)."""
     return text
+
+
+class UnitsChoice(BaseModel):
+    """The form ``choose_units`` puts to the user."""
+
+    system: Literal["metric", "imperial"] = Field(
+        default="metric", title="Units", description="the units answers should be given in"
+    )
+    decimals: int = Field(default=1, title="Decimals", description="digits after the point")
+
+
+@server.tool()
+async def choose_units(ctx: Context) -> str:
+    """Ask the user in a small form which units (metric or imperial) and how many decimals
+    they want answers in; the user may decline to say."""
+    answer = await ctx.elicit("Which units should answers be given in?", schema=UnitsChoice)
+    if answer.action == "accept":
+        choice = answer.data
+        return f"The user chose {choice.system} units, {choice.decimals} decimal(s)."
+    if answer.action == "decline":
+        return "The user declined to choose: use the units each question names."
+    return "The user cancelled the question: use the units each question names."
 
 
 if __name__ == "__main__":
