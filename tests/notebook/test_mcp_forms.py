@@ -3,13 +3,16 @@ when nobody can answer.
 
 Against the reference "everything" server (npm, pinned): its elicitation tool is called the way
 the model calls it, through the session's registry; a notebook run with nobody at it declines.
-In terminal IPython the fields are prompts, defaults kept by choosing "keep the default".
+In terminal IPython the fields are prompts, defaults kept by choosing "keep the default"; in a
+kernel a frontend answers, tutorial 06's form is widgets in the cell, clicked as a browser does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ipython_shell import Terminal
@@ -59,8 +62,6 @@ def test_in_a_terminal_each_field_is_a_prompt(
 
 
 def test_a_form_nobody_can_answer_is_declined_by_the_real_server(tmp_path: Path) -> None:
-    import shutil
-
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
@@ -83,3 +84,77 @@ def test_a_form_nobody_can_answer_is_declined_by_the_real_server(tmp_path: Path)
     finally:
         session.close()
     assert "declined" in result.content, result.content
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@pytest.mark.slow
+def test_tutorial_06s_form_is_shown_and_answered_when_someone_can_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tutorial 06's elicitation cell, in a kernel a frontend answers (``allow_stdin``): the
+    server's form comes up as widgets in the cell, the clicks are the answer the server gets,
+    and the answered questions stay as lines (nbval's run, with nobody there, declines)."""
+    from test_notebook_kernel import WIDGET_VIEW, _Kernel
+
+    shutil.copytree(NOTEBOOKS / "mcp_servers", tmp_path / "mcp_servers")
+    shutil.copytree(NOTEBOOKS / "cassettes", tmp_path / "cassettes")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "offline")
+    kernel = _Kernel(tmp_path)
+    try:
+        reply, outputs = kernel.execute(
+            "%load_ext jupyter_agent\n"
+            '%config AgentMagics.offline_cassette = "cassettes/06_mcp.json"\n'
+            "import sys"
+        )
+        assert reply["status"] == "ok", outputs
+        reply, outputs = kernel.execute(
+            "%agent mcp add units --policy allow -- {sys.executable} mcp_servers/units_server.py"
+        )
+        assert reply["status"] == "ok", outputs
+        labels: list[str] = []
+        clicked: list[str] = []
+
+        def answer(message: dict[str, Any]) -> None:
+            # a browser's clicks: "imperial" for the units, then keep the default decimals
+            if message["msg_type"] != "comm_open":
+                return
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "HTMLModel":
+                labels.append(str(state.get("value", "")))
+            wanted = "imperial" if not clicked else "(keep the default)"
+            asking_decimals = bool(labels) and "Decimals" in labels[-1]
+            if state.get("_model_name") != "ButtonModel" or state.get("description") != wanted:
+                return
+            if wanted == "(keep the default)" and not asking_decimals:
+                return  # the first question's own "keep" button
+            clicked.append(wanted)
+            kernel.send_comm(
+                message["content"]["comm_id"], {"method": "custom", "content": {"event": "click"}}
+            )
+
+        reply, outputs = kernel.execute(
+            "%%agent\nWhich units do I want my answers in? Ask me with the units server's form, "
+            "and keep to what I choose.",
+            answer,
+            timeout=90,
+        )
+    finally:
+        kernel.close()
+    assert reply["status"] == "ok", outputs
+    assert clicked == ["imperial", "(keep the default)"], labels
+    [asked] = [label for label in labels if "units asks:" in label]
+    assert "Which units should answers be given in?" in asked and "Units" in asked, labels
+    # the server got the answer the clicks gave, and the model read it
+    shown = "\n".join(o["data"].get("text/plain", "") for o in outputs if "data" in o)
+    assert "The user chose imperial units, 1 decimal(s)." in shown, shown
+    # each answered question became a line in the cell, no widget left there
+    lines = [
+        o["data"]["text/plain"]
+        for o in outputs
+        if o["type"] == "update_display_data" and WIDGET_VIEW not in o["data"]
+    ]
+    assert any("Units" in line and "→ imperial" in line for line in lines), lines
+    assert any("Decimals" in line and "→ (keep the default)" in line for line in lines), lines
