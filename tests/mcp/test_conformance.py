@@ -7,10 +7,18 @@ authentication, pre-registration, client credentials — and judges what our cli
 (``mcp_conformance/client.py``: ``Agent.add_mcp_server`` and registry calls, the user's clicks
 played by the script) did on the wire.
 
-One scenario is expected to fail, and the test says so (it fails if that changes):
-``auth/2025-03-26-oauth-metadata-backcompat`` serves authorization-server metadata whose
-``issuer`` is not the server it was fetched for; the ``mcp`` SDK's OAuth client refuses it
-(RFC 8414 §3.3 requires them to match) and we keep that check.
+One scenario is expected to fail, and the test says so (it fails if that changes, or if the
+scenario fails for another reason): ``auth/2025-03-26-oauth-metadata-backcompat``. It serves no
+protected-resource metadata, so the client takes the 2025-03-26 path: authorization-server
+metadata at the MCP server's origin, ``http://localhost:PORT/.well-known/oauth-authorization-server``.
+That document says ``"issuer": "http://localhost:PORT/oauth"`` (its endpoints are under
+``/oauth``). RFC 8414 §3.3: the issuer returned MUST be identical to the issuer the well-known
+URL was built from — here the origin, ``http://localhost:PORT`` — or the metadata MUST NOT be
+used; the ``mcp`` SDK's OAuth client refuses it ("issuer mismatch"). Nor can the client check
+the claimed issuer another way: that issuer's own metadata URLs
+(``/.well-known/oauth-authorization-server/oauth`` per RFC 8414 §3.1,
+``/oauth/.well-known/openid-configuration``, and the other orders) all answer 404 in this
+scenario. Passing it means using metadata the RFC says not to use; we keep the check.
 """
 
 from __future__ import annotations
@@ -94,5 +102,10 @@ def test_conformance_client_scenario(conformance: list[str], scenario: str, tmp_
     passed = result.returncode == 0 and summary is not None and summary[3] == "0"
     if scenario in EXPECTED_FAILURES:
         assert not passed, f"{scenario} passes now: remove it from EXPECTED_FAILURES"
+        # ...and for the reason above, not another one
+        mismatch = re.search(
+            r"issuer mismatch: (http://localhost:\d+)/oauth != (http://localhost:\d+)\b", output
+        )
+        assert mismatch is not None and mismatch[1] == mismatch[2], output[-4000:]
         return
     assert passed, output[-4000:]
