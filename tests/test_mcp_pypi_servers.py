@@ -187,6 +187,14 @@ async def test_time_servers_errors_are_error_results_naming_it(agent: Agent) -> 
     assert not still.is_error and json.loads(still.content)["timezone"] == "UTC"
 
 
+async def test_the_server_list_counts_their_tools_in_words(agent: Agent) -> None:
+    await agent.add_mcp_server("time", command=time_server())
+    await agent.add_mcp_server("fetch", command=fetch_server())
+    listing = agent.toolbox.mcp.describe().splitlines()
+    assert "running" in listing[0] and "  2 tools  stdio: " in listing[0], listing
+    assert "running" in listing[1] and "  1 tool   stdio: " in listing[1], listing
+
+
 # -- mcp-server-fetch --------------------------------------------------------------------------
 
 

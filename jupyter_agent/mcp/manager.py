@@ -222,8 +222,9 @@ class MCPManager:
             lines = []
             for server, connection in self.servers.items():
                 count = len(self.tool_names.get(server, []))
+                tools = "tool " if count == 1 else "tools"
                 lines.append(
-                    f"{server:<16} {connection.status:<10} {count:>3} tools  "
+                    f"{server:<16} {connection.status:<10} {count:>3} {tools}  "
                     f"{connection.config.kind}: {connection.config.target}"
                 )
             return "\n".join(lines)
