@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from ipython_shell import Terminal
+from kernel_frontend import WIDGET_VIEW, Kernel
 from npm_packages import SERVER_EVERYTHING, npm_package
 
 from jupyter_agent.mcp.client_features import coerce_answer, form_from_schema
@@ -86,7 +87,7 @@ def test_a_form_nobody_can_answer_is_declined_by_the_real_server(tmp_path: Path)
     assert "declined" in result.content, result.content
 
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 @pytest.mark.slow
@@ -96,13 +97,11 @@ def test_tutorial_06s_form_is_shown_and_answered_when_someone_can_answer(
     """Tutorial 06's elicitation cell, in a kernel a frontend answers (``allow_stdin``): the
     server's form comes up as widgets in the cell, the clicks are the answer the server gets,
     and the answered questions stay as lines (nbval's run, with nobody there, declines)."""
-    from test_notebook_kernel import WIDGET_VIEW, _Kernel
-
     shutil.copytree(NOTEBOOKS / "mcp_servers", tmp_path / "mcp_servers")
     shutil.copytree(NOTEBOOKS / "cassettes", tmp_path / "cassettes")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "offline")
-    kernel = _Kernel(tmp_path)
+    kernel = Kernel(tmp_path)
     try:
         reply, outputs = kernel.execute(
             "%load_ext jupyter_agent\n"
