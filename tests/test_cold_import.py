@@ -80,3 +80,36 @@ def test_jsonschema_format_checks_work_as_before_and_the_libraries_are_the_real_
     assert ours == plain
     assert ours[1] == [True, True]
     assert ours[0] == [True, False] * 5  # every library answers, right
+
+
+def test_the_first_agent_cell_without_mcp_servers_leaves_the_mcp_client_unimported() -> None:
+    """A session hands its hooks (forms, sampling, the sign-in link) to the toolbox's MCP
+    manager when that manager is first made, not by making it at the first ``%%agent`` cell:
+    with no server added, ``jupyter_agent.mcp`` (and the ``mcp`` SDK) stay unimported."""
+    loaded = fresh(
+        "import sys, json, tempfile\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "from IPython.utils.capture import capture_output\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_line_magic('load_ext', 'jupyter_agent')\n"
+        "import os; os.chdir(tempfile.mkdtemp())\n"
+        "with capture_output() as seen:\n"
+        "    shell.run_cell_magic('agent', '--provider offline', 'Say hi')\n"
+        "assert 'offline' in seen.stdout, seen.stdout\n"
+        "print(json.dumps(sorted(m for m in ('jupyter_agent.mcp', 'mcp') if m in sys.modules)))\n"
+    )
+    assert loaded == []
+
+
+def test_the_session_hooks_reach_an_mcp_manager_made_later(tmp_path: Path) -> None:
+    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+
+    session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
+    try:
+        toolbox = session.toolbox
+        hooks = toolbox.mcp.hooks  # the manager is made now, after the session set up
+        assert hooks.ask is not None
+        assert hooks.sample is not None
+        assert hooks.open_authorization is not None
+    finally:
+        session.close()

@@ -21,7 +21,7 @@ An ``Agent`` is given a toolbox (or builds its own); its ``add_tool``, ``set_pol
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..approvals import Policy
@@ -60,6 +60,7 @@ class Toolbox:
         self.gate = PolicyGate(self)
         self.tool_timeout = tool_timeout
         self._mcp: MCPManager | None = None
+        self._when_mcp_made: list[Callable[[MCPManager], None]] = []
 
     def __repr__(self) -> str:
         return f"<Toolbox {self.context.workspace} tools={len(self.registry)}>"
@@ -105,7 +106,18 @@ class Toolbox:
             from ..mcp.manager import MCPManager
 
             self._mcp = MCPManager(self)
+            for prepare in self._when_mcp_made:
+                prepare(self._mcp)
         return self._mcp
+
+    def when_mcp_made(self, prepare: Callable[[MCPManager], None]) -> None:
+        """Call ``prepare`` with the MCP manager when it is made (now, if it is already): what
+        a session sets on it (its hooks) without importing the MCP client before a server is
+        added."""
+        if self._mcp is not None:
+            prepare(self._mcp)
+        else:
+            self._when_mcp_made.append(prepare)
 
     @property
     def has_mcp_servers(self) -> bool:
