@@ -80,19 +80,26 @@ class Toolbox:
     def set_policy(self, name: str, policy: Policy) -> None:
         self.gate.set_policy(name, policy)
 
-    def rebuild(self, context: ToolContext, tools: Iterable[ExecutableTool]) -> None:
+    def rebuild(
+        self,
+        context: ToolContext,
+        tools: Iterable[ExecutableTool],
+        *,
+        schemas_checked: bool = False,
+    ) -> None:
         """Put ``tools`` (built for ``context``) in place of the tools of the same names.
 
         Each keeps the enabled state and the policy of the tool it replaces; a tool new to the
         registry starts as its ``destructive`` capability says (off and ``ask`` when destructive).
         Tools that are not rebuilt — the user's own, MCP servers' — stay as they are.
+        ``schemas_checked``: the tools are the package's own (``ToolRegistry.register``).
         """
         fresh = list(tools)
         for tool in fresh:
             if self.registry.has_tool(tool.name):
-                self.registry.replace(tool)
+                self.registry.replace(tool, schema_checked=schemas_checked)
             else:
-                self.registry.register(tool)
+                self.registry.register(tool, schema_checked=schemas_checked)
                 if capabilities_of(tool).destructive:
                     self.registry.disable(tool.name)
         self.context = context

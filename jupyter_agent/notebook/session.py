@@ -396,7 +396,7 @@ class NotebookSession:
             self._toolbox = toolbox
         # new tools take their places; enabled states and policies stay (the destructive ones,
         # remove, run_bash and run_python, start off)
-        toolbox.rebuild(context, tools)
+        toolbox.rebuild(context, tools, schemas_checked=True)  # our own tools
         self._sync_notebook_tools(toolbox)
         self._attach_journal(toolbox)
         self._stale = False

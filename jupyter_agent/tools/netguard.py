@@ -27,11 +27,12 @@ import socket
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeAlias
-
-import httpx
+from typing import TYPE_CHECKING, TypeAlias
 
 from .base import ToolFailure
+
+if TYPE_CHECKING:
+    import httpx  # imported where a URL is parsed: not before web_fetch's first call
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``False`` (public addresses only), ``True`` (any address) or hosts allowed besides public ones.
@@ -206,6 +207,8 @@ def parse_target(url: str) -> FetchTarget:
     if scheme not in DEFAULT_PORTS:
         shown = f"{scheme}: URLs" if scheme else "relative URLs"
         raise URLRefusedError(f"Only http:// and https:// URLs can be fetched, not {shown}")
+    import httpx
+
     try:
         parsed = httpx.URL(url)
         split = urllib.parse.urlsplit(url)
@@ -239,6 +242,8 @@ def parse_target(url: str) -> FetchTarget:
 
 
 def _idna_or_none(host: str) -> str | None:
+    import httpx
+
     try:
         return httpx.URL(f"http://{host}/").raw_host.decode("ascii").lower()
     except (httpx.InvalidURL, UnicodeError):
