@@ -80,3 +80,83 @@ def test_jsonschema_format_checks_work_as_before_and_the_libraries_are_the_real_
     assert ours == plain
     assert ours[1] == [True, True]
     assert ours[0] == [True, False] * 5  # every library answers, right
+
+
+def test_the_first_agent_cell_without_mcp_servers_leaves_the_mcp_client_unimported() -> None:
+    """A session hands its hooks (forms, sampling, the sign-in link) to the toolbox's MCP
+    manager when that manager is first made, not by making it at the first ``%%agent`` cell:
+    with no server added, ``jupyter_agent.mcp`` (and the ``mcp`` SDK) stay unimported."""
+    loaded = fresh(
+        "import sys, json, tempfile\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "from IPython.utils.capture import capture_output\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_line_magic('load_ext', 'jupyter_agent')\n"
+        "import os; os.chdir(tempfile.mkdtemp())\n"
+        "with capture_output() as seen:\n"
+        "    shell.run_cell_magic('agent', '--provider offline', 'Say hi')\n"
+        "assert 'offline' in seen.stdout, seen.stdout\n"
+        "print(json.dumps(sorted(m for m in ('jupyter_agent.mcp', 'mcp') if m in sys.modules)))\n"
+    )
+    assert loaded == []
+
+
+def test_the_session_hooks_reach_an_mcp_manager_made_later(tmp_path: Path) -> None:
+    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+
+    session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
+    try:
+        toolbox = session.toolbox
+        hooks = toolbox.mcp.hooks  # the manager is made now, after the session set up
+        assert hooks.ask is not None
+        assert hooks.sample is not None
+        assert hooks.open_authorization is not None
+    finally:
+        session.close()
+
+
+FIRST_CELL = (
+    "import sys, json, os, tempfile\n"
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "from IPython.utils.capture import capture_output\n"
+    "os.chdir(tempfile.mkdtemp())\n"
+    "shell = InteractiveShell.instance()\n"
+    "shell.run_line_magic('load_ext', 'jupyter_agent')\n"
+    "with capture_output() as seen:\n"
+    "    shell.run_cell_magic('agent', '--provider offline', 'Say hi')\n"
+    "assert 'offline' in seen.stdout, seen.stdout\n"
+)
+
+
+def test_the_first_agent_cell_leaves_jsonschema_and_httpx_unimported() -> None:
+    """httpx (web_fetch's client, not the SDK's httpx2) is imported at web_fetch's first call.
+    The package's own tools have their input schemas checked by this suite
+    (``test_every_built_in_schema_is_valid_json_schema``), not by the registry at every
+    kernel's first ``%%agent`` cell (34 metaschema checks and importing jsonschema: ~0.1 s on
+    this machine before the first token); their argument validators are built at their first
+    call."""
+    loaded = fresh(
+        FIRST_CELL
+        + "print(json.dumps(sorted(m for m in ('jsonschema', 'httpx') if m in sys.modules)))\n"
+    )
+    assert loaded == []
+
+
+def test_every_built_in_schema_is_valid_json_schema() -> None:
+    """What the registry no longer checks at registration for the package's own tools: every
+    tool of a kernel's session after its first ``%%agent`` cell."""
+    checked = fresh(
+        FIRST_CELL + "from jsonschema import validators\n"
+        "from jupyter_agent.notebook.extension import get_magics\n"
+        "registry = get_magics(shell).agent.registry\n"
+        "names, bad = registry.get_tool_names(), []\n"
+        "for name in names:\n"
+        "    schema = dict(registry.get_tool(name).get_schema()['input_schema'])\n"
+        "    cls = validators.validator_for(schema, default=validators.Draft202012Validator)\n"
+        "    bad += [name] if list(cls(cls.META_SCHEMA).iter_errors(schema)) else []\n"
+        "print(json.dumps([names, bad]))\n"
+    )
+    assert isinstance(checked, list)
+    names, bad = checked
+    assert {"run_python", "inspect_variable", "read_file", "web_fetch"} <= set(names), names
+    assert bad == []

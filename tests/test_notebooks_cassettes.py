@@ -10,6 +10,7 @@ than as a puzzling notebook failure (nbval then runs the calls for real).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ from jupyter_agent.notebook.history_tool import NotebookHistoryTool
 from jupyter_agent.notebook.kernel_tools import InspectVariableTool, ListVariablesTool
 from jupyter_agent.notebook.propose_cell import CellProposals, ProposeCellTool
 from jupyter_agent.notebook.recorder import CellRecorder
-from jupyter_agent.providers.offline import OfflineProvider, load_cassette
+from jupyter_agent.providers.offline import FROM_RESULT, OfflineProvider, load_cassette
 
 CASSETTES = Path(__file__).resolve().parents[1] / "notebooks" / "cassettes"
 CASSETTE_FILES = sorted(CASSETTES.glob("*.json"))
@@ -85,6 +86,20 @@ def schemas(tmp_path: Path) -> dict[str, dict[str, Any]]:
     return {tool.name: tool.get_schema()["input_schema"] for tool in registry.list_tools()}
 
 
+def stand_ins(value: Any, earlier: set[str]) -> Any:
+    """``value`` with each ``$from_result`` (a value the replay takes from this run's result of
+    an earlier call of the same exchange, a string) checked and replaced by a string."""
+    if isinstance(value, dict) and FROM_RESULT in value:
+        assert value[FROM_RESULT] in earlier, f"{value} names no earlier call of its exchange"
+        assert re.compile(value["find"]).groups == 1, value
+        return "a value of this run"
+    if isinstance(value, dict):
+        return {key: stand_ins(item, earlier) for key, item in value.items()}
+    if isinstance(value, list):
+        return [stand_ins(item, earlier) for item in value]
+    return value
+
+
 @pytest.mark.parametrize("path", CASSETTE_FILES, ids=lambda p: p.name)
 def test_recorded_tool_calls_match_the_tools_schemas(path: Path, tmp_path: Path) -> None:
     known = schemas(tmp_path)
@@ -92,6 +107,7 @@ def test_recorded_tool_calls_match_the_tools_schemas(path: Path, tmp_path: Path)
     assert json.loads(path.read_text())["format"] == "jupyter-agent-cassette"
     ids: set[str] = set()
     for exchange in exchanges:
+        earlier: set[str] = set()  # the calls of this exchange so far
         responses = exchange["responses"]
         assert responses[-1]["stop_reason"] == "end_turn", exchange["prompt"]
         for response in responses:
@@ -100,7 +116,8 @@ def test_recorded_tool_calls_match_the_tools_schemas(path: Path, tmp_path: Path)
             for block in calls:
                 assert block["id"] not in ids, f"duplicate tool_use id {block['id']}"
                 ids.add(block["id"])
-                name, arguments = block["name"], block["input"]
+                name, arguments = block["name"], stand_ins(block["input"], earlier)
+                earlier.add(block["id"])
                 if name in CUSTOM_TOOLS:
                     assert CUSTOM_TOOLS[name] <= set(arguments)
                     continue

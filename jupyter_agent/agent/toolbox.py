@@ -21,7 +21,7 @@ An ``Agent`` is given a toolbox (or builds its own); its ``add_tool``, ``set_pol
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..approvals import Policy
@@ -60,6 +60,7 @@ class Toolbox:
         self.gate = PolicyGate(self)
         self.tool_timeout = tool_timeout
         self._mcp: MCPManager | None = None
+        self._when_mcp_made: list[Callable[[MCPManager], None]] = []
 
     def __repr__(self) -> str:
         return f"<Toolbox {self.context.workspace} tools={len(self.registry)}>"
@@ -79,19 +80,26 @@ class Toolbox:
     def set_policy(self, name: str, policy: Policy) -> None:
         self.gate.set_policy(name, policy)
 
-    def rebuild(self, context: ToolContext, tools: Iterable[ExecutableTool]) -> None:
+    def rebuild(
+        self,
+        context: ToolContext,
+        tools: Iterable[ExecutableTool],
+        *,
+        schemas_checked: bool = False,
+    ) -> None:
         """Put ``tools`` (built for ``context``) in place of the tools of the same names.
 
         Each keeps the enabled state and the policy of the tool it replaces; a tool new to the
         registry starts as its ``destructive`` capability says (off and ``ask`` when destructive).
         Tools that are not rebuilt — the user's own, MCP servers' — stay as they are.
+        ``schemas_checked``: the tools are the package's own (``ToolRegistry.register``).
         """
         fresh = list(tools)
         for tool in fresh:
             if self.registry.has_tool(tool.name):
-                self.registry.replace(tool)
+                self.registry.replace(tool, schema_checked=schemas_checked)
             else:
-                self.registry.register(tool)
+                self.registry.register(tool, schema_checked=schemas_checked)
                 if capabilities_of(tool).destructive:
                     self.registry.disable(tool.name)
         self.context = context
@@ -105,7 +113,18 @@ class Toolbox:
             from ..mcp.manager import MCPManager
 
             self._mcp = MCPManager(self)
+            for prepare in self._when_mcp_made:
+                prepare(self._mcp)
         return self._mcp
+
+    def when_mcp_made(self, prepare: Callable[[MCPManager], None]) -> None:
+        """Call ``prepare`` with the MCP manager when it is made (now, if it is already): what
+        a session sets on it (its hooks) without importing the MCP client before a server is
+        added."""
+        if self._mcp is not None:
+            prepare(self._mcp)
+        else:
+            self._when_mcp_made.append(prepare)
 
     @property
     def has_mcp_servers(self) -> bool:

@@ -114,8 +114,12 @@ class LoopbackGuard:
 
 def loopback_sockets(port: int) -> list[socket.socket]:
     """Listening sockets on 127.0.0.1:``port`` (0: any free port) and, when possible, on ::1
-    with the same port."""
-    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with the same port.
+
+    The sockets name ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` only on accepted sockets
+    whose protocol says TCP, and without it a reply written in two parts (headers, then body)
+    waited for the client's delayed ACK — about 40 ms a request on a kept-alive connection."""
+    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         v4.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         v4.bind(("127.0.0.1", port))
@@ -127,7 +131,7 @@ def loopback_sockets(port: int) -> list[socket.socket]:
     sockets = [v4]
     chosen = v4.getsockname()[1]
     if socket.has_ipv6:
-        v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             v6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

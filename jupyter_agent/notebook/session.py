@@ -38,7 +38,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.agent import Agent
 from ..agent.toolbox import Toolbox
@@ -78,6 +78,9 @@ from .settings import (
 )
 from .usage_report import usage_report
 from .user_questions import UserQuestions
+
+if TYPE_CHECKING:
+    from ..mcp.manager import MCPManager
 
 OFFLINE_NOTE = (
     "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
@@ -389,11 +392,11 @@ class NotebookSession:
         toolbox = self._toolbox
         if toolbox is None:
             toolbox = Toolbox(context, ToolRegistry(), tool_timeout=self.settings.tool_timeout)
-            self._connect_mcp_hooks(toolbox)
+            toolbox.when_mcp_made(self._connect_mcp_hooks)
             self._toolbox = toolbox
         # new tools take their places; enabled states and policies stay (the destructive ones,
         # remove, run_bash and run_python, start off)
-        toolbox.rebuild(context, tools)
+        toolbox.rebuild(context, tools, schemas_checked=True)  # our own tools
         self._sync_notebook_tools(toolbox)
         self._attach_journal(toolbox)
         self._stale = False
@@ -405,13 +408,14 @@ class NotebookSession:
             callback(primary)
         return primary
 
-    def _connect_mcp_hooks(self, toolbox: Toolbox) -> None:
+    def _connect_mcp_hooks(self, manager: MCPManager) -> None:
         """MCP servers reach the user through the session: forms asked in the running cell,
-        sampling after an approval, the OAuth "Authorize" link (``mcp/client_features.py``)."""
+        sampling after an approval, the OAuth "Authorize" link (``mcp/client_features.py``).
+        Called when the toolbox's manager is made (its first server), not before."""
         from ..mcp.sampling import make_sampler
         from .mcp_forms import mcp_form_asker
 
-        hooks = toolbox.mcp.hooks
+        hooks = manager.hooks
         hooks.ask = mcp_form_asker(self._questions())
         hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
         hooks.open_authorization = self._open_authorization

@@ -99,6 +99,8 @@ class ToolOutcome:
     input: dict[str, Any]
     output: str
     is_error: bool
+    #: The ``tool_use`` id the result answers.
+    call_id: str = ""
 
 
 def outcomes_since_prompt(messages: list[dict[str, Any]]) -> list[ToolOutcome]:
@@ -132,7 +134,13 @@ def outcomes_since_prompt(messages: list[dict[str, Any]]) -> list[ToolOutcome]:
                 if isinstance(output, list):
                     output = "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
                 outcomes.append(
-                    ToolOutcome(name, arguments, str(output), bool(block.get("is_error")))
+                    ToolOutcome(
+                        name,
+                        arguments,
+                        str(output),
+                        bool(block.get("is_error")),
+                        str(block.get("tool_use_id") or ""),
+                    )
                 )
     return outcomes
 

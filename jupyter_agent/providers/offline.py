@@ -6,7 +6,10 @@ blocks, so the tools really run — for tests, tutorial notebooks and Binder:
 - it **replays cassettes**: JSON files of recorded exchanges (``{"prompt": ..., "responses":
   [reply per model turn]}``). When a chat's prompt matches a recorded one (case and whitespace
   ignored; in an exchange with ``"match": "pattern"``, ``*`` stands for any text), the
-  recorded replies come back turn by turn, their text streamed in small pieces;
+  recorded replies come back turn by turn, their text streamed in small pieces. A tool call's
+  argument may name a value only the run knows — the id of a cell that an earlier call of the
+  same prompt inserted: ``{"$from_result": "toolu_…", "find": "regex with one group"}`` stands
+  for that group in the result the tool call ``toolu_…`` got in this run (``from_results``);
 - otherwise a **demo model** answers (``demo_model.py``): it finds, lists and reads files of the
   workspace with the tools it was given and summarises what it read (CSV files get row counts and
   column statistics).
@@ -29,7 +32,7 @@ from typing import Any
 
 from ..events import TextDelta, Usage
 from .base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from .demo_model import DEMO_FOOTER, DemoModel, find_prompt
+from .demo_model import DEMO_FOOTER, DemoModel, find_prompt, outcomes_since_prompt
 
 OFFLINE_NOTICE = "*(offline demo model — set `ANTHROPIC_API_KEY` to use Claude)*"
 REPLAY_NOTICE = (
@@ -131,6 +134,60 @@ def record_to_response(record: dict[str, Any], default_model: str) -> ModelRespo
     )
 
 
+#: The key of a recorded argument that stands for a value from an earlier result of the run.
+FROM_RESULT = "$from_result"
+
+
+def results_since_prompt(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """The text of every tool result since the chat's prompt, by its ``tool_use`` id."""
+    return {
+        outcome.call_id: outcome.output
+        for outcome in outcomes_since_prompt(messages)
+        if outcome.call_id
+    }
+
+
+def from_results(value: Any, results: dict[str, str]) -> Any:
+    """``value`` (a recorded tool input) with each ``{"$from_result": ID, "find": REGEX}``
+    replaced by REGEX's first group in the text of the result of tool call ID in this run.
+
+    The ids of cells the agent inserts exist only in the notebook that runs the replay, so a
+    recorded ``run_cell`` names its cell this way. With no such result, or no match, the value
+    becomes a sentence saying so: the tool then fails as it would for a wrong id, visibly.
+    """
+    if isinstance(value, dict):
+        if FROM_RESULT in value and set(value) <= {FROM_RESULT, "find"}:
+            source = str(value[FROM_RESULT])
+            text = results.get(source)
+            if text is None:
+                return f"(the recorded session needs the result of {source}, which this run lacks)"
+            found = re.search(str(value.get("find", "(.*)")), text, re.DOTALL)
+            if found is None:
+                return f"(the result of {source} in this run does not say what was recorded)"
+            return found.group(1) if found.groups() else found.group(0)
+        return {key: from_results(item, results) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_results(item, results) for item in value]
+    return value
+
+
+def _with_results(response: ModelResponse, messages: list[dict[str, Any]]) -> ModelResponse:
+    """``response`` with its tool inputs' ``$from_result`` values taken from this run."""
+    if not any(
+        block.get("type") == "tool_use" and FROM_RESULT in json.dumps(block.get("input"))
+        for block in response.content
+    ):
+        return response
+    results = results_since_prompt(messages)
+    content = [
+        {**block, "input": from_results(block.get("input") or {}, results)}
+        if block.get("type") == "tool_use"
+        else block
+        for block in response.content
+    ]
+    return ModelResponse(content, response.stop_reason, response.usage, response.model)
+
+
 def text_chunks(text: str, size: int) -> list[str]:
     """``text`` in pieces of about ``size`` characters, cut after whitespace where possible."""
     pieces: list[str] = []
@@ -217,6 +274,7 @@ class OfflineProvider:
             responses = exchange["responses"]
             if turn < len(responses):
                 response = record_to_response(responses[turn], self.model)
+                response = _with_results(response, request.messages)
             else:
                 response = ModelResponse(
                     [{"type": "text", "text": "(The recorded session ends here.)"}],

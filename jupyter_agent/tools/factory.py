@@ -80,7 +80,7 @@ def create_default_registry(
             if tool_class is WebFetchTool
             else tool_class(context)
         )
-        registry.register(tool)
+        registry.register(tool, schema_checked=True)  # ours: tests check the schemas
         if capabilities_of(tool).destructive:
             registry.disable(tool.name)
     return registry

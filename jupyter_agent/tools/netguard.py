@@ -27,11 +27,12 @@ import socket
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeAlias
-
-import httpx
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import URLRefusedError
+
+if TYPE_CHECKING:
+    import httpx  # imported where a URL is parsed: not before web_fetch's first call
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``False`` (public addresses only), ``True`` (any address) or hosts allowed besides public ones.
@@ -202,6 +203,8 @@ def parse_target(url: str) -> FetchTarget:
     if scheme not in DEFAULT_PORTS:
         shown = f"{scheme}: URLs" if scheme else "relative URLs"
         raise URLRefusedError(f"Only http:// and https:// URLs can be fetched, not {shown}")
+    import httpx
+
     try:
         parsed = httpx.URL(url)
         split = urllib.parse.urlsplit(url)
@@ -235,6 +238,8 @@ def parse_target(url: str) -> FetchTarget:
 
 
 def _idna_or_none(host: str) -> str | None:
+    import httpx
+
     try:
         return httpx.URL(f"http://{host}/").raw_host.decode("ascii").lower()
     except (httpx.InvalidURL, UnicodeError):

@@ -3,10 +3,13 @@
 The registry is the single door through which every tool call passes. It never lets a tool's
 failure escape as an exception: unknown, disabled and schema-invalid calls, and tools that raise,
 all come back as error results the model can read. Arguments are checked against the tool's
-``input_schema`` with a JSON Schema validator compiled once, at registration — except for tools
-that declare they validate their own arguments (``ToolCapabilities.validates_arguments``, as
-``@tool`` functions do through pydantic, which also coerces ``"5"`` to ``5``); checking twice
-would only cost time.
+``input_schema`` with a JSON Schema validator compiled once, at the tool's first call — except
+for tools that declare they validate their own arguments (``ToolCapabilities.validates_arguments``,
+as ``@tool`` functions do through pydantic, which also coerces ``"5"`` to ``5``); checking twice
+would only cost time. The schema itself is checked against its metaschema at registration, unless
+the caller vouches for it (``schema_checked``: the package's own tools, whose schemas the test
+suite checks) — so a kernel's first ``%%agent`` cell neither imports jsonschema nor runs 34
+metaschema checks (~0.1 s) before its first token.
 
 Arguments are attacker-controlled, so before any validation they are measured in one iterative
 pass: nested deeper than ``MAX_ARGUMENT_DEPTH`` or holding more than ``MAX_ARGUMENT_ITEMS`` values
@@ -20,13 +23,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import BadPart, DuplicateToolError, ToolInputError, ToolNotFoundError
 from .base import ExecutableTool, Image, ToolResult, capabilities_of
 from .parts import split_parts
 from .redact import redact
-from .schema_validation import Validator, jsonschema_exceptions, jsonschema_validators
+
+if TYPE_CHECKING:
+    from .schema_validation import Validator
 
 _clock = time.perf_counter
 
@@ -54,8 +59,11 @@ class ToolRegistry:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def register(self, tool: ExecutableTool) -> None:
+    def register(self, tool: ExecutableTool, *, schema_checked: bool = False) -> None:
         """Add ``tool``, enabled. Raises ``DuplicateToolError`` or ``ValueError``.
+
+        ``schema_checked``: the caller vouches that the tool's input schema is valid JSON Schema
+        (the package's own tools), so it is not checked against the metaschema now.
 
         A function tool of the ``anthropic`` SDK (``@beta_tool``, ``@beta_async_tool``) is taken
         as it is: its name, description and input schema, its function (``tool()`` adapts it).
@@ -64,13 +72,15 @@ class ToolRegistry:
         name = tool.name
         if name in self._tools:
             raise DuplicateToolError(name)
-        self._validators[name] = self._validator_for(tool)
+        self._check_schema(tool, against_metaschema=not schema_checked)
+        self._validators.pop(name, None)  # made at the first call
         self._tools[name] = tool
         self._enabled[name] = True
 
     @staticmethod
-    def _validator_for(tool: ExecutableTool) -> Validator | None:
-        """Check ``tool``'s schema; the validator of its arguments (None: it checks its own)."""
+    def _check_schema(tool: ExecutableTool, *, against_metaschema: bool) -> None:
+        """``ValueError`` unless ``tool``'s schema has its name and an object input schema
+        (valid JSON Schema, when ``against_metaschema``)."""
         name = tool.name
         schema = tool.get_schema()
         if schema.get("name") != name:
@@ -80,6 +90,10 @@ class ToolRegistry:
         input_schema = schema.get("input_schema")
         if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
             raise ValueError(f"Tool {name!r} must have an object input_schema")
+        if not against_metaschema:
+            return
+        from .schema_validation import jsonschema_exceptions, jsonschema_validators
+
         validator_class = jsonschema_validators.validator_for(
             input_schema, default=jsonschema_validators.Draft202012Validator
         )
@@ -87,18 +101,33 @@ class ToolRegistry:
             validator_class.check_schema(dict(input_schema))
         except jsonschema_exceptions.SchemaError as exc:
             raise ValueError(f"Tool {name!r} has an invalid input_schema: {exc.message}") from None
-        if capabilities_of(tool).validates_arguments:
-            return None
-        return validator_class(dict(input_schema))
 
-    def replace(self, tool: ExecutableTool) -> None:
+    def _validator(self, name: str) -> Validator | None:
+        """The validator of ``name``'s arguments (None: the tool checks its own), made once."""
+        if name in self._validators:
+            return self._validators[name]
+        tool = self._tools[name]
+        validator: Validator | None = None
+        if not capabilities_of(tool).validates_arguments:
+            from .schema_validation import jsonschema_validators
+
+            input_schema = dict(tool.get_schema()["input_schema"])
+            validator_class = jsonschema_validators.validator_for(
+                input_schema, default=jsonschema_validators.Draft202012Validator
+            )
+            validator = validator_class(input_schema)
+        self._validators[name] = validator
+        return validator
+
+    def replace(self, tool: ExecutableTool, *, schema_checked: bool = False) -> None:
         """Put ``tool`` in place of the registered tool of its name, keeping its place and its
-        enabled state (a tool rebuilt for a new workspace, say). ``ToolNotFoundError`` if none."""
+        enabled state (a tool rebuilt for a new workspace, say). ``ToolNotFoundError`` if none.
+        ``schema_checked`` as for ``register``."""
         tool = _adopt(tool)
         self._require(tool.name)
-        validator = self._validator_for(tool)
+        self._check_schema(tool, against_metaschema=not schema_checked)
         self._tools[tool.name] = tool  # an existing key keeps its place in the order
-        self._validators[tool.name] = validator
+        self._validators.pop(tool.name, None)
 
     def unregister(self, name: str) -> None:
         """Remove the tool called ``name``; an unknown name does nothing."""
@@ -234,7 +263,7 @@ class ToolRegistry:
         if problem is not None:
             return f"Error: invalid arguments for {name}: {problem}"
         copied.update(args)
-        validator = self._validators[name]
+        validator = self._validator(name)
         if validator is not None:
             try:
                 if not validator.is_valid(copied):
@@ -336,6 +365,8 @@ def _describe(exc: BaseException) -> str:
 def _schema_error_message(name: str, validator: Validator, args: dict[str, Any]) -> str:
     # At most MAX_COLLECTED_SCHEMA_ERRORS are collected: each one formats its value.
     collected = list(itertools.islice(validator.iter_errors(args), MAX_COLLECTED_SCHEMA_ERRORS + 1))
+    from .schema_validation import jsonschema_exceptions
+
     errors = sorted(collected[:MAX_COLLECTED_SCHEMA_ERRORS], key=jsonschema_exceptions.relevance)
     parts = []
     for error in errors[:MAX_REPORTED_SCHEMA_ERRORS]:

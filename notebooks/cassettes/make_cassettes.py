@@ -824,25 +824,37 @@ def coauthor_conclusion(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def inserted(call_block: Block) -> dict[str, str]:
+    """The id of the cell ``call_block`` (an ``insert_cell``) inserted, as the replay finds it
+    in that call's result in the running notebook: cell ids exist only there."""
+    return {"$from_result": call_block["id"], "find": r"Inserted \w+ cell (\S+) \(at"}
+
+
 def coauthoring() -> list[dict[str, Any]]:
     rows = sales()
     conclusion = coauthor_conclusion(rows)
     ids = Ids("CA")
+    load = call(ids, "insert_cell", source=COAUTHOR_LOAD)
+    run_load = call(ids, "run_cell", cell_id=inserted(load))
+    clean = call(ids, "insert_cell", source=COAUTHOR_CLEAN)
+    run_clean = call(ids, "run_cell", cell_id=inserted(clean))
+    plot = call(ids, "insert_cell", source=COAUTHOR_PLOT)
+    run_plot = call(ids, "run_cell", cell_id=inserted(plot))
     in_notebook = {
         "prompt": "Build a small analysis of data/sales.csv*Work `mode`*in the notebook*",
         "match": "pattern",
         "responses": [
-            reply(
-                text("I'll write the analysis as cells below this one, in order."),
-                call(ids, "insert_cell", source=COAUTHOR_LOAD),
-            ),
-            reply(call(ids, "insert_cell", source=COAUTHOR_CLEAN)),
-            reply(call(ids, "insert_cell", source=COAUTHOR_PLOT)),
+            reply(text("I'll write the analysis as cells below this one and run each."), load),
+            reply(run_load),
+            reply(clean),
+            reply(run_clean),
+            reply(plot),
+            reply(run_plot),
             reply(call(ids, "insert_cell", source=conclusion, cell_type="markdown")),
             reply(
                 text(
-                    "Four cells are below: load, clean, plot and the conclusion. Run them with "
-                    "Shift+Enter, or ask me to run them (`run_cell` asks you first)."
+                    "Four cells are below: load, clean and plot, each run with its output, and "
+                    "the conclusion in Markdown."
                 )
             ),
         ],

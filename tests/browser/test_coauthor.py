@@ -406,3 +406,48 @@ def test_the_built_wheel_co_authors_in_a_fresh_environment(
             stop_and_undo(page)
         finally:
             browser.close()
+
+
+def test_tutorial_07_inserts_and_runs_its_cells_in_lab(tmp_path: Path) -> None:
+    """Tutorial 07 as a reader runs it in JupyterLab, offline: its recorded session inserts four
+    cells and runs the three code cells (their outputs, the plot and execution counts appear in
+    them). The recorded ``run_cell`` calls name cells whose ids exist only in this notebook: the
+    replay takes them from this run's ``insert_cell`` results."""
+    chromium = chromium_or_skip()
+    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
+    from playwright.sync_api import sync_playwright
+
+    extensions = tmp_path / "jupyter-path" / "labextensions"
+    extensions.mkdir(parents=True)
+    (extensions / "jupyter-agent").symlink_to(BUILT)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+        with serve_jupyter(LAB, tmp_path) as server, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1400})
+                page.set_default_timeout(60_000)
+                open_notebook(page, server, "07_coauthor.ipynb")
+                for source in ("offline_cassette", "co_authoring = notebook_connected"):
+                    run(page, cell_with(page, source))
+                    if source == "offline_cassette":
+                        connected(page)
+                assert "notebook co-authoring: on" in (
+                    cell_with(page, "co_authoring = notebook_connected").text_content() or ""
+                )
+                run(page, cell_with(page, "Build a small analysis of data/sales.csv"), 180)
+                made = page.locator(".jp-Notebook .jp-Cell.jp-agent-cell")
+                assert made.count() == 4
+                for index in range(3):
+                    cell = made.nth(index)
+                    assert prompt_done(cell), cell.text_content()
+                    assert cell.locator(".jp-OutputArea-output").count() > 0
+                    assert not cell.locator(
+                        '[data-mime-type="application/vnd.jupyter.stderr"]'
+                    ).count()
+                assert "revenue" in (made.nth(1).locator(".jp-OutputArea").text_content() or "")
+                assert made.nth(2).locator(".jp-OutputArea img").count() == 1
+                assert "Conclusion" in (made.nth(3).text_content() or "")
+                page.screenshot(path=str(tmp_path / "tutorial07.png"))
+            finally:
+                browser.close()

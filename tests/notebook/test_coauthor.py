@@ -501,3 +501,60 @@ def test_a_long_cell_shows_its_output_as_it_comes(
     assert final == [
         {"output_type": "stream", "name": "stdout", "text": "tick 0\ntick 1\ntick 2\ntick 3\n"}
     ]
+
+
+def test_tutorial_07_replayed_inserts_and_runs_its_cells_in_a_connected_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tutorial's own cells, in order, with this test as the frontend: its recorded session
+    inserts four cells and runs the three code cells — the ``run_cell`` calls name cells whose
+    ids exist only in this notebook, taken by the replay from this run's ``insert_cell``
+    results (before, the replay sent the ids of the session it was written from)."""
+    import shutil
+
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    shutil.copytree(notebooks / "data", tmp_path / "data")
+    (tmp_path / "cassettes").mkdir()
+    shutil.copy(notebooks / "cassettes" / "07_coauthor.json", tmp_path / "cassettes")
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "JUPYTER_AGENT_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    tutorial = json.loads((notebooks / "07_coauthor.ipynb").read_text(encoding="utf-8"))
+    cells = [
+        {
+            "id": cell["id"],
+            "cell_type": cell["cell_type"],
+            "source": "".join(cell["source"]),
+            "execution_count": None,
+        }
+        for cell in tutorial["cells"]
+    ]
+    kernel = Kernel(tmp_path)
+    notebook = FakeNotebook(kernel, cells)
+    kernel.notebook = notebook
+    try:
+        ask = ""
+        for cell in list(cells):
+            if cell["cell_type"] != "code":
+                continue
+            reply, outputs = kernel.execute(cell["source"], cell_id=cell["id"], timeout=120)
+            assert reply["status"] == "ok", outputs
+            if "%load_ext jupyter_agent" in cell["source"]:
+                notebook.open()  # the extension's comm target exists now, as in Lab
+            if cell["source"].startswith("%%agent"):
+                ask = cell["id"]
+                break
+            if "notebook_connected" in cell["source"]:
+                assert "notebook co-authoring: on" in printed(outputs), outputs
+    finally:
+        kernel.close()
+    at = notebook.index(ask)
+    made = notebook.cells[at + 1 : at + 5]
+    assert [c["cell_type"] for c in made] == ["code", "code", "code", "markdown"], made
+    assert all(c["agent"] for c in made)
+    runs = [op for op in notebook.ops if op["op"] == "run_start"]
+    assert [op["cell_id"] for op in runs] == [c["id"] for c in made[:3]]
+    for cell in made[:3]:
+        assert isinstance(cell["execution_count"], int), cell
+        assert not [o for o in cell["outputs"] if o["output_type"] == "error"], cell["outputs"]
+    assert "revenue" in json.dumps(made[1]["outputs"])  # monthly.describe()
+    assert any("image/png" in o.get("data", {}) for o in made[2]["outputs"]), made[2]["outputs"]

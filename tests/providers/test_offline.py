@@ -203,6 +203,44 @@ async def test_cassette_replay_runs_the_recorded_tool_calls_for_real(workspace: 
     assert other.startswith(OFFLINE_NOTICE) and "hello.txt" in other
 
 
+async def test_a_recorded_argument_can_take_a_value_from_an_earlier_result_of_the_run(
+    workspace: Path,
+) -> None:
+    """``{"$from_result": id, "find": regex}`` is what this run's result of call ``id`` says
+    (the id of a cell inserted in the notebook that replays); unmatched, a sentence saying so."""
+
+    def use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        content = [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]
+        return {"content": content, "stop_reason": "tool_use"}
+
+    cassette = workspace / "session.json"
+    found = {"$from_result": "toolu_1", "find": r"Wrote \d+ \w+ to (\S+)"}
+    missing = {"$from_result": "toolu_9", "find": "(.*)"}
+    write_cassette(
+        cassette,
+        [
+            {
+                "prompt": "write then read",
+                "responses": [
+                    use("toolu_1", "write_file", {"file_path": "made.txt", "content": "x\n"}),
+                    use("toolu_2", "read_file", {"file_path": found}),
+                    use("toolu_3", "read_file", {"file_path": missing}),
+                    {"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn"},
+                ],
+            }
+        ],
+    )
+    agent = offline_agent(workspace, OfflineProvider(cassette))
+    events = await collect(agent, "write then read")
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert [e.name for e in finished] == ["write_file", "read_file", "read_file"]
+    assert "made.txt" in finished[0].output, finished[0].output
+    assert not finished[1].is_error and finished[1].output == "x\n", finished[1].output
+    assert finished[2].is_error
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert "needs the result of toolu_9" in started[2].input["file_path"]
+
+
 async def test_a_pattern_exchange_replays_prompts_that_differ_where_it_has_stars(
     workspace: Path,
 ) -> None:

@@ -203,6 +203,28 @@ def test_invalid_input_schema_is_refused(registry: ToolRegistry) -> None:
     assert registry.get_tool_names() == []
 
 
+async def test_a_vouched_for_schema_is_not_checked_at_registration_but_still_validates(
+    registry: ToolRegistry,
+) -> None:
+    """``schema_checked`` (the package's own tools) skips the metaschema check, never the
+    argument check; a schema that turns out broken makes an error result, not an exception."""
+    tool = RecordingTool("echo")
+    registry.register(tool, schema_checked=True)
+    result = await registry.call("echo", {"text": 5})
+    assert result.is_error and "invalid arguments" in result.content
+    assert tool.calls == []
+    assert await registry.execute("echo", {"text": "hi"}) == "echo:hi"
+
+    class Broken(RecordingTool):
+        def get_schema(self) -> dict[str, Any]:
+            schema = {"type": "object", "properties": {"x": {"type": "no-such-type"}}}
+            return {**super().get_schema(), "input_schema": schema}
+
+    registry.register(Broken("broken"), schema_checked=True)
+    result = await registry.call("broken", {"x": 1})
+    assert result.is_error
+
+
 # -- execution (001, 000, SPEC) ------------------------------------------------------------------
 
 
