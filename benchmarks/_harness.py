@@ -88,7 +88,7 @@ def format_number(value: float) -> str:
 
 # -- rows ------------------------------------------------------------------------------------
 
-GoalKind = Literal["max_ratio", "min_speedup", "max_value", "info"]
+GoalKind = Literal["max_ratio", "min_speedup", "max_value", "median_value", "info"]
 
 
 @dataclass
@@ -135,6 +135,8 @@ class Row:
             return None
         if self.goal_kind == "max_value":
             return self.ours.max < self.goal_value
+        if self.goal_kind == "median_value":
+            return self.ours.median <= self.goal_value
         ratio = self.ratio
         if ratio is None or self.goal_kind == "info":
             return None
@@ -150,6 +152,9 @@ class Row:
         if self.goal_kind == "max_value":
             assert self.ours is not None
             return self.ours.max / self.goal_value
+        if self.goal_kind == "median_value":
+            assert self.ours is not None
+            return self.ours.median / self.goal_value
         ratio = self.ratio
         assert ratio is not None
         if self.goal_kind == "max_ratio":
@@ -207,15 +212,17 @@ def limit(
     goal_text: str = "",
     note: str = "",
     miss_note: str = "",
+    on_median: bool = False,
 ) -> Row:
-    """A row whose goal is an absolute bound on ours (every sample below ``below``)."""
+    """A row whose goal is an absolute bound on ours: every sample below ``below``, or with
+    ``on_median`` the median at or below it (for a goal stated as a median)."""
     return Row(
         figure,
         what,
         theirs_label,
         ours,
         theirs,
-        "max_value",
+        "median_value" if on_median else "max_value",
         below,
         goal_text or f"< {format_number(below)} {ours.unit}",
         note=note,

@@ -95,11 +95,13 @@ def run(ctx: BenchContext) -> list[Row]:
             Stats(theirs_us, "µs/call"),
             "the same tool through `registry.call` in-process",
             below=GOAL_US,
-            goal_text="≤ 5 ms",
+            on_median=True,
+            goal_text="≤ 5 ms median",
             note=(
                 "Loopback HTTP, the `mcp` SDK on both sides (its streamable-HTTP client, its "
                 "low-level server under uvicorn), the server on its own loop thread as in the "
-                "kernel. Each sample is the mean of a run of calls; the goal holds every sample."
+                "kernel. Each sample is the mean of a run of calls; the goal is on their "
+                "median, as issue 27 states it."
             ),
             miss_note=(
                 "The protocol, not the tool (the tool alone is the 'theirs' column): each call is "

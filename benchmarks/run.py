@@ -186,11 +186,12 @@ def render_results(rows: list[Row], table: str, *, quick: bool, elapsed_s: float
     if missed:
         parts += ["", "### Goals missed", ""]
         for row in missed:
-            measured = (
-                f"{format_number(row.ours.max)} {row.ours.unit} (worst sample)"
-                if row.goal_kind == "max_value" and row.ours is not None
-                else row.ratio_text()
-            )
+            if row.goal_kind == "max_value" and row.ours is not None:
+                measured = f"{format_number(row.ours.max)} {row.ours.unit} (worst sample)"
+            elif row.goal_kind == "median_value" and row.ours is not None:
+                measured = f"{format_number(row.ours.median)} {row.ours.unit} (median)"
+            else:
+                measured = row.ratio_text()
             parts.append(
                 f"- **{row.figure}. {row.what}** — {measured} against a goal of "
                 f"{row.goal_text} ({row.miss_factor:.2f}× off). "

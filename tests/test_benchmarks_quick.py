@@ -66,3 +66,13 @@ def test_verdicts_follow_from_the_numbers() -> None:
 
     memory = limit("x", "w", Stats([40.0, 120.0], "MB"), None, "t", below=100.0)
     assert memory.met is False  # the worst sample counts, not the median
+
+    # a goal stated as a median (figure 17) is judged on the median, and misses by it
+    median_goal = limit(
+        "x", "w", Stats([4.0, 4.5, 9.0], "ms"), None, "t", below=5.0, on_median=True
+    )
+    assert median_goal.met is True
+    slow_median = limit(
+        "x", "w", Stats([6.0, 7.5, 4.0], "ms"), None, "t", below=5.0, on_median=True
+    )
+    assert slow_median.met is False and slow_median.miss_factor == pytest.approx(1.2)
