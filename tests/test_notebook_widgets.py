@@ -23,11 +23,120 @@ from jupyter_agent.notebook.widgets.tool_panel import ToolPanel, tools_table
 from jupyter_agent.providers.offline import OfflineProvider
 
 
+class _FrontendComm:
+    """One widget model's comm, as the frontend's end of it: the state it opened with and each
+    message sent on it since."""
+
+    def __init__(self, frontend: Frontend, data: dict[str, Any]) -> None:
+        self.frontend = frontend
+        self.comm_id = f"model-{len(frontend.models)}"
+        self.kernel = "Truthy"  # ipywidgets sends only on a comm with a kernel
+        self.opened_state: dict[str, Any] = dict(data["state"])
+        self.messages: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.handlers: list[Any] = []
+        self.closed = False
+        frontend.models[self.comm_id] = self
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, handler: Any) -> None:
+        self.handlers.append(handler)
+
+    def send(self, *args: Any, **kwargs: Any) -> None:
+        self.messages.append((args, kwargs))
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        self.closed = True
+
+
+class Frontend:
+    """What a browser holds of the kernel's widgets: every model opened over a comm, its state as
+    the ``update`` messages left it, and a way to send it what a user's click sends."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, _FrontendComm] = {}
+
+    def create_comm(self, **kwargs: Any) -> _FrontendComm:
+        return _FrontendComm(self, kwargs["data"])
+
+    def state(self, widget: widgets.Widget | str) -> dict[str, Any]:
+        """A model's state as the frontend has it (the opening state plus every update)."""
+        model = self.models[widget if isinstance(widget, str) else widget.model_id]
+        state = dict(model.opened_state)
+        for args, kwargs in model.messages:
+            data = args[0] if args else kwargs["data"]
+            if data.get("method") == "update":
+                state.update(data["state"])
+        return state
+
+    def children(self, widget: widgets.Widget | str) -> list[str]:
+        return [ref.removeprefix("IPY_MODEL_") for ref in self.state(widget).get("children", [])]
+
+    def shown(self, widget: widgets.Widget | str) -> bool:
+        layout = self.state(widget).get("layout")
+        return not layout or self.state(layout.removeprefix("IPY_MODEL_")).get("display") != "none"
+
+    def visible(self, widget: widgets.Widget | str) -> list[dict[str, Any]]:
+        """The states of the models a user sees under ``widget`` (its own first), in page
+        order: children of a hidden box are not seen."""
+        if not self.shown(widget):
+            return []
+        found = [self.state(widget)]
+        for child in self.children(widget):
+            found.extend(self.visible(child))
+        return found
+
+    def text(self, widget: widgets.Widget | str) -> str:
+        """What a reader sees of ``widget``: button captions and HTML text, one line each."""
+        lines = []
+        for state in self.visible(widget):
+            if state.get("_model_name") == "HTMLModel":
+                lines.append(html_text(state["value"]))
+            elif state.get("description"):
+                lines.append(state["description"])
+        return "\n".join(lines)
+
+    def opened(self) -> int:
+        return len(self.models)
+
+    def send(self, widget: widgets.Widget | str, data: dict[str, Any]) -> None:
+        model = self.models[widget if isinstance(widget, str) else widget.model_id]
+        for handler in model.handlers:
+            handler({"content": {"data": data}, "buffers": []})
+
+    def toggle(self, widget: widgets.Widget | str, value: bool) -> None:
+        """What the browser sends when the user presses a toggle button."""
+        self.send(widget, {"method": "update", "state": {"value": value}, "buffer_paths": []})
+
+    def click(self, widget: widgets.Widget | str) -> None:
+        self.send(widget, {"method": "custom", "content": {"event": "click"}})
+
+    def find(self, widget: widgets.Widget | str, model_name: str) -> list[str]:
+        """The ids of the models named ``model_name`` below ``widget`` (shown or not)."""
+        found = []
+        for child in self.children(widget):
+            if self.state(child).get("_model_name") == model_name:
+                found.append(child)
+            found.extend(self.find(child, model_name))
+        return found
+
+
 @pytest.fixture(autouse=True)
 def dummy_comm() -> Iterator[None]:
     setup_test_comm()
     yield
     teardown_test_comm()
+
+
+@pytest.fixture
+def frontend(monkeypatch: pytest.MonkeyPatch) -> Frontend:
+    """The widgets' comms lead to a stand-in frontend that keeps what it was sent."""
+    import comm
+
+    seen = Frontend()
+    monkeypatch.setattr(comm, "create_comm", seen.create_comm)
+    return seen
 
 
 def frontend_update(widget: widgets.Widget, **state: Any) -> None:
@@ -53,42 +162,83 @@ def sent_states(widget: widgets.Widget) -> list[dict[str, Any]]:
     ]
 
 
-def test_view_title_shows_name_short_arguments_and_status() -> None:
+def title_button(frontend: Frontend, view: ToolCallView) -> str:
+    """The view's title line as the frontend has it: its one toggle button."""
+    [button] = frontend.find(view, "ToggleButtonModel")
+    return button
+
+
+def test_view_title_shows_name_short_arguments_and_status(frontend: Frontend) -> None:
     view = ToolCallView("c1", "read_file", {"file_path": "data/sales.csv", "limit": 10})
-    header = view._header
-    assert header.description == "… read_file(file_path='data/sales.csv', limit=10) · running"
-    assert header.button_style == "info"
-    assert view._body.layout.display == "none"
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"] == "… read_file(file_path='data/sales.csv', limit=10) · running"
+    assert header["button_style"] == "info"
+    # collapsed: the title is all the user sees
+    assert frontend.text(view) == header["description"]
 
     view.finish("a,b\n1,2\n", is_error=False, duration_s=0.012)
-    assert header.description == "✓ read_file(file_path='data/sales.csv', limit=10) · done · 12 ms"
-    assert header.button_style == ""  # neutral: errors are what should catch the eye
-    # the new title went to the frontend
-    assert any("✓ read_file" in s.get("description", "") for s in sent_states(header))
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"] == (
+        "✓ read_file(file_path='data/sales.csv', limit=10) · done · 12 ms"
+    )
+    assert header["button_style"] == ""  # neutral: errors are what should catch the eye
+    assert frontend.text(view) == header["description"]
 
 
-def test_view_expands_on_the_frontends_toggle_and_shows_full_arguments() -> None:
+def test_a_running_call_sends_the_frontend_only_its_title_line(frontend: Frontend) -> None:
+    """Figure 19: a view per ``ToolCallStarted`` is built on the main thread while clicks wait;
+    its body (arguments, result, show more) is made when the user opens it."""
+    view = ToolCallView("c1", "write_file", {"file_path": "out.txt", "content": "x" * 200})
+    # the box and its layout, the toggle button with its layout and style
+    assert frontend.opened() <= 5
+    view.finish("wrote 200 characters", is_error=False, duration_s=0.01)
+    assert frontend.opened() <= 5
+    frontend.toggle(title_button(frontend, view), True)
+    assert "wrote 200 characters" in frontend.text(view)
+
+
+def test_view_expands_on_the_frontends_toggle_and_shows_full_arguments(
+    frontend: Frontend,
+) -> None:
     long_value = "x" * 200
     view = ToolCallView("c1", "write_file", {"file_path": "out.txt", "content": long_value})
-    assert long_value not in view._header.description  # the title is short
-    frontend_update(view._header, value=True)
+    button = title_button(frontend, view)
+    assert long_value not in frontend.state(button)["description"]  # the title is short
+    frontend.toggle(button, True)
     assert view.expanded is True
-    assert view._body.layout.display == "flex"
-    assert long_value in view._arguments_html.value  # the body has the full arguments
-    frontend_update(view._header, value=False)
-    assert view._body.layout.display == "none"
+    shown = frontend.text(view)
+    assert long_value in shown  # the body has the full arguments
+    assert "(running…)" in shown
+    assert frontend.state(button)["icon"] == "chevron-down"
+    frontend.toggle(button, False)
+    assert frontend.text(view) == frontend.state(button)["description"]
+    assert frontend.state(button)["icon"] == "chevron-right"
+    # opened again after the call ended: the result is there
+    view.finish("wrote it", is_error=False, duration_s=0.01)
+    frontend.toggle(button, True)
+    assert "wrote it" in frontend.text(view)
+    assert long_value in frontend.text(view)
 
 
-def test_errors_stand_out() -> None:
+def result_markup(frontend: Frontend, view: ToolCallView) -> str:
+    """The HTML the open view shows its result in (the last HTML of its body)."""
+    return [s for s in frontend.visible(view) if s["_model_name"] == "HTMLModel"][-1]["value"]
+
+
+def test_errors_stand_out(frontend: Frontend) -> None:
     view = ToolCallView("c1", "read_file", {"file_path": "nope.txt"})
     view.finish("Error executing read_file: nope.txt was not found", is_error=True, duration_s=0.2)
     assert view.status == "error"
-    assert view._header.button_style == "danger"
-    assert "color:#b00020" in view._result_html.value  # nh3 writes styles without spaces
+    button = title_button(frontend, view)
+    assert frontend.state(button)["button_style"] == "danger"
+    frontend.toggle(button, True)
+    markup = result_markup(frontend, view)
+    assert "color:#b00020" in markup  # nh3 writes styles without spaces
+    assert "nope.txt was not found" in markup
     assert "✗ read_file(file_path='nope.txt') · error · 200 ms" in view.as_text()
 
 
-def test_a_refused_call_shows_as_denied() -> None:
+def test_a_refused_call_shows_as_denied(frontend: Frontend) -> None:
     view = ToolCallView("c1", "run_bash", {"command": "rm -rf build"})
     view.finish(
         "Error: the user declined this call of run_bash; it was not run.",
@@ -98,6 +248,9 @@ def test_a_refused_call_shows_as_denied() -> None:
     )
     assert view.status == "denied"
     assert view.as_text().startswith("⊘ run_bash(command='rm -rf build') · denied")
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"].startswith("⊘ run_bash(command='rm -rf build') · denied")
+    assert header["button_style"] == "danger"
 
 
 def test_a_result_that_only_says_it_was_not_run_is_an_error_not_a_denial() -> None:
@@ -111,18 +264,28 @@ def test_a_result_that_only_says_it_was_not_run_is_an_error_not_a_denial() -> No
     assert view.status == "error"
 
 
-def test_long_results_are_cut_with_show_more() -> None:
+def test_long_results_are_cut_with_show_more(frontend: Frontend) -> None:
     result = "".join(f"line {i}\n" for i in range(5000))
     view = ToolCallView("c1", "read_file", {"file_path": "big.txt"})
     view.finish(result, is_error=False, duration_s=1.5)
-    assert view._show_more.layout.display == "flex"
-    assert len(view._result_html.value) < 3000
-    assert f"{len(result) - 2000} more characters" in view._result_html.value
-    frontend_click(view._show_more)
+    frontend.toggle(title_button(frontend, view), True)
+
+    def show_more() -> list[str]:
+        return [
+            model
+            for model in frontend.find(view, "ButtonModel")
+            if frontend.shown(model)
+            and frontend.state(model)["description"].startswith("show more")
+        ]
+
+    [button] = show_more()
+    assert len(result_markup(frontend, view)) < 3000
+    assert f"{len(result) - 2000} more characters" in result_markup(frontend, view)
+    frontend.click(button)
     assert view.shown_chars == 2000 + SHOW_MORE_STEP
-    while view._show_more.layout.display != "none":
-        frontend_click(view._show_more)
-    assert "line 4999" in view._result_html.value
+    while show_more():
+        frontend.click(button)
+    assert "line 4999" in result_markup(frontend, view)
     assert view.shown_chars == len(result)
 
 
@@ -134,25 +297,30 @@ def test_view_bundle_has_the_widget_and_plain_text() -> None:
     assert bundle["text/plain"] == "✓ list_dir(path='.') · done · 3 ms\n    a.txt\n    b.txt"
 
 
-def test_interrupted_and_waiting_states() -> None:
+def test_interrupted_and_waiting_states(frontend: Frontend) -> None:
     view = ToolCallView("c1", "run_python", {"code": "while True: pass"})
     view.mark("waiting")
-    assert "? run_python" in view._header.description
+    header = frontend.state(title_button(frontend, view))
+    assert "? run_python" in header["description"]
+    assert header["button_style"] == "warning"
     view.mark("interrupted")
     assert view.finished
     assert "· interrupted" in view.as_text()
+    assert "· interrupted" in frontend.state(title_button(frontend, view))["description"]
 
 
-def test_parallel_calls_are_grouped() -> None:
+def test_parallel_calls_are_grouped(frontend: Frontend) -> None:
     group = ToolCallGroup()
     group.add(ToolCallView("a", "read_file", {"file_path": "a.txt"}))
     assert not group.parallel
-    assert group._label.layout.display == "none"
+    assert "in parallel" not in frontend.text(group)
     group.add(ToolCallView("b", "read_file", {"file_path": "b.txt"}))
     group.add(ToolCallView("c", "list_dir", {}))
     assert group.parallel
-    assert "3 calls in parallel" in group._label.value
-    assert group._label.layout.display == "flex"
+    shown = frontend.text(group).splitlines()
+    assert shown[0] == "⇉ 3 calls in parallel"
+    titles = [line.split("(")[0] for line in shown[1:]]
+    assert titles == ["… read_file", "… read_file", "… list_dir"]
     text = group.as_text()
     assert text.splitlines()[0] == "⇉ 3 calls in parallel:"
     assert "  … list_dir() · running" in text

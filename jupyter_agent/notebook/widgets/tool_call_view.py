@@ -72,37 +72,22 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto", max_width="100%"),
             tooltip="Show or hide this call's arguments and result",
         )
-        self._arguments_html = InertHTML()
-        self._result_html = InertHTML()
-        self._thumbnails_html = InertHTML(layout=widgets.Layout(display="none"))
         #: The result's images (``jupyter_agent.Image``) and their thumbnails' ``<img>`` tags.
         self.images: tuple[Any, ...] = ()
         self._thumbnails: tuple[str, ...] = ()
-        self._show_more = widgets.Button(
-            description="show more", layout=widgets.Layout(width="auto", display="none")
-        )
-        self._body = widgets.VBox(
-            [
-                InertHTML("<b>arguments</b>"),
-                self._arguments_html,
-                InertHTML("<b>result</b>"),
-                self._result_html,
-                self._show_more,
-            ],
-            layout=widgets.Layout(display="none", padding="0 0 0 24px", width="100%"),
-        )
+        # Made when first needed: the thumbnails when images arrive, the body when the user
+        # opens the view. A reply's calls are drawn on the main thread while clicks wait.
+        self._thumbnails_html: InertHTML | None = None
+        self._body: _Body | None = None
         kwargs.setdefault("layout", widgets.Layout(align_items="flex-start"))
         super().__init__(
-            children=[self._header, self._thumbnails_html, self._body],
+            children=[self._header],
             tool_name=name,
             arguments=dict(arguments),
             **kwargs,
         )
         self._header.observe(self._on_header_toggled, names="value")
-        self._show_more.on_click(self._on_show_more)
         self._refresh_title()
-        self._refresh_arguments()
-        self._refresh_result()
 
     # -- state changes -----------------------------------------------------------------------
 
@@ -123,8 +108,8 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         if images:
             self.images = tuple(images)
             self._thumbnails = thumbnail_tags(self.images)
-            self._thumbnails_html.value = "".join(self._thumbnails)
-            self._thumbnails_html.layout.display = "flex"
+            self._thumbnails_html = InertHTML("".join(self._thumbnails))
+            self._set_children()
         self.set_trait("is_error", is_error)
         self.set_trait("duration_s", duration_s)
         self.set_trait("result", output)
@@ -142,17 +127,29 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     @observe("status", "duration_s", "tool_name", "arguments")
     def _on_summary_change(self, change: dict[str, Any]) -> None:
         self._refresh_title()
-        if change["name"] == "arguments":
-            self._refresh_arguments()
+        if change["name"] == "arguments" and self._body is not None:
+            self._body.show_arguments(self.arguments)
 
     @observe("result", "shown_chars", "is_error")
     def _on_result_change(self, change: dict[str, Any]) -> None:
-        self._refresh_result()
+        if self._body is not None:
+            self._show_result(self._body)
 
     @observe("expanded")
     def _on_expanded(self, change: dict[str, Any]) -> None:
         self._header.value = bool(change["new"])
-        self._body.layout.display = "flex" if change["new"] else "none"
+        if change["new"] and self._body is None:
+            self._body = _Body(self._on_show_more)
+            self._body.show_arguments(self.arguments)
+            self._show_result(self._body)
+        if self._body is not None:
+            self._body.layout.display = "flex" if change["new"] else "none"
+        self._set_children()
+        self._refresh_title()
+
+    def _set_children(self) -> None:
+        parts = [self._header, self._thumbnails_html, self._body]
+        self.children = tuple(part for part in parts if part is not None)
 
     def _on_header_toggled(self, change: dict[str, Any]) -> None:
         self.expanded = bool(change["new"])
@@ -167,18 +164,43 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         self._header.button_style = _BUTTON_STYLES.get(self.status, "")
         self._header.icon = "chevron-down" if self.expanded else "chevron-right"
 
-    def _refresh_arguments(self) -> None:
-        self._arguments_html.value = _pre(tool_format.full_args(self.arguments, None, indent=""))
-
-    def _refresh_result(self) -> None:
+    def _show_result(self, body: _Body) -> None:
         if not self.result:
-            self._result_html.value = _pre("(running…)" if not self.finished else "(empty)")
-            self._show_more.layout.display = "none"
+            body.show_result("(running…)" if not self.finished else "(empty)", 0, is_error=False)
             return
         visible = self.result[: self.shown_chars]
-        hidden = len(self.result) - len(visible)
-        color = "#b00020" if self.is_error else None
+        body.show_result(visible, len(self.result) - len(visible), is_error=self.is_error)
+
+
+class _Body(widgets.VBox):  # type: ignore[misc]
+    """An open view's details: the full arguments, the result, and "show more" for a long one."""
+
+    def __init__(self, on_show_more: Any) -> None:
+        self._arguments_html = InertHTML()
+        self._result_html = InertHTML()
+        self._show_more = widgets.Button(
+            description="show more", layout=widgets.Layout(width="auto", display="none")
+        )
+        self._show_more.on_click(on_show_more)
+        super().__init__(
+            [
+                InertHTML("<b>arguments</b>"),
+                self._arguments_html,
+                InertHTML("<b>result</b>"),
+                self._result_html,
+                self._show_more,
+            ],
+            layout=widgets.Layout(padding="0 0 0 24px", width="100%"),
+        )
+
+    def show_arguments(self, arguments: dict[str, Any]) -> None:
+        self._arguments_html.value = _pre(tool_format.full_args(arguments, None, indent=""))
+
+    def show_result(self, visible: str, hidden: int, *, is_error: bool) -> None:
+        """``visible``: the part of the result shown; ``hidden``: how many characters follow."""
+        color = "#b00020" if is_error else None
         suffix = f"\n… {hidden} more characters" if hidden > 0 else ""
         self._result_html.value = _pre(visible + suffix, color)
         self._show_more.layout.display = "flex" if hidden > 0 else "none"
-        self._show_more.description = f"show more ({hidden} characters hidden)"
+        if hidden > 0:
+            self._show_more.description = f"show more ({hidden} characters hidden)"
