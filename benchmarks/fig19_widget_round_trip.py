@@ -5,10 +5,11 @@ stand-in sends it ``request_state`` comm messages on the shell channel, one at a
 each until the widget's ``update`` arrives on iopub — what a Stop, Approve or ``%agent_tools``
 click waits for. Idle: no cell running. During a stream: a ``%%agent`` cell streaming a
 600-word answer at 100 words/s. During a tool burst: a ``%%agent`` cell whose model calls
-``run_python`` (a main-thread tool) 30 times per reply for 4 replies. Probes go out every 30 ms
-while the cell runs. A round trip ends at the time stamp the kernel puts on the widget's reply
-(the same clock): how long the kernel took to answer; when the reply reached the reader (after
-the iopub messages queued before it) is in the note.
+``run_python`` (a main-thread tool) 30 times per reply for 4 replies, run again until 60 probes
+were answered during bursts. Probes go out every 30 ms while the cell runs. A round trip ends at
+the time stamp the kernel puts on the widget's reply (the same clock): how long the kernel took
+to answer; when the reply reached the reader (after the iopub messages queued before it) is in
+the note.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ._harness import BenchContext, Row, Stats, limit, require, scratch_dir
 FIGURE = "19"
 PROBE_EVERY_S = 0.03
 PROBE_TIMEOUT_S = 5.0
+#: Burst cells run at most, to gather the probes answered during bursts.
+MAX_BURST_CELLS = 30
 
 
 class _Prober:
@@ -77,6 +80,7 @@ def run(ctx: BenchContext) -> list[Row]:
 
     stream_words = ctx.size(600, 150)
     burst_turns = ctx.reps(4, 1)
+    burst_probes = ctx.reps(60, 3)
     idle_probes = ctx.reps(60, 10)
     ctx.log("figure 19: one kernel; idle, streamed-turn and tool-burst probes")
     with (
@@ -126,14 +130,22 @@ def run(ctx: BenchContext) -> list[Row]:
         def bursting(message: dict[str, Any]) -> None:
             prober.message(message)
 
-        prober.active = True
-        kernel.execute(
-            f"%%agent --model bench-py-t{burst_turns}-c30\nRun it",
-            bursting,
-            on_tick=prober.tick,
-        )
-        prober.active = False
-        during_burst, burst_arrivals = prober.take()
+        # A burst is short (the calls are quick): the cell is run again until enough probes
+        # were answered during one, so the 90th percentile rests on more than a handful.
+        during_burst, burst_arrivals = [], []
+        for _cell in range(MAX_BURST_CELLS):
+            prober.active = True
+            kernel.execute(
+                f"%%agent --model bench-py-t{burst_turns}-c30\nRun it",
+                bursting,
+                on_tick=prober.tick,
+            )
+            prober.active = False
+            samples, arrivals = prober.take()
+            during_burst += samples
+            burst_arrivals += arrivals
+            if len(during_burst) >= burst_probes:
+                break
     if not during_stream or not during_burst:
         raise RuntimeError("no probe was answered during the turn")
     note = __doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else ""

@@ -197,6 +197,24 @@ def test_a_running_call_sends_the_frontend_only_its_title_line(frontend: Fronten
     assert "wrote 200 characters" in frontend.text(view)
 
 
+def test_the_calls_of_a_reply_share_their_titles_layout_and_style(frontend: Frontend) -> None:
+    """A 30-call reply: two models per call (its box and its title button), each sent once."""
+    group = ToolCallGroup()
+    before = frontend.opened()
+    views = [group.start(f"c{k}", "run_python", {"code": f"{k} + 1"}) for k in range(30)]
+    per_call = (frontend.opened() - before) / 30
+    assert per_call <= 2.2  # the group's shared layouts and style come once
+    [first, *_] = views
+    assert len(frontend.models[first.model_id].messages) == 0  # nothing sent after the opening
+    for view in views:
+        view.finish("ok", is_error=False, duration_s=0.001)
+    # one message per finished call: its new title and colour together
+    assert all(len(frontend.models[title_button(frontend, v)].messages) == 1 for v in views)
+    assert frontend.text(group).splitlines()[0] == "⇉ 30 calls in parallel"
+    group.close_all()
+    assert [m for m in frontend.models.values() if not m.closed] == []
+
+
 def test_view_expands_on_the_frontends_toggle_and_shows_full_arguments(
     frontend: Frontend,
 ) -> None:

@@ -158,6 +158,12 @@ class StaticCallGroup:
     def __init__(self) -> None:
         self.views: list[StaticCall] = []
 
+    def start(self, call_id: str, name: str, arguments: dict[str, Any]) -> StaticCall:
+        """The record of a call that starts, added to the group."""
+        call = StaticCall(call_id, name, arguments)
+        self.add(call)
+        return call
+
     def add(self, view: StaticCall) -> None:
         self.views.append(view)
 

@@ -362,21 +362,19 @@ class RichRenderer:
     def _start_call(self, event: ToolCallStarted) -> None:
         if self.live:
             from .widgets.tool_call_group import ToolCallGroup as Group
-            from .widgets.tool_call_view import ToolCallView as Call
         else:
-            from .call_record import StaticCall as Call  # type: ignore[assignment]
             from .call_record import StaticCallGroup as Group  # type: ignore[assignment]
 
         if self._group is None or self._group_closed:
             self._close_group()
             self._group = Group()
             self._group_handle = self._handle_factory()
-            self._group.add(Call(event.call_id, event.name, dict(event.input)))
+            self._group.start(event.call_id, event.name, dict(event.input))
             self._group_handle.display(self._group)
             self._groups.append((self._group, self._group_handle))
             self._group_closed = False
             return
-        self._group.add(Call(event.call_id, event.name, dict(event.input)))
+        self._group.start(event.call_id, event.name, dict(event.input))
         self._redraw(self._group, self._group_handle)
 
     def _redraw(self, group: Any, handle: Any) -> None:

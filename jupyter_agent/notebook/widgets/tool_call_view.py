@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_bool import ToggleButtonStyle
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from ...events import CallStatus
@@ -53,6 +54,16 @@ def _pre(text: str, color: str | None = None) -> str:
     return f'<pre style="{style}">{html_text(text)}</pre>'
 
 
+class SharedParts:
+    """The layout and style models every call view of a group can share: one model each for the
+    frontend instead of three per call (the group closes them with its views)."""
+
+    def __init__(self) -> None:
+        self.header_layout = widgets.Layout(width="auto", max_width="100%")
+        self.header_style = ToggleButtonStyle()
+        self.view_layout = widgets.Layout(align_items="flex-start")
+
+
 class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     """A collapsible view of one tool call."""
 
@@ -65,11 +76,25 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     expanded = Bool(False)
     shown_chars = Int(tool_format.RESULT_PREVIEW_CHARS)
 
-    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        parts: SharedParts | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.call_id = call_id
+        parts = parts if parts is not None else SharedParts()
+        # the title as it first shows, so that nothing is sent again at once
         self._header = widgets.ToggleButton(
             value=False,
-            layout=widgets.Layout(width="auto", max_width="100%"),
+            description=tool_format.title(name, arguments, "running", None),
+            button_style=_BUTTON_STYLES["running"],
+            icon="chevron-right",
+            layout=parts.header_layout,
+            style=parts.header_style,
             tooltip="Show or hide this call's arguments and result",
         )
         #: The result's images (``jupyter_agent.Image``) and their thumbnails' ``<img>`` tags.
@@ -79,7 +104,7 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         # opens the view. A reply's calls are drawn on the main thread while clicks wait.
         self._thumbnails_html: InertHTML | None = None
         self._body: _Body | None = None
-        kwargs.setdefault("layout", widgets.Layout(align_items="flex-start"))
+        kwargs.setdefault("layout", parts.view_layout)
         super().__init__(
             children=[self._header],
             tool_name=name,
@@ -110,14 +135,16 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
             self._thumbnails = thumbnail_tags(self.images)
             self._thumbnails_html = InertHTML("".join(self._thumbnails))
             self._set_children()
-        self.set_trait("is_error", is_error)
-        self.set_trait("duration_s", duration_s)
-        self.set_trait("result", output)
-        self.status = status or ("error" if is_error else "done")
+        with self._header.hold_sync():  # the new title in one message
+            self.set_trait("is_error", is_error)
+            self.set_trait("duration_s", duration_s)
+            self.set_trait("result", output)
+            self.status = status or ("error" if is_error else "done")
 
     def mark(self, status: str) -> None:
         """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
-        self.status = status
+        with self._header.hold_sync():
+            self.status = status
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
