@@ -50,3 +50,58 @@ async def test_a_servers_progress_is_an_event_of_the_running_call(tmp_path: Path
         assert result_text(result) == "the gate opened"
     finally:
         await agent.toolbox.mcp.aclose()
+
+
+async def test_the_running_calls_view_shows_the_servers_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same call drawn by the notebook's renderer: the progress is in the live view's title
+    (as the frontend received it) before the call ends, and gone from it once it has."""
+    import comm
+    from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+    from widget_frontend import Frontend
+
+    from jupyter_agent.notebook.render import RichRenderer
+    from jupyter_agent.providers.anthropic import AnthropicProvider
+
+    def titles() -> list[str]:
+        return [
+            str(frontend.state(model_id)["description"])
+            for model_id in frontend.models
+            if frontend.state(model_id).get("_model_name") == "ToggleButtonModel"
+        ]
+
+    gate = tmp_path / "gate"
+    fake = FakeAnthropic(
+        Reply([tool_use("toolu_1", "srv__steps", {"gate": str(gate)})]), text("ok")
+    )
+    agent = Agent(AnthropicProvider(client=fake.client()), workspace=tmp_path)
+    command = [sys.executable, SERVER, f"--marker={uuid.uuid4().hex}"]
+    InteractiveShell.instance()
+    setup_test_comm()
+    frontend = Frontend()
+    monkeypatch.setattr(comm, "create_comm", frontend.create_comm)
+    seen_while_running: list[str] = []
+    try:
+        await agent.add_mcp_server("srv", command=command, policy="allow")
+        renderer = RichRenderer()
+        with capture_output():
+            async for event in agent.stream_chat("take the steps"):
+                renderer.handle(event)
+                if type(event).__name__ == "ToolCallProgress":
+                    seen_while_running = titles()
+                    gate.write_text("open")
+            after = titles()
+            renderer.close(interrupted=False)
+        [running] = seen_while_running
+        assert running.startswith("… srv__steps(gate=")
+        assert running.endswith(") · running · 1/2 · halfway")
+        [finished] = after
+        assert finished.startswith("✓ srv__steps(") and "halfway" not in finished
+    finally:
+        teardown_test_comm()
+        InteractiveShell.clear_instance()
+        await agent.toolbox.mcp.aclose()

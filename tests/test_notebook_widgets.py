@@ -13,6 +13,7 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+from widget_frontend import Frontend, html_text
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.approvals import ApprovalRequest
@@ -21,105 +22,6 @@ from jupyter_agent.notebook.widgets.tool_call_group import ToolCallGroup
 from jupyter_agent.notebook.widgets.tool_call_view import SHOW_MORE_STEP, ToolCallView
 from jupyter_agent.notebook.widgets.tool_panel import ToolPanel, tools_table
 from jupyter_agent.providers.offline import OfflineProvider
-
-
-class _FrontendComm:
-    """One widget model's comm, as the frontend's end of it: the state it opened with and each
-    message sent on it since."""
-
-    def __init__(self, frontend: Frontend, data: dict[str, Any]) -> None:
-        self.frontend = frontend
-        self.comm_id = f"model-{len(frontend.models)}"
-        self.kernel = "Truthy"  # ipywidgets sends only on a comm with a kernel
-        self.opened_state: dict[str, Any] = dict(data["state"])
-        self.messages: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-        self.handlers: list[Any] = []
-        self.closed = False
-        frontend.models[self.comm_id] = self
-
-    def open(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def on_msg(self, handler: Any) -> None:
-        self.handlers.append(handler)
-
-    def send(self, *args: Any, **kwargs: Any) -> None:
-        self.messages.append((args, kwargs))
-
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        self.closed = True
-
-
-class Frontend:
-    """What a browser holds of the kernel's widgets: every model opened over a comm, its state as
-    the ``update`` messages left it, and a way to send it what a user's click sends."""
-
-    def __init__(self) -> None:
-        self.models: dict[str, _FrontendComm] = {}
-
-    def create_comm(self, **kwargs: Any) -> _FrontendComm:
-        return _FrontendComm(self, kwargs["data"])
-
-    def state(self, widget: widgets.Widget | str) -> dict[str, Any]:
-        """A model's state as the frontend has it (the opening state plus every update)."""
-        model = self.models[widget if isinstance(widget, str) else widget.model_id]
-        state = dict(model.opened_state)
-        for args, kwargs in model.messages:
-            data = args[0] if args else kwargs["data"]
-            if data.get("method") == "update":
-                state.update(data["state"])
-        return state
-
-    def children(self, widget: widgets.Widget | str) -> list[str]:
-        return [ref.removeprefix("IPY_MODEL_") for ref in self.state(widget).get("children", [])]
-
-    def shown(self, widget: widgets.Widget | str) -> bool:
-        layout = self.state(widget).get("layout")
-        return not layout or self.state(layout.removeprefix("IPY_MODEL_")).get("display") != "none"
-
-    def visible(self, widget: widgets.Widget | str) -> list[dict[str, Any]]:
-        """The states of the models a user sees under ``widget`` (its own first), in page
-        order: children of a hidden box are not seen."""
-        if not self.shown(widget):
-            return []
-        found = [self.state(widget)]
-        for child in self.children(widget):
-            found.extend(self.visible(child))
-        return found
-
-    def text(self, widget: widgets.Widget | str) -> str:
-        """What a reader sees of ``widget``: button captions and HTML text, one line each."""
-        lines = []
-        for state in self.visible(widget):
-            if state.get("_model_name") == "HTMLModel":
-                lines.append(html_text(state["value"]))
-            elif state.get("description"):
-                lines.append(state["description"])
-        return "\n".join(lines)
-
-    def opened(self) -> int:
-        return len(self.models)
-
-    def send(self, widget: widgets.Widget | str, data: dict[str, Any]) -> None:
-        model = self.models[widget if isinstance(widget, str) else widget.model_id]
-        for handler in model.handlers:
-            handler({"content": {"data": data}, "buffers": []})
-
-    def toggle(self, widget: widgets.Widget | str, value: bool) -> None:
-        """What the browser sends when the user presses a toggle button."""
-        self.send(widget, {"method": "update", "state": {"value": value}, "buffer_paths": []})
-
-    def click(self, widget: widgets.Widget | str) -> None:
-        self.send(widget, {"method": "custom", "content": {"event": "click"}})
-
-    def find(self, widget: widgets.Widget | str, model_name: str) -> list[str]:
-        """The ids of the models named ``model_name`` below ``widget`` (shown or not)."""
-        found = []
-        for child in self.children(widget):
-            if self.state(child).get("_model_name") == model_name:
-                found.append(child)
-            found.extend(self.find(child, model_name))
-        return found
 
 
 @pytest.fixture(autouse=True)
@@ -327,6 +229,24 @@ def test_interrupted_and_waiting_states(frontend: Frontend) -> None:
     assert "· interrupted" in frontend.state(title_button(frontend, view))["description"]
 
 
+def test_a_running_calls_latest_progress_shows_in_its_title(frontend: Frontend) -> None:
+    """An MCP server's progress notifications (``ToolCallProgress``), as inert text."""
+    view = ToolCallView("c1", "srv__steps", {"gate": "g"})
+    view.show_progress(1, 2, "halfway")
+    title = frontend.state(title_button(frontend, view))["description"]
+    assert title == "… srv__steps(gate='g') · running · 1/2 · halfway"
+    view.show_progress(40, None, "\x1b]52;c;aGk=\x07copied\nnext line " + "x" * 200)
+    title = frontend.state(title_button(frontend, view))["description"]
+    assert title.startswith("… srv__steps(gate='g') · running · 40 · \\x1b]52;c;aGk=\\x07copied")
+    assert "\n" not in title and "\x1b" not in title and len(title) < 160
+    view.finish("ok", is_error=False, duration_s=0.5)
+    assert frontend.state(title_button(frontend, view))["description"] == (
+        "✓ srv__steps(gate='g') · done · 500 ms"
+    )
+    view.show_progress(2, 2, "late")  # after the end: nothing changes
+    assert "late" not in frontend.state(title_button(frontend, view))["description"]
+
+
 def test_parallel_calls_are_grouped(frontend: Frontend) -> None:
     group = ToolCallGroup()
     group.add(ToolCallView("a", "read_file", {"file_path": "a.txt"}))
@@ -394,14 +314,6 @@ def test_panel_refresh_follows_changes_made_elsewhere(agent: Agent) -> None:
     assert "web_fetch" not in panel.rows
     assert len(panel.children) == 1 + len(agent.registry.get_tool_names())
     assert panel._repr_mimebundle_()["text/plain"] == tools_table(agent)
-
-
-def html_text(markup: str) -> str:
-    """What a reader sees of some HTML: the tags gone, the entities decoded."""
-    import html
-    import re
-
-    return html.unescape(re.sub(r"<[^>]+>", "", markup)).strip()
 
 
 def test_approval_prompt_records_the_first_click() -> None:

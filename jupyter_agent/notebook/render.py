@@ -6,8 +6,8 @@ updated at most every ``interval`` seconds plus a final update. Each update re-s
 browser re-renders) the whole segment, so once the segment is long an update also waits until
 the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
 display updates at any streaming speed rather than one per token. Each model reply's tool calls
-appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a
-``text/plain`` part.
+appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets, a running call's title with the latest
+progress it reported (``ToolCallProgress``). Every display also carries a ``text/plain`` part.
 
 The live widgets are for the turn only. When the run ends, ``close`` replaces each group's display
 (``update_display`` on its ``display_id``) by a static rendering — HTML and ``text/plain``, with
@@ -24,7 +24,7 @@ models per ``%%agent`` cell otherwise.
 
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams, through
 ``inert.visible`` (no escape sequence reaches the terminal); each tool call is a line when it
-starts and a short block when it ends.
+starts and a short block when it ends (progress is not written: it would be a line each).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..events import (
     TextReset,
     ThinkingDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
@@ -193,6 +194,10 @@ class RichRenderer:
         elif isinstance(event, ToolCallStarted):
             self._end_segment()
             self._start_call(event)
+        elif isinstance(event, ToolCallProgress):
+            found = self._find(event.call_id)
+            if found is not None:
+                found[0].show_progress(event.progress, event.total, event.message)
         elif isinstance(event, ToolCallFinished):
             found = self._find(event.call_id)
             if found is not None:

@@ -1,9 +1,15 @@
 """``ToolCallView``: one tool call, collapsed to a title line, expandable to its details.
 
-The title shows the tool's name, a short form of its arguments, its status and duration; errors
-turn it red. Expanded, it shows the full arguments as JSON and the result, long results cut with a
-"show more" button. The view also renders as plain text (``as_text()``), which is what terminal
-IPython and notebook viewers without widgets show.
+The title shows the tool's name, a short form of its arguments, its status and duration, and
+while the call runs the latest progress it reported; errors turn it red. Expanded, it shows the
+full arguments as JSON and the result, long results cut with a "show more" button. The view also
+renders as plain text (``as_text()``), which is what terminal IPython and notebook viewers
+without widgets show.
+
+A reply of thirty calls draws thirty views on the main thread while a click waits (figure 19),
+so a view starts as its title alone — a box and a toggle button, whose layout and style the
+calls of one group share (``SharedParts``) — and is sent once as it first shows. The body is
+made when the user first opens the view, the thumbnails when images arrive.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from ...events import CallStatus
 from .. import tool_format
-from ..call_record import CallRendering
+from ..call_record import CallRendering, progress_text
 from ..inert import html_text, visible
 from ..thumbnails import thumbnail_tags
 from .inert_html import InertHTML
@@ -104,6 +110,8 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         # opens the view. A reply's calls are drawn on the main thread while clicks wait.
         self._thumbnails_html: InertHTML | None = None
         self._body: _Body | None = None
+        #: The latest progress the running call reported (``ToolCallProgress``), as text.
+        self._progress = ""
         kwargs.setdefault("layout", parts.view_layout)
         super().__init__(
             children=[self._header],
@@ -146,6 +154,14 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         with self._header.hold_sync():
             self.status = status
 
+    def show_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The running call reported how far it got: its title shows the latest, until the call
+        ends (``ToolCallProgress``; an MCP server's progress notifications)."""
+        if self.finished:
+            return
+        self._progress = progress_text(progress, total, message)
+        self._refresh_title()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
 
@@ -185,9 +201,10 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         self.shown_chars = min(self.shown_chars + SHOW_MORE_STEP, len(self.result))
 
     def _refresh_title(self) -> None:
-        self._header.description = tool_format.title(
-            self.tool_name, self.arguments, self.status, self.duration_s
-        )
+        title = tool_format.title(self.tool_name, self.arguments, self.status, self.duration_s)
+        if self._progress and self.status == "running":
+            title += f" · {self._progress}"
+        self._header.description = title
         self._header.button_style = _BUTTON_STYLES.get(self.status, "")
         self._header.icon = "chevron-down" if self.expanded else "chevron-right"
 
