@@ -4,12 +4,13 @@ The agent knows nothing about notebooks; the notebook layer (or a terminal, or a
 ``Agent.stream_chat`` and draws these. Order within one ``stream_chat``:
 
     TurnStarted → ContextCompacted? → (ThinkingDelta | TextDelta | TextReset)* → TurnFinished
-        → (ToolCallStarted … ToolCallFinished)*
+        → (ToolCallStarted … ToolCallProgress* … ToolCallFinished)*
     … repeated per model turn …
     AgentFinished            (always last, unless the stream raised)
 
 ``ToolCallStarted`` events come in the model's order; ``ToolCallFinished`` as each call completes
-(the calls of one turn run concurrently).
+(the calls of one turn run concurrently); ``ToolCallProgress`` between a call's start and its
+end, when the tool reports how far it got (an MCP server's progress notifications).
 
 ``AgentError`` is emitted just before a failed request raises out of the stream.
 ``ThinkingDelta`` streams extended thinking (never part of the final text);
@@ -98,6 +99,18 @@ class ToolCallStarted:
     call_id: str
     name: str
     input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A running call reported how far it got: ``progress`` of ``total`` (``None``: unknown)
+    and a message, as the tool (or its MCP server) said them. Each replaces the call's last."""
+
+    call_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +205,7 @@ AgentEvent = (
     | ThinkingDelta
     | ContextCompacted
     | ToolCallStarted
+    | ToolCallProgress
     | ToolCallFinished
     | TurnFinished
     | AgentFinished

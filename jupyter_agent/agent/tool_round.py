@@ -10,18 +10,25 @@ for a call that never started), so the conversation stays valid.
 
 A refused call's ``ToolCallFinished`` carries the refusal as data (``refused``): the views show
 ``denied`` from it, never from the result's wording.
+
+Each call runs with its own progress callback (``tools/progress.py``): what a tool reports comes
+out as ``ToolCallProgress`` events while the round waits for its calls. A reply's only call runs
+in the round's own task unless its tool declares ``reports_progress`` (then it gets a task, so
+that its progress is yielded while it runs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 from ..approvals import ApprovalHandler, ApprovalRequest
-from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallStarted
-from ..tools.base import ChecksApproval, ToolResult
+from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallProgress, ToolCallStarted
+from ..tools.base import ChecksApproval, ToolResult, capabilities_of
+from ..tools.progress import reporting
 from ..tools.result_budget import result_budget
 from . import conversation
 from .chat_state import Call
@@ -44,6 +51,9 @@ class ToolRound:
     max_parallel: int = DEFAULT_MAX_PARALLEL_TOOLS
     results: dict[str, ToolResult] = field(default_factory=dict)
     refusals: dict[str, Refusal] = field(default_factory=dict)
+    #: Progress reported since the round last yielded, and the future that wakes its wait.
+    _progress: list[ToolCallProgress] = field(default_factory=list, repr=False)
+    _progress_wake: asyncio.Future[None] | None = field(default=None, repr=False)
 
     def finished(self, call: Call) -> ToolCallFinished:
         result = self.results[call.id]
@@ -100,13 +110,19 @@ class ToolRound:
         ran: set[str] = set()
         try:
             verdicts = await self._verdicts()
-            if len(self.calls) == 1 and isinstance(verdicts[0], Run):
+            if (
+                len(self.calls) == 1
+                and isinstance(verdicts[0], Run)
+                and not self._reports_progress(self.calls[0])
+            ):
                 # the usual turn: one call that runs, in this task (no task and no wait to set
                 # up); an interrupt reaches it as it would reach its task
                 call = self.calls[0]
                 ran.add(call.id)
                 yield ToolCallStarted(call.id, call.name, call.input)
                 self.results[call.id] = await self._invoke(call)
+                for event in self._take_progress():  # reported though not declared: late
+                    yield event
                 yield self.finished(call)
                 verdicts = []
             for call, verdict in zip(self.calls, verdicts, strict=False):
@@ -128,9 +144,18 @@ class ToolRound:
             by_id = {call.id: call for call in self.calls}
             order = list(tasks.values())
             pending = {task: call_id for call_id, task in tasks.items()}
+            loop = asyncio.get_running_loop()
             while pending:
-                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done, key=order.index):
+                wake = self._progress_wake = loop.create_future()
+                if self._progress:
+                    wake.set_result(None)
+                done, _ = await asyncio.wait([*pending, wake], return_when=asyncio.FIRST_COMPLETED)
+                self._progress_wake = None
+                wake.cancel()
+                for event in self._take_progress():
+                    if event.call_id not in self.results:
+                        yield event
+                for task in [task for task in order if task in done]:  # the model's order
                     call_id = pending.pop(task)
                     self.results[call_id] = task.result()
                     yield self.finished(by_id[call_id])
@@ -194,12 +219,37 @@ class ToolRound:
             return await self._invoke(call)
 
     async def _invoke(self, call: Call) -> ToolResult:
-        """Run one call through the registry, within ``tool_timeout``, its result capped.
+        """Run one call through the registry, within ``tool_timeout``, its result capped, with
+        its own progress callback.
 
         A ``CancelledError`` that the tool raised itself (nobody cancelled this task) is the
         tool's failure, not the user's interrupt.
         """
-        return await invoke(self.toolbox, call.name, call.input, self.max_result_chars)
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+
+        def report(progress: float, total: float | None, message: str | None) -> None:
+            event = ToolCallProgress(call.id, call.name, progress, total, message)
+            if threading.get_ident() == loop_thread:
+                self._note_progress(event)
+            elif not loop.is_closed():  # from the call's worker thread
+                loop.call_soon_threadsafe(self._note_progress, event)
+
+        with reporting(report):
+            return await invoke(self.toolbox, call.name, call.input, self.max_result_chars)
+
+    def _reports_progress(self, call: Call) -> bool:
+        return capabilities_of(self.toolbox.registry.get_tool(call.name)).reports_progress
+
+    def _note_progress(self, event: ToolCallProgress) -> None:
+        self._progress.append(event)
+        wake = self._progress_wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    def _take_progress(self) -> list[ToolCallProgress]:
+        taken, self._progress = self._progress, []
+        return taken
 
 
 async def invoke(

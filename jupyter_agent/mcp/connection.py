@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
 from ..tools.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
+from ..tools.progress import ProgressCallback
 from . import process
 from .client_features import ClientHooks, session_callbacks
 from .config import MCPServerConfig
@@ -30,6 +31,7 @@ from .schema import MAX_SCHEMA_BYTES_PER_SERVER, MAX_TOOLS_PER_SERVER, schema_by
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.shared.dispatcher import ProgressFnT
     from mcp.types import CallToolResult, ReadResourceResult, Tool
 
 T = TypeVar("T")
@@ -331,18 +333,38 @@ class ServerConnection:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        progress: ProgressCallback | None = None,
     ) -> CallToolResult:
-        """Call ``tool``; a down server is restarted first. Failures raise ``ToolFailure``."""
-        return await self._on_own_loop(self._call_tool(tool, arguments, timeout))
+        """Call ``tool``; a down server is restarted first. Failures raise ``ToolFailure``.
+
+        ``progress``: where the server's progress notifications for this call go (the client
+        then asks for them with a progress token); called on the session's loop."""
+        return await self._on_own_loop(self._call_tool(tool, arguments, timeout, progress))
 
     async def _call_tool(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         session = await self._live_session()
+        on_progress: ProgressFnT | None = None
+        if progress is not None:
+            report = progress
+
+            async def forward(progress: float, total: float | None, message: str | None) -> None:
+                report(progress, total, message)
+
+            on_progress = forward
+
         try:
             async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
-                return await session.call_tool(tool, arguments)
+                return await session.call_tool(tool, arguments, progress_callback=on_progress)
         except TimeoutError:
             raise ToolFailure(
                 f"MCP server {self.name!r} did not answer {tool} within {timeout:g} s "

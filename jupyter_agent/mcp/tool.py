@@ -5,7 +5,9 @@ its name is ``{server}__{tool}``, and ``execute`` forwards the call to the serve
 and maps the result (``results.py``). Its ``capabilities`` are declared like any tool's:
 ``validates_arguments`` is True: the tool checks the server's schema itself, bounded
 (``schema.py``: nothing fetched, patterns under the call's deadline, off the event loop), and
-``destructive`` follows the server's own hint (a tool is destructive unless it says read-only).
+``destructive`` follows the server's own hint (a tool is destructive unless it says read-only),
+and ``reports_progress``: the server's progress notifications for the call go to the call's
+progress callback (``tools/progress.py``), so the notebook shows them while the call runs.
 The policy does not depend on it: the manager sets each MCP tool's policy explicitly.
 """
 
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolInputError
 from ..tools.base import Image, ToolCapabilities, ToolOutput
 from ..tools.image_fit import prepare_off_loop
+from ..tools.progress import current_reporter
 from .results import to_output
 from .schema import bounded_validator, check
 
@@ -46,6 +49,7 @@ class MCPTool:
         self.capabilities = ToolCapabilities(
             destructive=not (hints is not None and hints.read_only_hint),
             validates_arguments=True,
+            reports_progress=True,  # the server's progress notifications, passed on
         )
         self._timeout = timeout
 
@@ -62,7 +66,9 @@ class MCPTool:
         problem = await check(self._validator, dict(args), timeout)
         if problem is not None:
             raise ToolInputError(problem)
-        result = await self.connection.call_tool(self.tool_name, dict(args), timeout)
+        result = await self.connection.call_tool(
+            self.tool_name, dict(args), timeout, progress=current_reporter()
+        )
         reader = None
         if self.connection.config.read_resources:
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ..events import CallStatus
 from . import tool_format
-from .inert import html_bundle, html_text
+from .inert import html_bundle, html_text, visible
 from .thumbnails import thumbnail_tags
 
 
@@ -54,6 +54,22 @@ def call_html(
     return tool_format.html_block(
         name, arguments, status, duration_s, result or None, thumbnails=thumbnails
     )
+
+
+#: Characters of a progress message a running call's title shows.
+PROGRESS_MESSAGE_CHARS = 80
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """A running call's latest progress for its title: ``3/10 · copying files`` — one line,
+    invisible and control characters as escapes, the message cut to a title's width."""
+    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    if not message:
+        return amount
+    line = visible(" ".join(message.split()))
+    if len(line) > PROGRESS_MESSAGE_CHARS:
+        line = line[: PROGRESS_MESSAGE_CHARS - 1] + "…"
+    return f"{amount} · {line}"
 
 
 def group_label(calls: Sequence[object]) -> str:
@@ -151,12 +167,21 @@ class StaticCall(CallRendering):
     def mark(self, status: str) -> None:
         self.status = status
 
+    def show_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Nothing: a record nobody watches is not redrawn for each progress notification."""
+
 
 class StaticCallGroup:
     """The calls of one model reply, displayed as their static record."""
 
     def __init__(self) -> None:
         self.views: list[StaticCall] = []
+
+    def start(self, call_id: str, name: str, arguments: dict[str, Any]) -> StaticCall:
+        """The record of a call that starts, added to the group."""
+        call = StaticCall(call_id, name, arguments)
+        self.add(call)
+        return call
 
     def add(self, view: StaticCall) -> None:
         self.views.append(view)

@@ -6,8 +6,8 @@ updated at most every ``interval`` seconds plus a final update. Each update re-s
 browser re-renders) the whole segment, so once the segment is long an update also waits until
 the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
 display updates at any streaming speed rather than one per token. Each model reply's tool calls
-appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets. Every display also carries a
-``text/plain`` part.
+appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets, a running call's title with the latest
+progress it reported (``ToolCallProgress``). Every display also carries a ``text/plain`` part.
 
 The live widgets are for the turn only. When the run ends, ``close`` replaces each group's display
 (``update_display`` on its ``display_id``) by a static rendering — HTML and ``text/plain``, with
@@ -24,7 +24,7 @@ models per ``%%agent`` cell otherwise.
 
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams, through
 ``inert.visible`` (no escape sequence reaches the terminal); each tool call is a line when it
-starts and a short block when it ends.
+starts and a short block when it ends (progress is not written: it would be a line each).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..events import (
     TextReset,
     ThinkingDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
@@ -193,6 +194,10 @@ class RichRenderer:
         elif isinstance(event, ToolCallStarted):
             self._end_segment()
             self._start_call(event)
+        elif isinstance(event, ToolCallProgress):
+            found = self._find(event.call_id)
+            if found is not None:
+                found[0].show_progress(event.progress, event.total, event.message)
         elif isinstance(event, ToolCallFinished):
             found = self._find(event.call_id)
             if found is not None:
@@ -362,21 +367,19 @@ class RichRenderer:
     def _start_call(self, event: ToolCallStarted) -> None:
         if self.live:
             from .widgets.tool_call_group import ToolCallGroup as Group
-            from .widgets.tool_call_view import ToolCallView as Call
         else:
-            from .call_record import StaticCall as Call  # type: ignore[assignment]
             from .call_record import StaticCallGroup as Group  # type: ignore[assignment]
 
         if self._group is None or self._group_closed:
             self._close_group()
             self._group = Group()
             self._group_handle = self._handle_factory()
-            self._group.add(Call(event.call_id, event.name, dict(event.input)))
+            self._group.start(event.call_id, event.name, dict(event.input))
             self._group_handle.display(self._group)
             self._groups.append((self._group, self._group_handle))
             self._group_closed = False
             return
-        self._group.add(Call(event.call_id, event.name, dict(event.input)))
+        self._group.start(event.call_id, event.name, dict(event.input))
         self._redraw(self._group, self._group_handle)
 
     def _redraw(self, group: Any, handle: Any) -> None:

@@ -31,12 +31,17 @@ class ToolCapabilities:
     skips its JSON Schema check (``@tool`` functions do, through pydantic). Size and nesting
     limits are checked for every tool all the same.
 
+    ``reports_progress``: the tool reports progress while it runs (``tools/progress.py``; an MCP
+    tool passes its server's notifications on), so the agent runs even a reply's only call in a
+    task of its own and shows the progress as it comes.
+
     A tool may also need approval for some calls only: a method ``needs_approval(args)`` that
     returns a reason (``ChecksApproval``; ``approval_reason`` reads it; the gate then asks).
     """
 
     destructive: bool = False
     validates_arguments: bool = False
+    reports_progress: bool = False
 
 
 #: What a tool that declares nothing gets: not destructive, arguments checked by the registry.

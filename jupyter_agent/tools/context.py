@@ -94,6 +94,15 @@ class ToolContext:
     def session_context(self, value: str) -> None:
         self._session_context = value
 
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the running call's view how far it got (``progress`` of ``total``, a short
+        message); the notebook shows the latest while the call runs. Nothing outside a call."""
+        from .progress import report_progress
+
+        report_progress(progress, total, message)
+
     def resolve(
         self,
         path: str | os.PathLike[str],

@@ -2,17 +2,19 @@
 
 ``python sdk_server.py [stdio|http PORT] [--marker TEXT]`` — the marker only sits in argv, so a
 /proc scan can find a leftover process. Its tools cover every result kind the client maps: text,
-image, structured content, ``isError``, a resource link, a hang, an exit mid-call, environment.
+image, structured content, ``isError``, a resource link, a hang, an exit mid-call, environment,
+progress notifications.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import sys
 import time
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.resources.types import TextResource
 from mcp.types import CallToolResult, ResourceLink, TextContent
 
@@ -87,6 +89,17 @@ def noisy(lines: int) -> str:
         sys.stderr.write(f"noise line {index}\n")
     sys.stderr.flush()
     return "done"
+
+
+@server.tool()
+async def steps(gate: str, ctx: Context) -> str:
+    """Report progress (1 of 2, "halfway"), then wait for the file ``gate`` (at most 5 s)."""
+    await ctx.report_progress(1, 2, "halfway")
+    for _ in range(500):
+        if os.path.exists(gate):
+            return "the gate opened"
+        await asyncio.sleep(0.01)
+    return "the gate never opened"
 
 
 @server.tool()

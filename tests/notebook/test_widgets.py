@@ -13,6 +13,7 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+from widget_frontend import Frontend, html_text
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.approvals import ApprovalRequest
@@ -28,6 +29,16 @@ def dummy_comm() -> Iterator[None]:
     setup_test_comm()
     yield
     teardown_test_comm()
+
+
+@pytest.fixture
+def frontend(monkeypatch: pytest.MonkeyPatch) -> Frontend:
+    """The widgets' comms lead to a stand-in frontend that keeps what it was sent."""
+    import comm
+
+    seen = Frontend()
+    monkeypatch.setattr(comm, "create_comm", seen.create_comm)
+    return seen
 
 
 def frontend_update(widget: widgets.Widget, **state: Any) -> None:
@@ -53,42 +64,101 @@ def sent_states(widget: widgets.Widget) -> list[dict[str, Any]]:
     ]
 
 
-def test_view_title_shows_name_short_arguments_and_status() -> None:
+def title_button(frontend: Frontend, view: ToolCallView) -> str:
+    """The view's title line as the frontend has it: its one toggle button."""
+    [button] = frontend.find(view, "ToggleButtonModel")
+    return button
+
+
+def test_view_title_shows_name_short_arguments_and_status(frontend: Frontend) -> None:
     view = ToolCallView("c1", "read_file", {"file_path": "data/sales.csv", "limit": 10})
-    header = view._header
-    assert header.description == "… read_file(file_path='data/sales.csv', limit=10) · running"
-    assert header.button_style == "info"
-    assert view._body.layout.display == "none"
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"] == "… read_file(file_path='data/sales.csv', limit=10) · running"
+    assert header["button_style"] == "info"
+    # collapsed: the title is all the user sees
+    assert frontend.text(view) == header["description"]
 
     view.finish("a,b\n1,2\n", is_error=False, duration_s=0.012)
-    assert header.description == "✓ read_file(file_path='data/sales.csv', limit=10) · done · 12 ms"
-    assert header.button_style == ""  # neutral: errors are what should catch the eye
-    # the new title went to the frontend
-    assert any("✓ read_file" in s.get("description", "") for s in sent_states(header))
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"] == (
+        "✓ read_file(file_path='data/sales.csv', limit=10) · done · 12 ms"
+    )
+    assert header["button_style"] == ""  # neutral: errors are what should catch the eye
+    assert frontend.text(view) == header["description"]
 
 
-def test_view_expands_on_the_frontends_toggle_and_shows_full_arguments() -> None:
+def test_a_running_call_sends_the_frontend_only_its_title_line(frontend: Frontend) -> None:
+    """Figure 19: a view per ``ToolCallStarted`` is built on the main thread while clicks wait;
+    its body (arguments, result, show more) is made when the user opens it."""
+    view = ToolCallView("c1", "write_file", {"file_path": "out.txt", "content": "x" * 200})
+    # the box and its layout, the toggle button with its layout and style
+    assert frontend.opened() <= 5
+    view.finish("wrote 200 characters", is_error=False, duration_s=0.01)
+    assert frontend.opened() <= 5
+    frontend.toggle(title_button(frontend, view), True)
+    assert "wrote 200 characters" in frontend.text(view)
+
+
+def test_the_calls_of_a_reply_share_their_titles_layout_and_style(frontend: Frontend) -> None:
+    """A 30-call reply: two models per call (its box and its title button), each sent once."""
+    group = ToolCallGroup()
+    before = frontend.opened()
+    views = [group.start(f"c{k}", "run_python", {"code": f"{k} + 1"}) for k in range(30)]
+    per_call = (frontend.opened() - before) / 30
+    assert per_call <= 2.2  # the group's shared layouts and style come once
+    [first, *_] = views
+    assert len(frontend.models[first.model_id].messages) == 0  # nothing sent after the opening
+    for view in views:
+        view.finish("ok", is_error=False, duration_s=0.001)
+    # one message per finished call: its new title and colour together
+    assert all(len(frontend.models[title_button(frontend, v)].messages) == 1 for v in views)
+    assert frontend.text(group).splitlines()[0] == "⇉ 30 calls in parallel"
+    group.close_all()
+    assert [m for m in frontend.models.values() if not m.closed] == []
+
+
+def test_view_expands_on_the_frontends_toggle_and_shows_full_arguments(
+    frontend: Frontend,
+) -> None:
     long_value = "x" * 200
     view = ToolCallView("c1", "write_file", {"file_path": "out.txt", "content": long_value})
-    assert long_value not in view._header.description  # the title is short
-    frontend_update(view._header, value=True)
+    button = title_button(frontend, view)
+    assert long_value not in frontend.state(button)["description"]  # the title is short
+    frontend.toggle(button, True)
     assert view.expanded is True
-    assert view._body.layout.display == "flex"
-    assert long_value in view._arguments_html.value  # the body has the full arguments
-    frontend_update(view._header, value=False)
-    assert view._body.layout.display == "none"
+    shown = frontend.text(view)
+    assert long_value in shown  # the body has the full arguments
+    assert "(running…)" in shown
+    assert frontend.state(button)["icon"] == "chevron-down"
+    frontend.toggle(button, False)
+    assert frontend.text(view) == frontend.state(button)["description"]
+    assert frontend.state(button)["icon"] == "chevron-right"
+    # opened again after the call ended: the result is there
+    view.finish("wrote it", is_error=False, duration_s=0.01)
+    frontend.toggle(button, True)
+    assert "wrote it" in frontend.text(view)
+    assert long_value in frontend.text(view)
 
 
-def test_errors_stand_out() -> None:
+def result_markup(frontend: Frontend, view: ToolCallView) -> str:
+    """The HTML the open view shows its result in (the last HTML of its body)."""
+    return [s for s in frontend.visible(view) if s["_model_name"] == "HTMLModel"][-1]["value"]
+
+
+def test_errors_stand_out(frontend: Frontend) -> None:
     view = ToolCallView("c1", "read_file", {"file_path": "nope.txt"})
     view.finish("Error executing read_file: nope.txt was not found", is_error=True, duration_s=0.2)
     assert view.status == "error"
-    assert view._header.button_style == "danger"
-    assert "color:#b00020" in view._result_html.value  # nh3 writes styles without spaces
+    button = title_button(frontend, view)
+    assert frontend.state(button)["button_style"] == "danger"
+    frontend.toggle(button, True)
+    markup = result_markup(frontend, view)
+    assert "color:#b00020" in markup  # nh3 writes styles without spaces
+    assert "nope.txt was not found" in markup
     assert "✗ read_file(file_path='nope.txt') · error · 200 ms" in view.as_text()
 
 
-def test_a_refused_call_shows_as_denied() -> None:
+def test_a_refused_call_shows_as_denied(frontend: Frontend) -> None:
     view = ToolCallView("c1", "run_bash", {"command": "rm -rf build"})
     view.finish(
         "Error: the user declined this call of run_bash; it was not run.",
@@ -98,6 +168,9 @@ def test_a_refused_call_shows_as_denied() -> None:
     )
     assert view.status == "denied"
     assert view.as_text().startswith("⊘ run_bash(command='rm -rf build') · denied")
+    header = frontend.state(title_button(frontend, view))
+    assert header["description"].startswith("⊘ run_bash(command='rm -rf build') · denied")
+    assert header["button_style"] == "danger"
 
 
 def test_a_result_that_only_says_it_was_not_run_is_an_error_not_a_denial() -> None:
@@ -111,18 +184,28 @@ def test_a_result_that_only_says_it_was_not_run_is_an_error_not_a_denial() -> No
     assert view.status == "error"
 
 
-def test_long_results_are_cut_with_show_more() -> None:
+def test_long_results_are_cut_with_show_more(frontend: Frontend) -> None:
     result = "".join(f"line {i}\n" for i in range(5000))
     view = ToolCallView("c1", "read_file", {"file_path": "big.txt"})
     view.finish(result, is_error=False, duration_s=1.5)
-    assert view._show_more.layout.display == "flex"
-    assert len(view._result_html.value) < 3000
-    assert f"{len(result) - 2000} more characters" in view._result_html.value
-    frontend_click(view._show_more)
+    frontend.toggle(title_button(frontend, view), True)
+
+    def show_more() -> list[str]:
+        return [
+            model
+            for model in frontend.find(view, "ButtonModel")
+            if frontend.shown(model)
+            and frontend.state(model)["description"].startswith("show more")
+        ]
+
+    [button] = show_more()
+    assert len(result_markup(frontend, view)) < 3000
+    assert f"{len(result) - 2000} more characters" in result_markup(frontend, view)
+    frontend.click(button)
     assert view.shown_chars == 2000 + SHOW_MORE_STEP
-    while view._show_more.layout.display != "none":
-        frontend_click(view._show_more)
-    assert "line 4999" in view._result_html.value
+    while show_more():
+        frontend.click(button)
+    assert "line 4999" in result_markup(frontend, view)
     assert view.shown_chars == len(result)
 
 
@@ -134,25 +217,48 @@ def test_view_bundle_has_the_widget_and_plain_text() -> None:
     assert bundle["text/plain"] == "✓ list_dir(path='.') · done · 3 ms\n    a.txt\n    b.txt"
 
 
-def test_interrupted_and_waiting_states() -> None:
+def test_interrupted_and_waiting_states(frontend: Frontend) -> None:
     view = ToolCallView("c1", "run_python", {"code": "while True: pass"})
     view.mark("waiting")
-    assert "? run_python" in view._header.description
+    header = frontend.state(title_button(frontend, view))
+    assert "? run_python" in header["description"]
+    assert header["button_style"] == "warning"
     view.mark("interrupted")
     assert view.finished
     assert "· interrupted" in view.as_text()
+    assert "· interrupted" in frontend.state(title_button(frontend, view))["description"]
 
 
-def test_parallel_calls_are_grouped() -> None:
+def test_a_running_calls_latest_progress_shows_in_its_title(frontend: Frontend) -> None:
+    """An MCP server's progress notifications (``ToolCallProgress``), as inert text."""
+    view = ToolCallView("c1", "srv__steps", {"gate": "g"})
+    view.show_progress(1, 2, "halfway")
+    title = frontend.state(title_button(frontend, view))["description"]
+    assert title == "… srv__steps(gate='g') · running · 1/2 · halfway"
+    view.show_progress(40, None, "\x1b]52;c;aGk=\x07copied\nnext line " + "x" * 200)
+    title = frontend.state(title_button(frontend, view))["description"]
+    assert title.startswith("… srv__steps(gate='g') · running · 40 · \\x1b]52;c;aGk=\\x07copied")
+    assert "\n" not in title and "\x1b" not in title and len(title) < 160
+    view.finish("ok", is_error=False, duration_s=0.5)
+    assert frontend.state(title_button(frontend, view))["description"] == (
+        "✓ srv__steps(gate='g') · done · 500 ms"
+    )
+    view.show_progress(2, 2, "late")  # after the end: nothing changes
+    assert "late" not in frontend.state(title_button(frontend, view))["description"]
+
+
+def test_parallel_calls_are_grouped(frontend: Frontend) -> None:
     group = ToolCallGroup()
     group.add(ToolCallView("a", "read_file", {"file_path": "a.txt"}))
     assert not group.parallel
-    assert group._label.layout.display == "none"
+    assert "in parallel" not in frontend.text(group)
     group.add(ToolCallView("b", "read_file", {"file_path": "b.txt"}))
     group.add(ToolCallView("c", "list_dir", {}))
     assert group.parallel
-    assert "3 calls in parallel" in group._label.value
-    assert group._label.layout.display == "flex"
+    shown = frontend.text(group).splitlines()
+    assert shown[0] == "⇉ 3 calls in parallel"
+    titles = [line.split("(")[0] for line in shown[1:]]
+    assert titles == ["… read_file", "… read_file", "… list_dir"]
     text = group.as_text()
     assert text.splitlines()[0] == "⇉ 3 calls in parallel:"
     assert "  … list_dir() · running" in text
@@ -208,14 +314,6 @@ def test_panel_refresh_follows_changes_made_elsewhere(agent: Agent) -> None:
     assert "web_fetch" not in panel.rows
     assert len(panel.children) == 1 + len(agent.registry.get_tool_names())
     assert panel._repr_mimebundle_()["text/plain"] == tools_table(agent)
-
-
-def html_text(markup: str) -> str:
-    """What a reader sees of some HTML: the tags gone, the entities decoded."""
-    import html
-    import re
-
-    return html.unescape(re.sub(r"<[^>]+>", "", markup)).strip()
 
 
 def test_approval_prompt_records_the_first_click() -> None:

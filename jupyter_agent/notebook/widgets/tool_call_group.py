@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from ..call_record import group_html, group_label, group_text
 from ..inert import html_bundle
 from .inert_html import InertHTML
-from .tool_call_view import ToolCallView, widget_bundle
+from .tool_call_view import SharedParts, ToolCallView, widget_bundle
 
 
 class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
@@ -24,6 +24,16 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
         self._column = widgets.VBox()
         super().__init__(children=[self._label, self._column], **kwargs)
         self.views: list[ToolCallView] = []
+        self._parts: SharedParts | None = None
+
+    def start(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolCallView:
+        """A view for a call that starts, added to the group; its title's layout and style are
+        the group's (one model each for all its calls)."""
+        if self._parts is None:
+            self._parts = SharedParts()
+        view = ToolCallView(call_id, name, arguments, parts=self._parts)
+        self.add(view)
+        return view
 
     def add(self, view: ToolCallView) -> None:
         self.views.append(view)
@@ -46,9 +56,10 @@ class ToolCallGroup(widgets.VBox):  # type: ignore[misc]
     def _refresh_label(self) -> None:
         if self.parallel:
             self._label.value = f"<i>⇉ {self.label_text()}</i>"
-            self._label.layout.display = "flex"
-            self._column.layout.border_left = "2px solid #999"
-            self._column.layout.padding = "0 0 0 8px"
+            if len(self.views) == 2:
+                self._label.layout.display = "flex"
+                self._column.layout.border_left = "2px solid #999"
+                self._column.layout.padding = "0 0 0 8px"
         else:
             self._label.layout.display = "none"
 

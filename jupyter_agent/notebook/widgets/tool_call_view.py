@@ -1,9 +1,15 @@
 """``ToolCallView``: one tool call, collapsed to a title line, expandable to its details.
 
-The title shows the tool's name, a short form of its arguments, its status and duration; errors
-turn it red. Expanded, it shows the full arguments as JSON and the result, long results cut with a
-"show more" button. The view also renders as plain text (``as_text()``), which is what terminal
-IPython and notebook viewers without widgets show.
+The title shows the tool's name, a short form of its arguments, its status and duration, and
+while the call runs the latest progress it reported; errors turn it red. Expanded, it shows the
+full arguments as JSON and the result, long results cut with a "show more" button. The view also
+renders as plain text (``as_text()``), which is what terminal IPython and notebook viewers
+without widgets show.
+
+A reply of thirty calls draws thirty views on the main thread while a click waits (figure 19),
+so a view starts as its title alone — a box and a toggle button, whose layout and style the
+calls of one group share (``SharedParts``) — and is sent once as it first shows. The body is
+made when the user first opens the view, the thumbnails when images arrive.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_bool import ToggleButtonStyle
 from traitlets import Bool, Dict, Float, Int, Unicode, observe
 
 from ...events import CallStatus
 from .. import tool_format
-from ..call_record import CallRendering
+from ..call_record import CallRendering, progress_text
 from ..inert import html_text, visible
 from ..thumbnails import thumbnail_tags
 from .inert_html import InertHTML
@@ -53,6 +60,16 @@ def _pre(text: str, color: str | None = None) -> str:
     return f'<pre style="{style}">{html_text(text)}</pre>'
 
 
+class SharedParts:
+    """The layout and style models every call view of a group can share: one model each for the
+    frontend instead of three per call (the group closes them with its views)."""
+
+    def __init__(self) -> None:
+        self.header_layout = widgets.Layout(width="auto", max_width="100%")
+        self.header_style = ToggleButtonStyle()
+        self.view_layout = widgets.Layout(align_items="flex-start")
+
+
 class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     """A collapsible view of one tool call."""
 
@@ -65,44 +82,45 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     expanded = Bool(False)
     shown_chars = Int(tool_format.RESULT_PREVIEW_CHARS)
 
-    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        parts: SharedParts | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.call_id = call_id
+        parts = parts if parts is not None else SharedParts()
+        # the title as it first shows, so that nothing is sent again at once
         self._header = widgets.ToggleButton(
             value=False,
-            layout=widgets.Layout(width="auto", max_width="100%"),
+            description=tool_format.title(name, arguments, "running", None),
+            button_style=_BUTTON_STYLES["running"],
+            icon="chevron-right",
+            layout=parts.header_layout,
+            style=parts.header_style,
             tooltip="Show or hide this call's arguments and result",
         )
-        self._arguments_html = InertHTML()
-        self._result_html = InertHTML()
-        self._thumbnails_html = InertHTML(layout=widgets.Layout(display="none"))
         #: The result's images (``jupyter_agent.Image``) and their thumbnails' ``<img>`` tags.
         self.images: tuple[Any, ...] = ()
         self._thumbnails: tuple[str, ...] = ()
-        self._show_more = widgets.Button(
-            description="show more", layout=widgets.Layout(width="auto", display="none")
-        )
-        self._body = widgets.VBox(
-            [
-                InertHTML("<b>arguments</b>"),
-                self._arguments_html,
-                InertHTML("<b>result</b>"),
-                self._result_html,
-                self._show_more,
-            ],
-            layout=widgets.Layout(display="none", padding="0 0 0 24px", width="100%"),
-        )
-        kwargs.setdefault("layout", widgets.Layout(align_items="flex-start"))
+        # Made when first needed: the thumbnails when images arrive, the body when the user
+        # opens the view. A reply's calls are drawn on the main thread while clicks wait.
+        self._thumbnails_html: InertHTML | None = None
+        self._body: _Body | None = None
+        #: The latest progress the running call reported (``ToolCallProgress``), as text.
+        self._progress = ""
+        kwargs.setdefault("layout", parts.view_layout)
         super().__init__(
-            children=[self._header, self._thumbnails_html, self._body],
+            children=[self._header],
             tool_name=name,
             arguments=dict(arguments),
             **kwargs,
         )
         self._header.observe(self._on_header_toggled, names="value")
-        self._show_more.on_click(self._on_show_more)
         self._refresh_title()
-        self._refresh_arguments()
-        self._refresh_result()
 
     # -- state changes -----------------------------------------------------------------------
 
@@ -123,16 +141,26 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         if images:
             self.images = tuple(images)
             self._thumbnails = thumbnail_tags(self.images)
-            self._thumbnails_html.value = "".join(self._thumbnails)
-            self._thumbnails_html.layout.display = "flex"
-        self.set_trait("is_error", is_error)
-        self.set_trait("duration_s", duration_s)
-        self.set_trait("result", output)
-        self.status = status or ("error" if is_error else "done")
+            self._thumbnails_html = InertHTML("".join(self._thumbnails))
+            self._set_children()
+        with self._header.hold_sync():  # the new title in one message
+            self.set_trait("is_error", is_error)
+            self.set_trait("duration_s", duration_s)
+            self.set_trait("result", output)
+            self.status = status or ("error" if is_error else "done")
 
     def mark(self, status: str) -> None:
         """Set a status without a result (``waiting`` for approval, ``interrupted``)."""
-        self.status = status
+        with self._header.hold_sync():
+            self.status = status
+
+    def show_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The running call reported how far it got: its title shows the latest, until the call
+        ends (``ToolCallProgress``; an MCP server's progress notifications)."""
+        if self.finished:
+            return
+        self._progress = progress_text(progress, total, message)
+        self._refresh_title()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
@@ -142,17 +170,29 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
     @observe("status", "duration_s", "tool_name", "arguments")
     def _on_summary_change(self, change: dict[str, Any]) -> None:
         self._refresh_title()
-        if change["name"] == "arguments":
-            self._refresh_arguments()
+        if change["name"] == "arguments" and self._body is not None:
+            self._body.show_arguments(self.arguments)
 
     @observe("result", "shown_chars", "is_error")
     def _on_result_change(self, change: dict[str, Any]) -> None:
-        self._refresh_result()
+        if self._body is not None:
+            self._show_result(self._body)
 
     @observe("expanded")
     def _on_expanded(self, change: dict[str, Any]) -> None:
         self._header.value = bool(change["new"])
-        self._body.layout.display = "flex" if change["new"] else "none"
+        if change["new"] and self._body is None:
+            self._body = _Body(self._on_show_more)
+            self._body.show_arguments(self.arguments)
+            self._show_result(self._body)
+        if self._body is not None:
+            self._body.layout.display = "flex" if change["new"] else "none"
+        self._set_children()
+        self._refresh_title()
+
+    def _set_children(self) -> None:
+        parts = [self._header, self._thumbnails_html, self._body]
+        self.children = tuple(part for part in parts if part is not None)
 
     def _on_header_toggled(self, change: dict[str, Any]) -> None:
         self.expanded = bool(change["new"])
@@ -161,24 +201,50 @@ class ToolCallView(CallRendering, widgets.VBox):  # type: ignore[misc]
         self.shown_chars = min(self.shown_chars + SHOW_MORE_STEP, len(self.result))
 
     def _refresh_title(self) -> None:
-        self._header.description = tool_format.title(
-            self.tool_name, self.arguments, self.status, self.duration_s
-        )
+        title = tool_format.title(self.tool_name, self.arguments, self.status, self.duration_s)
+        if self._progress and self.status == "running":
+            title += f" · {self._progress}"
+        self._header.description = title
         self._header.button_style = _BUTTON_STYLES.get(self.status, "")
         self._header.icon = "chevron-down" if self.expanded else "chevron-right"
 
-    def _refresh_arguments(self) -> None:
-        self._arguments_html.value = _pre(tool_format.full_args(self.arguments, None, indent=""))
-
-    def _refresh_result(self) -> None:
+    def _show_result(self, body: _Body) -> None:
         if not self.result:
-            self._result_html.value = _pre("(running…)" if not self.finished else "(empty)")
-            self._show_more.layout.display = "none"
+            body.show_result("(running…)" if not self.finished else "(empty)", 0, is_error=False)
             return
         visible = self.result[: self.shown_chars]
-        hidden = len(self.result) - len(visible)
-        color = "#b00020" if self.is_error else None
+        body.show_result(visible, len(self.result) - len(visible), is_error=self.is_error)
+
+
+class _Body(widgets.VBox):  # type: ignore[misc]
+    """An open view's details: the full arguments, the result, and "show more" for a long one."""
+
+    def __init__(self, on_show_more: Any) -> None:
+        self._arguments_html = InertHTML()
+        self._result_html = InertHTML()
+        self._show_more = widgets.Button(
+            description="show more", layout=widgets.Layout(width="auto", display="none")
+        )
+        self._show_more.on_click(on_show_more)
+        super().__init__(
+            [
+                InertHTML("<b>arguments</b>"),
+                self._arguments_html,
+                InertHTML("<b>result</b>"),
+                self._result_html,
+                self._show_more,
+            ],
+            layout=widgets.Layout(padding="0 0 0 24px", width="100%"),
+        )
+
+    def show_arguments(self, arguments: dict[str, Any]) -> None:
+        self._arguments_html.value = _pre(tool_format.full_args(arguments, None, indent=""))
+
+    def show_result(self, visible: str, hidden: int, *, is_error: bool) -> None:
+        """``visible``: the part of the result shown; ``hidden``: how many characters follow."""
+        color = "#b00020" if is_error else None
         suffix = f"\n… {hidden} more characters" if hidden > 0 else ""
         self._result_html.value = _pre(visible + suffix, color)
         self._show_more.layout.display = "flex" if hidden > 0 else "none"
-        self._show_more.description = f"show more ({hidden} characters hidden)"
+        if hidden > 0:
+            self._show_more.description = f"show more ({hidden} characters hidden)"

@@ -1,0 +1,56 @@
+"""How a running tool says how far it got: a per-call callback, found without arguments.
+
+The agent's ``ToolRound`` runs each call under ``reporting(callback)``; a tool calls
+``report_progress(progress, total, message)`` (or ``ToolContext.report_progress``) and the round
+turns it into a ``ToolCallProgress`` event for that call, which the notebook view shows while the
+call runs. Concurrent calls of one reply share one ``ToolContext``, so the callback is found
+through a context variable, which each call's task (and a worker thread started with
+``asyncio.to_thread``) carries on its own. Outside a call, reporting does nothing. An MCP tool
+passes the server's progress notifications on through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class ProgressCallback(Protocol):
+    """Where a call's progress goes: ``progress`` of ``total`` (``None``: unknown), a message."""
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
+_reporter: contextvars.ContextVar[ProgressCallback | None] = contextvars.ContextVar(
+    "jupyter_agent_progress", default=None
+)
+
+
+def current_reporter() -> ProgressCallback | None:
+    """The running call's progress callback (``None`` outside a call)."""
+    return _reporter.get()
+
+
+def report_progress(
+    progress: float, total: float | None = None, message: str | None = None
+) -> None:
+    """Tell the running call's view how far the call got; nothing outside a call.
+
+    Safe from the event loop and from the call's worker thread; never raises."""
+    reporter = _reporter.get()
+    if reporter is None:
+        return
+    with contextlib.suppress(Exception):  # a view that cannot show it must not fail the tool
+        reporter(progress, total, message)
+
+
+@contextlib.contextmanager
+def reporting(callback: ProgressCallback) -> Iterator[None]:
+    """Run the block (one tool call) with ``callback`` as its progress callback."""
+    token = _reporter.set(callback)
+    try:
+        yield
+    finally:
+        _reporter.reset(token)
