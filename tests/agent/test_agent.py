@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_builder import SYSTEM, make_agent
 from fake_anthropic import ErrorReply, FakeAnthropic, Reply, api_problems, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
@@ -29,18 +30,7 @@ from jupyter_agent.events import (
     TurnStarted,
     Usage,
 )
-from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.decorator import tool
-from jupyter_agent.tools.registry import ToolRegistry
-
-SYSTEM = "You are a careful assistant."
-
-
-def make_registry(*tools: Any) -> ToolRegistry:
-    registry = ToolRegistry()
-    for item in tools:
-        registry.register(item)
-    return registry
 
 
 @tool
@@ -62,19 +52,6 @@ def explode(reason: str) -> str:
         reason: why
     """
     raise RuntimeError(f"boom: {reason}")
-
-
-def make_agent(
-    fake: FakeAnthropic, tmp_path: Path, *tools: Any, max_retries: int = 0, **kwargs: Any
-) -> Agent:
-    provider = AnthropicProvider("claude-test", client=fake.client(max_retries=max_retries))
-    return Agent(
-        provider,
-        workspace=tmp_path,
-        system_prompt=SYSTEM,
-        registry=make_registry(*(tools or (add, explode))),
-        **kwargs,
-    )
 
 
 async def collect(agent: Agent, prompt: str) -> list[AgentEvent]:
@@ -112,7 +89,7 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
             },
         ),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events = await collect(agent, "What is 2 + 3?")
 
     first, second = fake.requests
@@ -204,7 +181,7 @@ async def test_four_tools_sleeping_half_a_second_finish_well_under_two_seconds(
 async def test_cancel_mid_stream_keeps_the_partial_text(tmp_path: Path) -> None:
     gate = asyncio.Event()  # never set
     fake = FakeAnthropic(text("Partial answer then silence", gate=gate, chunk=14), text("Again."))
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     first_delta = asyncio.Event()
 
     async def run() -> None:
@@ -390,7 +367,7 @@ async def test_overloaded_529_then_success_uses_the_sdk_retry(tmp_path: Path) ->
         ErrorReply(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"}),
         text("made it"),
     )
-    agent = make_agent(fake, tmp_path, max_retries=2)
+    agent = make_agent(fake, tmp_path, add, explode, max_retries=2)
     assert await agent.chat("hello") == "made it"
     assert len(fake.requests) == 2
     assert fake.requests[0] == fake.requests[1]
@@ -400,7 +377,7 @@ async def test_overloaded_529_then_success_uses_the_sdk_retry(tmp_path: Path) ->
 async def test_overloaded_beyond_retries_is_a_provider_error(tmp_path: Path) -> None:
     overloaded = ErrorReply(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
     fake = FakeAnthropic(overloaded, overloaded, text("later"))
-    agent = make_agent(fake, tmp_path, max_retries=1)
+    agent = make_agent(fake, tmp_path, add, explode, max_retries=1)
     with pytest.raises(ProviderError, match=r"529 — overloaded_error: Overloaded"):
         await agent.chat("hello")
     assert len(fake.requests) == 2  # one try and one SDK retry; no second retry layer
@@ -413,7 +390,7 @@ async def test_400_is_raised_as_provider_error_then_a_chat_succeeds(tmp_path: Pa
         ErrorReply(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000"),
         text("hi again"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events: list[AgentEvent] = []
     with pytest.raises(ProviderError) as caught:
         async for event in agent.stream_chat("a very long prompt"):
@@ -443,7 +420,7 @@ async def test_failure_after_tools_ran_keeps_their_results_and_stays_valid(tmp_p
         ErrorReply(500, "api_error", "Internal server error"),
         text("The sum was 42."),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     with pytest.raises(ProviderError, match="500"):
         await agent.chat("add 20 and 22")
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user"]
@@ -468,7 +445,7 @@ async def test_max_turns_ends_cleanly_with_a_note(tmp_path: Path) -> None:
         ),
         text("continuing"),
     )
-    agent = make_agent(fake, tmp_path, max_turns=3)
+    agent = make_agent(fake, tmp_path, add, explode, max_turns=3)
     events = await collect(agent, "loop forever")
     final = events[-1]
     assert isinstance(final, AgentFinished)
@@ -498,7 +475,7 @@ async def test_malformed_tool_input_becomes_an_error_result_and_the_loop_goes_on
         ),
         text("sorry, let me fix that"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events = await collect(agent, "add badly")
     assert isinstance(events[-1], AgentFinished) and events[-1].text == "sorry, let me fix that"
     results = last_user_blocks(fake.requests[1])
@@ -520,7 +497,7 @@ async def test_unparseable_tool_json_is_a_provider_error_and_the_conversation_su
         Reply([tool_use("toolu_1", "add", {})], raw_json={"toolu_1": '{"a": 1,, "b": 2}'}),
         text("recovered"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     with pytest.raises(ProviderError, match="could not be read"):
         await agent.chat("add")
     assert agent.messages == []
@@ -531,7 +508,7 @@ async def test_text_deltas_stream_live_and_join_to_the_final_text(tmp_path: Path
     gate = asyncio.Event()
     answer = "Streaming means the first words arrive before the last ones are written."
     fake = FakeAnthropic(text(answer, gate=gate, chunk=5))
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     deltas: list[str] = []
     final: AgentFinished | None = None
     async for event in agent.stream_chat("stream please"):
@@ -617,7 +594,7 @@ async def test_session_context_clear_context_and_tool_management(tmp_path: Path)
         text("It is 3."),
         text("Fresh start."),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     await agent.chat("What is 1 + 2?")
     transcript = agent.session_context
     assert "## User\n\nWhat is 1 + 2?" in transcript
@@ -653,7 +630,7 @@ async def test_an_interrupted_stream_keeps_the_text_the_user_saw(tmp_path: Path)
     fake = FakeAnthropic(
         text("The beginning of a long answer", gate=gate, chunk=16), text("Resumed.")
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     stream = agent.stream_chat("tell me a story")
     async for event in stream:
         if isinstance(event, TextDelta):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -19,36 +18,13 @@ from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from ipython_shell import magics_of
 from mcp_processes import SERVER, processes_with, server_command
 from nbclient import NotebookClient
 
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.magics import AgentMagics
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 pytest.importorskip("mcp")
-
-
-@pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("AgentMagics", None)
-    ip.run_line_magic("load_ext", "jupyter_agent")
-    magics = get_magics(ip)
-    assert magics is not None
-    magics.workspace = str(tmp_path)
-    yield ip
-    if get_magics(ip) is not None:
-        ip.run_line_magic("unload_ext", "jupyter_agent")
-    ip.config.pop("AgentMagics", None)
-
-
-def magics_of(ip: InteractiveShell) -> AgentMagics:
-    magics = get_magics(ip)
-    assert isinstance(magics, AgentMagics)
-    return magics
 
 
 def add_line(name: str, marker: str, *options: str) -> str:
