@@ -149,32 +149,28 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
     assert isinstance(events[0], TurnStarted) and events[0].model == "claude-test"
 
 
-@tool
-async def nap(label: str, seconds: float) -> str:
-    """Sleep, then return the label.
+async def test_the_four_calls_of_one_reply_all_run_at_once(tmp_path: Path) -> None:
+    """Each call waits until all four have started: run one after another, the first would wait
+    for the others for ever (the timeout only turns that hang into a failed call)."""
+    all_started = asyncio.Barrier(4)
 
-    Args:
-        label: returned
-        seconds: how long
-    """
-    await asyncio.sleep(seconds)
-    return label
+    @tool
+    async def meet(label: str) -> str:
+        """Wait for the other calls, then return the label.
 
+        Args:
+            label: returned
+        """
+        async with asyncio.timeout(10):
+            await all_started.wait()
+        return label
 
-async def test_four_tools_sleeping_half_a_second_finish_well_under_two_seconds(
-    tmp_path: Path,
-) -> None:
     fake = FakeAnthropic(
-        Reply(
-            [tool_use(f"toolu_{i}", "nap", {"label": f"N{i}", "seconds": 0.5}) for i in range(4)]
-        ),
-        text("rested"),
+        Reply([tool_use(f"toolu_{i}", "meet", {"label": f"N{i}"}) for i in range(4)]),
+        text("met"),
     )
-    agent = make_agent(fake, tmp_path, nap)
-    started = time.perf_counter()
-    assert await agent.chat("take four naps") == "rested"
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"4 x 0.5 s took {elapsed:.2f} s"
+    agent = make_agent(fake, tmp_path, meet)
+    assert await agent.chat("meet four times") == "met"
     assert [r["content"] for r in last_user_blocks(fake.requests[1])] == ["N0", "N1", "N2", "N3"]
 
 
@@ -200,32 +196,39 @@ async def test_cancel_mid_stream_keeps_the_partial_text(tmp_path: Path) -> None:
 
 
 async def test_four_slow_tools_run_concurrently_and_answer_in_model_order(tmp_path: Path) -> None:
+    """All four calls start before any ends (a barrier: in series the first would wait for ever),
+    then they end in an order the test sets, unlike the model's: L3, then — once its end is
+    reported — L1, then L2, then L0."""
+    all_started = asyncio.Barrier(4)
+    may_end = {f"L{i}": asyncio.Event() for i in range(4)}
+    next_to_end = {"L3": "L1", "L1": "L2", "L2": "L0"}
+
     @tool
-    async def slow(label: str, seconds: float) -> str:
-        """Sleep, then return the label.
+    async def slow(label: str) -> str:
+        """Wait for the other calls and for this call's turn to end, then return the label.
 
         Args:
             label: returned
-            seconds: how long
         """
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(0.3)  # a call takes this long at least: its duration_s must say so
+        async with asyncio.timeout(10):
+            if await all_started.wait() == 0:
+                may_end["L3"].set()
+            await may_end[label].wait()
         return label
 
-    delays = [0.5, 0.35, 0.45, 0.3]
     fake = FakeAnthropic(
-        Reply(
-            [
-                tool_use(f"toolu_{i}", "slow", {"label": f"L{i}", "seconds": d})
-                for i, d in enumerate(delays)
-            ]
-        ),
+        Reply([tool_use(f"toolu_{i}", "slow", {"label": f"L{i}"}) for i in range(4)]),
         text("all done"),
     )
     agent = make_agent(fake, tmp_path, slow)
-    started = time.perf_counter()
-    events = await collect(agent, "run them")
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.2, f"four 0.3-0.5 s tools took {elapsed:.2f} s: not concurrent"
+    events: list[AgentEvent] = []
+    async for event in agent.stream_chat("run them"):
+        events.append(event)
+        if isinstance(event, ToolCallFinished):
+            ended = "L" + event.call_id.removeprefix("toolu_")
+            if ended in next_to_end:
+                may_end[next_to_end[ended]].set()
 
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     # events come as each call completes, the results go back in the model's order
