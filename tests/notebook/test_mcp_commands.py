@@ -12,15 +12,14 @@ import time
 import uuid
 from pathlib import Path
 
-import nbformat
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from ipython_shell import magics_of
+from kernel_frontend import run_notebook
 from mcp_processes import SERVER, processes_with, server_command
-from nbclient import NotebookClient
 
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
@@ -145,16 +144,6 @@ def test_servers_survive_a_settings_change(shell: InteractiveShell, tmp_path: Pa
 # -- a real kernel -----------------------------------------------------------------------------
 
 
-def _run_notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()
-    return nb
-
-
 def _gone(marker: str, within: float = 15.0) -> bool:
     deadline = time.monotonic() + within
     while processes_with(marker) and time.monotonic() < deadline:
@@ -168,7 +157,7 @@ def test_no_orphans_after_unload_ext_or_kernel_shutdown_in_a_real_kernel(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     unloaded, shut_down = uuid.uuid4().hex, uuid.uuid4().hex
-    nb = _run_notebook(
+    nb = run_notebook(
         tmp_path,
         [
             "%load_ext jupyter_agent",
