@@ -229,6 +229,27 @@ def reopen_notebook(page: object, server: Jupyter, path: str) -> object:
     return notebook_page
 
 
+def write_agent_notebook(path: Path, base_url: str, *cells: str, setup: str = "") -> None:
+    """A notebook at ``path``: a first cell that loads the extension with the fake Messages API at
+    ``base_url`` as its model (and runs ``setup``), then ``cells``."""
+    first = (
+        "%load_ext jupyter_agent\nimport os\n"
+        f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
+        "%config AgentMagics.provider = 'anthropic'"
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell(first + (f"\n{setup}" if setup else "")),
+        *(nbformat.v4.new_code_cell(source) for source in cells),
+    ]
+    nbformat.write(nb, path)
+
+
 FAILED_OUTPUTS = """[...document.querySelectorAll(
     '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
     .map(o => o.textContent).filter(t => /Error|Traceback/.test(t))"""

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import agent_builder
 import httpx2
 import openai
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.providers.openai_compat import OpenAIProvider
 from jupyter_agent.tools.decorator import tool
-from jupyter_agent.tools.registry import ToolRegistry
 
 Chunk = dict[str, Any]
 
@@ -126,11 +126,9 @@ def fail(why: str) -> str:
 
 
 def make_agent(server: FakeChatServer, tmp_path: Path) -> Agent:
-    registry = ToolRegistry()
-    registry.register(add)
-    registry.register(fail)
-    return Agent(
-        server.provider(), workspace=tmp_path, system_prompt="Be brief.", registry=registry
+    """An agent on the fake server with ``add`` and ``fail``."""
+    return agent_builder.make_agent(
+        server.provider(), tmp_path, add, fail, system_prompt="Be brief."
     )
 
 

@@ -1,6 +1,7 @@
 """A real ipykernel driven the way a notebook frontend drives it: execute cells, watch iopub, send
 widget ``comm_msg`` messages while a cell runs — for the kernel tests of every folder (the
-``kernel`` fixture that starts one with the extension loaded is in ``tests/notebook/conftest.py``).
+``kernel`` fixture that starts one with the extension loaded is in ``tests/notebook/conftest.py``);
+and a whole notebook run by nbclient, as ``jupyter nbconvert --execute`` runs it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from jupyter_client.manager import start_new_kernel
+from nbclient import NotebookClient
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -70,3 +73,17 @@ class Kernel:
     def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
         message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.client.shell_channel.send(message)
+
+
+def run_notebook(folder: Path, cells: list[str]) -> nbformat.NotebookNode:
+    """Run ``cells`` as a notebook in ``folder`` (nbclient, a fresh kernel); the notebook as it
+    was saved and read back."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+    client.execute()
+    saved = folder / "executed.ipynb"
+    nbformat.write(nb, saved)
+    return nbformat.read(saved, as_version=4)

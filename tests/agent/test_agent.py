@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_builder import SYSTEM, make_agent
 from fake_anthropic import ErrorReply, FakeAnthropic, Reply, api_problems, text, tool_use
 
 from jupyter_agent.agent.agent import Agent
@@ -29,18 +30,7 @@ from jupyter_agent.events import (
     TurnStarted,
     Usage,
 )
-from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.decorator import tool
-from jupyter_agent.tools.registry import ToolRegistry
-
-SYSTEM = "You are a careful assistant."
-
-
-def make_registry(*tools: Any) -> ToolRegistry:
-    registry = ToolRegistry()
-    for item in tools:
-        registry.register(item)
-    return registry
 
 
 @tool
@@ -62,19 +52,6 @@ def explode(reason: str) -> str:
         reason: why
     """
     raise RuntimeError(f"boom: {reason}")
-
-
-def make_agent(
-    fake: FakeAnthropic, tmp_path: Path, *tools: Any, max_retries: int = 0, **kwargs: Any
-) -> Agent:
-    provider = AnthropicProvider("claude-test", client=fake.client(max_retries=max_retries))
-    return Agent(
-        provider,
-        workspace=tmp_path,
-        system_prompt=SYSTEM,
-        registry=make_registry(*(tools or (add, explode))),
-        **kwargs,
-    )
 
 
 async def collect(agent: Agent, prompt: str) -> list[AgentEvent]:
@@ -112,7 +89,7 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
             },
         ),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events = await collect(agent, "What is 2 + 3?")
 
     first, second = fake.requests
@@ -172,39 +149,35 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
     assert isinstance(events[0], TurnStarted) and events[0].model == "claude-test"
 
 
-@tool
-async def nap(label: str, seconds: float) -> str:
-    """Sleep, then return the label.
+async def test_the_four_calls_of_one_reply_all_run_at_once(tmp_path: Path) -> None:
+    """Each call waits until all four have started: run one after another, the first would wait
+    for the others for ever (the timeout only turns that hang into a failed call)."""
+    all_started = asyncio.Barrier(4)
 
-    Args:
-        label: returned
-        seconds: how long
-    """
-    await asyncio.sleep(seconds)
-    return label
+    @tool
+    async def meet(label: str) -> str:
+        """Wait for the other calls, then return the label.
 
+        Args:
+            label: returned
+        """
+        async with asyncio.timeout(10):
+            await all_started.wait()
+        return label
 
-async def test_four_tools_sleeping_half_a_second_finish_well_under_two_seconds(
-    tmp_path: Path,
-) -> None:
     fake = FakeAnthropic(
-        Reply(
-            [tool_use(f"toolu_{i}", "nap", {"label": f"N{i}", "seconds": 0.5}) for i in range(4)]
-        ),
-        text("rested"),
+        Reply([tool_use(f"toolu_{i}", "meet", {"label": f"N{i}"}) for i in range(4)]),
+        text("met"),
     )
-    agent = make_agent(fake, tmp_path, nap)
-    started = time.perf_counter()
-    assert await agent.chat("take four naps") == "rested"
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"4 x 0.5 s took {elapsed:.2f} s"
+    agent = make_agent(fake, tmp_path, meet)
+    assert await agent.chat("meet four times") == "met"
     assert [r["content"] for r in last_user_blocks(fake.requests[1])] == ["N0", "N1", "N2", "N3"]
 
 
 async def test_cancel_mid_stream_keeps_the_partial_text(tmp_path: Path) -> None:
     gate = asyncio.Event()  # never set
     fake = FakeAnthropic(text("Partial answer then silence", gate=gate, chunk=14), text("Again."))
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     first_delta = asyncio.Event()
 
     async def run() -> None:
@@ -223,32 +196,39 @@ async def test_cancel_mid_stream_keeps_the_partial_text(tmp_path: Path) -> None:
 
 
 async def test_four_slow_tools_run_concurrently_and_answer_in_model_order(tmp_path: Path) -> None:
+    """All four calls start before any ends (a barrier: in series the first would wait for ever),
+    then they end in an order the test sets, unlike the model's: L3, then — once its end is
+    reported — L1, then L2, then L0."""
+    all_started = asyncio.Barrier(4)
+    may_end = {f"L{i}": asyncio.Event() for i in range(4)}
+    next_to_end = {"L3": "L1", "L1": "L2", "L2": "L0"}
+
     @tool
-    async def slow(label: str, seconds: float) -> str:
-        """Sleep, then return the label.
+    async def slow(label: str) -> str:
+        """Wait for the other calls and for this call's turn to end, then return the label.
 
         Args:
             label: returned
-            seconds: how long
         """
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(0.3)  # a call takes this long at least: its duration_s must say so
+        async with asyncio.timeout(10):
+            if await all_started.wait() == 0:
+                may_end["L3"].set()
+            await may_end[label].wait()
         return label
 
-    delays = [0.5, 0.35, 0.45, 0.3]
     fake = FakeAnthropic(
-        Reply(
-            [
-                tool_use(f"toolu_{i}", "slow", {"label": f"L{i}", "seconds": d})
-                for i, d in enumerate(delays)
-            ]
-        ),
+        Reply([tool_use(f"toolu_{i}", "slow", {"label": f"L{i}"}) for i in range(4)]),
         text("all done"),
     )
     agent = make_agent(fake, tmp_path, slow)
-    started = time.perf_counter()
-    events = await collect(agent, "run them")
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.2, f"four 0.3-0.5 s tools took {elapsed:.2f} s: not concurrent"
+    events: list[AgentEvent] = []
+    async for event in agent.stream_chat("run them"):
+        events.append(event)
+        if isinstance(event, ToolCallFinished):
+            ended = "L" + event.call_id.removeprefix("toolu_")
+            if ended in next_to_end:
+                may_end[next_to_end[ended]].set()
 
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     # events come as each call completes, the results go back in the model's order
@@ -390,7 +370,7 @@ async def test_overloaded_529_then_success_uses_the_sdk_retry(tmp_path: Path) ->
         ErrorReply(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"}),
         text("made it"),
     )
-    agent = make_agent(fake, tmp_path, max_retries=2)
+    agent = make_agent(fake, tmp_path, add, explode, max_retries=2)
     assert await agent.chat("hello") == "made it"
     assert len(fake.requests) == 2
     assert fake.requests[0] == fake.requests[1]
@@ -400,7 +380,7 @@ async def test_overloaded_529_then_success_uses_the_sdk_retry(tmp_path: Path) ->
 async def test_overloaded_beyond_retries_is_a_provider_error(tmp_path: Path) -> None:
     overloaded = ErrorReply(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
     fake = FakeAnthropic(overloaded, overloaded, text("later"))
-    agent = make_agent(fake, tmp_path, max_retries=1)
+    agent = make_agent(fake, tmp_path, add, explode, max_retries=1)
     with pytest.raises(ProviderError, match=r"529 — overloaded_error: Overloaded"):
         await agent.chat("hello")
     assert len(fake.requests) == 2  # one try and one SDK retry; no second retry layer
@@ -413,7 +393,7 @@ async def test_400_is_raised_as_provider_error_then_a_chat_succeeds(tmp_path: Pa
         ErrorReply(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000"),
         text("hi again"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events: list[AgentEvent] = []
     with pytest.raises(ProviderError) as caught:
         async for event in agent.stream_chat("a very long prompt"):
@@ -443,7 +423,7 @@ async def test_failure_after_tools_ran_keeps_their_results_and_stays_valid(tmp_p
         ErrorReply(500, "api_error", "Internal server error"),
         text("The sum was 42."),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     with pytest.raises(ProviderError, match="500"):
         await agent.chat("add 20 and 22")
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user"]
@@ -468,7 +448,7 @@ async def test_max_turns_ends_cleanly_with_a_note(tmp_path: Path) -> None:
         ),
         text("continuing"),
     )
-    agent = make_agent(fake, tmp_path, max_turns=3)
+    agent = make_agent(fake, tmp_path, add, explode, max_turns=3)
     events = await collect(agent, "loop forever")
     final = events[-1]
     assert isinstance(final, AgentFinished)
@@ -498,7 +478,7 @@ async def test_malformed_tool_input_becomes_an_error_result_and_the_loop_goes_on
         ),
         text("sorry, let me fix that"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     events = await collect(agent, "add badly")
     assert isinstance(events[-1], AgentFinished) and events[-1].text == "sorry, let me fix that"
     results = last_user_blocks(fake.requests[1])
@@ -520,7 +500,7 @@ async def test_unparseable_tool_json_is_a_provider_error_and_the_conversation_su
         Reply([tool_use("toolu_1", "add", {})], raw_json={"toolu_1": '{"a": 1,, "b": 2}'}),
         text("recovered"),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     with pytest.raises(ProviderError, match="could not be read"):
         await agent.chat("add")
     assert agent.messages == []
@@ -531,7 +511,7 @@ async def test_text_deltas_stream_live_and_join_to_the_final_text(tmp_path: Path
     gate = asyncio.Event()
     answer = "Streaming means the first words arrive before the last ones are written."
     fake = FakeAnthropic(text(answer, gate=gate, chunk=5))
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     deltas: list[str] = []
     final: AgentFinished | None = None
     async for event in agent.stream_chat("stream please"):
@@ -617,7 +597,7 @@ async def test_session_context_clear_context_and_tool_management(tmp_path: Path)
         text("It is 3."),
         text("Fresh start."),
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     await agent.chat("What is 1 + 2?")
     transcript = agent.session_context
     assert "## User\n\nWhat is 1 + 2?" in transcript
@@ -653,7 +633,7 @@ async def test_an_interrupted_stream_keeps_the_text_the_user_saw(tmp_path: Path)
     fake = FakeAnthropic(
         text("The beginning of a long answer", gate=gate, chunk=16), text("Resumed.")
     )
-    agent = make_agent(fake, tmp_path)
+    agent = make_agent(fake, tmp_path, add, explode)
     stream = agent.stream_chat("tell me a story")
     async for event in stream:
         if isinstance(event, TextDelta):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_builder import SYSTEM, make_agent
 from fake_anthropic import (
     FakeAnthropic,
     Reply,
@@ -46,20 +47,9 @@ from jupyter_agent.events import (
     ThinkingDelta,
     ToolCallFinished,
 )
-from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest, ModelResponse, ProviderEvent
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
-
-SYSTEM = "You are a careful assistant."
-
-
-def make_agent(fake: FakeAnthropic, tmp_path: Path, *tools: Any, **kwargs: Any) -> Agent:
-    registry = ToolRegistry()
-    for item in tools:
-        registry.register(item)
-    provider = AnthropicProvider("claude-test", client=fake.client())
-    return Agent(provider, workspace=tmp_path, system_prompt=SYSTEM, registry=registry, **kwargs)
 
 
 async def collect(agent: Agent, prompt: str, **kwargs: Any) -> list[AgentEvent]:

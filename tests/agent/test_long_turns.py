@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_builder import make_agent
 from fake_anthropic import (
     FakeAnthropic,
     Reply,
@@ -31,7 +32,6 @@ from jupyter_agent.agent.agent import Agent
 from jupyter_agent.events import AgentError, ContextCompacted
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.decorator import tool
-from jupyter_agent.tools.registry import ToolRegistry
 
 WINDOW = 24_000
 RESULT_CHARS = 4_000
@@ -78,20 +78,19 @@ def long_turns(rounds: int, *, think: bool) -> Any:
     return step
 
 
-def make_agent(fake: FakeAnthropic, tmp_path: Path, *, think: bool = False) -> Agent:
-    registry = ToolRegistry()
-    registry.register(work)
+def make_long_agent(fake: FakeAnthropic, tmp_path: Path, *, think: bool = False) -> Agent:
+    """Threads off and a context window the fake API enforces, for turns of many rounds."""
     provider = AnthropicProvider(
         "claude-test",
         client=fake.client(),
         threads=False,
         thinking_budget=1024 if think else None,
     )
-    return Agent(
+    return make_agent(
         provider,
-        workspace=tmp_path,
+        tmp_path,
+        work,
         system_prompt="Be thorough.",
-        registry=registry,
         max_turns=1_000,
         context_window=WINDOW,
     )
@@ -111,7 +110,7 @@ def notes(body: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("think", [False, True], ids=["plain", "thinking"])
 async def test_a_turn_of_150_rounds_keeps_few_messages(tmp_path: Path, think: bool) -> None:
     fake = FakeAnthropic(*[long_turns(150, think=think)] * 400, context_limit=WINDOW)
-    agent = make_agent(fake, tmp_path, think=think)
+    agent = make_long_agent(fake, tmp_path, think=think)
     events = [e async for e in agent.stream_chat("Call work 150 times, then say done.")]
     assert not [e for e in events if isinstance(e, AgentError)]
     compactions = [e for e in events if isinstance(e, ContextCompacted)]
@@ -154,7 +153,7 @@ async def test_a_turn_of_150_rounds_keeps_few_messages(tmp_path: Path, think: bo
 
 async def test_earlier_turns_keep_their_prompt_first_round_and_answer(tmp_path: Path) -> None:
     fake = FakeAnthropic(*[long_turns(6, think=False)] * 400, context_limit=WINDOW)
-    agent = make_agent(fake, tmp_path)
+    agent = make_long_agent(fake, tmp_path)
     for index in range(12):
         assert await agent.chat(f"Question {index}: call work six times.") == "done"
     requests = [b for b in fake.requests if "compact a long conversation" not in str(b["system"])]
@@ -218,7 +217,7 @@ async def test_a_paused_reply_is_continued_with_the_results_it_follows(tmp_path:
         return Reply([tool_use(f"toolu_{n}", "work", {"i": n})])
 
     fake = FakeAnthropic(*[step] * 30, context_limit=WINDOW)
-    agent = make_agent(fake, tmp_path)
+    agent = make_long_agent(fake, tmp_path)
     events = [e async for e in agent.stream_chat("Call work eight times, then search.")]
     assert not [e for e in events if isinstance(e, AgentError)]
     assert [e for e in events if isinstance(e, ContextCompacted)]

@@ -38,6 +38,7 @@ from browser_jupyter import (
     reopen_notebook,
     serve_jupyter,
     wait_kernel_ready,
+    write_agent_notebook,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -103,24 +104,14 @@ def script(fake: Any) -> None:
 
 
 def write_notebook(root: Path, base_url: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "%load_ext jupyter_agent\nimport os\n"
-            f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-            "%config AgentMagics.provider = 'anthropic'"
-        ),
-        nbformat.v4.new_code_cell("%agent_tools policy run_cell allow\n%agent config"),
-        nbformat.v4.new_code_cell("%%agent\nBuild a small analysis of data"),
-        nbformat.v4.new_code_cell("%%agent\nRun something slow"),
-        nbformat.v4.new_code_cell("%agent undo"),
-    ]
-    nbformat.write(nb, root / NOTEBOOK)
+    write_agent_notebook(
+        root / NOTEBOOK,
+        base_url,
+        "%agent_tools policy run_cell allow\n%agent config",
+        "%%agent\nBuild a small analysis of data",
+        "%%agent\nRun something slow",
+        "%agent undo",
+    )
 
 
 def cell_with(page: Any, source: str) -> Any:

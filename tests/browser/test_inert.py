@@ -19,13 +19,13 @@ import re
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 from browser_jupyter import (
     CHROMIUM_ARGS,
     Jupyter,
     chromium_or_skip,
     open_notebook,
+    write_agent_notebook,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -80,23 +80,13 @@ ACTIVE_IN_OUTPUTS = """() => {
 
 
 def _hostile_notebook(root: Path, base_url: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "%load_ext jupyter_agent\nimport os, pathlib\n"
-            f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-            "%config AgentMagics.provider = 'anthropic'\n"
-            f"pathlib.Path('page.html').write_text({PAGE!r})"
-        ),
-        nbformat.v4.new_code_cell("%%agent\nSummarise page.html"),
-        nbformat.v4.new_code_cell("%agent history"),
-    ]
-    nbformat.write(nb, root / NOTEBOOK)
+    write_agent_notebook(
+        root / NOTEBOOK,
+        base_url,
+        "%%agent\nSummarise page.html",
+        "%agent history",
+        setup=f"import pathlib\npathlib.Path('page.html').write_text({PAGE!r})",
+    )
 
 
 def test_hostile_answer_and_history_run_nothing(jupyter: Jupyter) -> None:

@@ -49,6 +49,7 @@ from browser_jupyter import (
     open_notebook,
     reopen_notebook,
     wait_kernel_ready,
+    write_agent_notebook,
 )
 
 DOCS = REPO / "docs"
@@ -191,28 +192,16 @@ class _SlowGate:
 
 
 def _canvas_notebook(root: Path, base_url: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "%load_ext jupyter_agent\nimport os\n"
-            f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-            "%config AgentMagics.provider = 'anthropic'"
-        ),
-        nbformat.v4.new_code_cell(
-            "import matplotlib.pyplot as plt\nweekly_sales = [12, 15, 11, 19, 24]\n"
-            "plt.figure(figsize=(5, 2.5))\nplt.plot(weekly_sales, marker='o')\n"
-            "plt.title('Weekly sales')\nplt.show()"
-        ),
-        nbformat.v4.new_code_cell("%%agent\nWhat does my plot show?"),
-        nbformat.v4.new_code_cell("%%agent\nTell me a long story"),
-        nbformat.v4.new_code_cell("print('next cell works')"),
-    ]
-    nbformat.write(nb, root / CANVAS)
+    write_agent_notebook(
+        root / CANVAS,
+        base_url,
+        "import matplotlib.pyplot as plt\nweekly_sales = [12, 15, 11, 19, 24]\n"
+        "plt.figure(figsize=(5, 2.5))\nplt.plot(weekly_sales, marker='o')\n"
+        "plt.title('Weekly sales')\nplt.show()",
+        "%%agent\nWhat does my plot show?",
+        "%%agent\nTell me a long story",
+        "print('next cell works')",
+    )
 
 
 def _script_canvas(fake: object) -> None:

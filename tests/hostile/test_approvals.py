@@ -10,7 +10,6 @@ SDK against a loopback fake).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,9 @@ from jupyter_agent.agent.gate import Ask, Refuse, Run
 from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.events import ToolCallFinished
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.context import ToolContext
-
-
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookSession]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    session = NotebookSession(
-        SessionSettings(workspace=str(tmp_path)), namespace={}, notify=lambda _line: None
-    )
-    yield session
-    session.close()
 
 
 def use_fake(session: NotebookSession, *script: Reply) -> FakeAnthropic:

@@ -9,16 +9,14 @@ save follows no link. Driven through the real magics in a real ``InteractiveShel
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropic, text
+from fake_anthropic import text
 from IPython.core.interactiveshell import InteractiveShell
+from ipython_shell import magics_of, use_fake
 
 from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.providers.anthropic import AnthropicProvider
 
 
 @pytest.fixture(autouse=True)
@@ -29,29 +27,17 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+def shell(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> InteractiveShell:
+    """The shared shell, working in a folder of its own with a system prompt of the user's."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     monkeypatch.chdir(workspace)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("AgentMagics", None)
-    ip.run_line_magic("load_ext", "jupyter_agent")
-    magics = get_magics(ip)
-    assert magics is not None
+    magics = magics_of(shell)
     magics.workspace = str(workspace)
     magics.system_prompt = "You are the user's careful assistant."
-    yield ip
-    ip.run_line_magic("unload_ext", "jupyter_agent")
-    ip.config.pop("AgentMagics", None)
-
-
-def use_fake(ip: InteractiveShell, *script: Any) -> FakeAnthropic:
-    fake = FakeAnthropic(*script)
-    magics = get_magics(ip)
-    assert magics is not None
-    magics.use_provider(AnthropicProvider(client=fake.client()))
-    return fake
+    return shell
 
 
 def run(ip: InteractiveShell, code: str) -> BaseException | None:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import git, init_repo
 
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
@@ -24,23 +24,6 @@ from jupyter_agent.tools.files import EditFileTool, MkdirTool, WriteFileTool
 from jupyter_agent.tools.git import GitCommitTool
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(repo: Path, *args: str) -> str:
-    completed = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    return completed.stdout
-
-
-def init_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "--quiet", "--initial-branch=main")
-    git(path, "config", "user.name", "Test Author")
-    git(path, "config", "user.email", "test@example.com")
-    git(path, "config", "commit.gpgsign", "false")
-    (path / "README.md").write_text("readme\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "--quiet", "-m", "initial")
-    return path
 
 
 @pytest.fixture
@@ -104,7 +87,7 @@ async def test_a_bare_repository_planted_in_a_subfolder_workspace(
     git's discovery checks each folder for ``.git`` and then whether the folder itself is a bare
     repository — so the planted one wins over the real repository above it.
     """
-    repo = init_repo(tmp_path / "project")
+    repo = init_repo(tmp_path / "project", first_commit=True)
     workspace = repo / "notebooks"
     workspace.mkdir()
     model = Model(workspace)
@@ -128,7 +111,7 @@ async def test_a_gitconfig_planted_when_the_workspace_is_home(
     tmp_path: Path, canary: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A workspace that is (or contains) ``$HOME``: the model writes ``~/.gitconfig``."""
-    workspace = init_repo(tmp_path / "home")
+    workspace = init_repo(tmp_path / "home", first_commit=True)
     monkeypatch.setenv("HOME", str(workspace))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     model = Model(workspace)
@@ -147,7 +130,7 @@ async def test_a_gitconfig_planted_when_the_workspace_is_home(
 async def test_an_xdg_git_config_planted_in_the_workspace(
     tmp_path: Path, canary: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = init_repo(tmp_path / "repo")
+    workspace = init_repo(tmp_path / "repo", first_commit=True)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(workspace / ".config"))
     model = Model(workspace)
     await model.write_file(".config/git/config", planted_config(canary))
@@ -165,7 +148,7 @@ async def test_a_hook_the_user_configured_cannot_be_rewritten_into_a_command(
     ``edit_file`` keeps the file's mode, so the executable hook stays executable with the
     model's content — the next commit would run it.
     """
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", first_commit=True)
     git(repo, "config", "core.hooksPath", ".husky")
     hook = repo / ".husky" / "pre-commit"
     hook.parent.mkdir()
@@ -189,7 +172,7 @@ async def test_a_pre_commit_framework_config_is_not_run(tmp_path: Path, canary: 
     """pre-commit installs ``.git/hooks/pre-commit``, which runs what ``.pre-commit-config.yaml``
     names; the model writes that file. (The hook here stands in for pre-commit's: it runs the
     ``entry`` lines of the config.)"""
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", first_commit=True)
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(
         "#!/bin/sh\n"
@@ -213,7 +196,7 @@ async def test_the_users_signing_program_and_ssh_agent_are_not_used(
 ) -> None:
     """git_commit commits with the user's identity and nothing else of theirs: no signing (whose
     program would see the ssh agent), no ``SSH_AUTH_SOCK`` in git's environment."""
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", first_commit=True)
     seen = tmp_path / "signer-env"
     signer = tmp_path / "signer.sh"
     signer.write_text(f"#!/bin/sh\nenv > {seen}\nexit 1\n")
@@ -233,7 +216,7 @@ async def test_git_sees_no_secret_in_its_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even a command the user configured (a clean filter here) sees no key and no agent."""
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", first_commit=True)
     dump = tmp_path / "filter-env"
     git(repo, "config", "filter.dump.clean", f"sh -c 'env > {dump}; cat'")  # the user's own
     (repo / ".gitattributes").write_text("*.txt filter=dump\n")
@@ -260,7 +243,7 @@ async def test_a_repository_config_that_includes_a_workspace_file_is_refused(
     """The user's ``.git/config`` includes a file the model can write (relative ``../x``, or
     absolute in a folder with a non-ASCII name, which git prints quoted): git_commit must
     refuse, not run the filter the model wrote there."""
-    repo = init_repo(tmp_path / folder)
+    repo = init_repo(tmp_path / folder, first_commit=True)
     target = str(repo / ".gitconfig") if include == "ABSOLUTE" else include
     git(repo, "config", "include.path", target)
     model = Model(repo)
@@ -286,7 +269,7 @@ async def test_git_runs_sandboxed_so_a_repo_config_changed_by_run_bash_cannot_re
     if not bwrap_works():
         pytest.skip("needs bubblewrap (.ci/run installs it)")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-for-the-filter")
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", first_commit=True)
     seen = tmp_path / "outside" / "filter-saw"
     bash = RunBashTool(ToolContext(repo))
     command = (

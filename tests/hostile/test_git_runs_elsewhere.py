@@ -10,11 +10,11 @@ loop against the fake Messages API.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from git_repo import git, init_repo
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.agent.gate import Ask, Refuse, Run
@@ -34,22 +34,10 @@ PAYLOAD = (
 )
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    return done.stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "--quiet")
-    git(path, "config", "user.name", "The User")
-    git(path, "config", "user.email", "user@example.com")
-    (path / "README.md").write_text("readme\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "--quiet", "-m", "initial")
-    return path
+    """A repository with a first commit (``HEAD`` exists)."""
+    return init_repo(tmp_path / "repo", first_commit=True)
 
 
 def commits(repo: Path) -> int:

@@ -10,7 +10,6 @@ import asyncio
 import os
 import re
 import stat
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,22 +24,6 @@ from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.pysearch import _Glob, _glob_pieces, _Nfa
 from jupyter_agent.tools.registry import ToolRegistry
 from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    git(ws, "config", "user.email", "audit@example.com")
-    git(ws, "config", "user.name", "Audit")
-    return ws
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import http.server
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,19 +22,10 @@ from loop_watch import LoopWatch
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.errors import MCPServerError
 from jupyter_agent.mcp.schema import MAX_TOOLS_PER_SERVER
-from jupyter_agent.providers.offline import OfflineProvider
 
 pytest.importorskip("mcp")
 
 SERVER = str(Path(__file__).parents[1] / "mcp_servers" / "hostile_server.py")
-
-
-@pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
-    agent = Agent(OfflineProvider(), workspace=tmp_path)
-    yield agent
-
-    await agent.toolbox.mcp.aclose()
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):

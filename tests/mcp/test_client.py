@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,14 +25,6 @@ from jupyter_agent.mcp.config import registry_name
 from jupyter_agent.providers.offline import OfflineProvider
 
 pytest.importorskip("mcp")
-
-
-@pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
-    agent = Agent(OfflineProvider(), workspace=tmp_path)
-    yield agent
-
-    await agent.toolbox.mcp.aclose()
 
 
 @pytest.fixture
@@ -279,33 +269,9 @@ async def test_mcp_tools_run_through_the_agent_loop_under_their_policy(tmp_path:
 # -- streamable HTTP ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def http_server() -> Iterator[str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, SERVER, "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait(10)
+def http_server(http_port: int) -> str:
+    return f"http://127.0.0.1:{http_port}/mcp"
 
 
 async def test_http_server_on_loopback_is_the_users_choice(agent: Agent, http_server: str) -> None:

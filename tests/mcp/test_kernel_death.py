@@ -15,26 +15,9 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.manager import start_new_kernel
+from mcp_processes import SERVER, processes_with
 
 pytest.importorskip("mcp")
-
-SERVER = str(Path(__file__).parents[1] / "mcp_servers" / "sdk_server.py")
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids (not zombies) whose command line contains ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and stat[stat.rindex(")") + 2] not in "ZX":
-            found.append(int(entry.name))
-    return found
 
 
 def run(client: object, code: str) -> str:

@@ -9,10 +9,8 @@ its boundary (``socket.getaddrinfo``) to play a rebinding answer.
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,6 @@ import pytest
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.errors import MCPServerError
-from jupyter_agent.providers.offline import OfflineProvider
 from jupyter_agent.tools.factory import create_default_registry
 
 pytest.importorskip("mcp")
@@ -28,42 +25,11 @@ pytest.importorskip("mcp")
 HERE = Path(__file__).parents[1] / "mcp_servers"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def http_port() -> Iterator[int]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "sdk_server.py"), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield port
-    finally:
-        process.kill()
-        process.wait(10)
-
-
 @pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
-    agent = Agent(OfflineProvider(), workspace=tmp_path)
-    agent.registry = create_default_registry(agent.context)  # web_fetch: public hosts only
-    yield agent
-
-    await agent.toolbox.mcp.aclose()
+def agent(agent: Agent) -> Agent:
+    """The shared agent with the default registry (web_fetch: public hosts only)."""
+    agent.registry = create_default_registry(agent.context)
+    return agent
 
 
 async def test_a_loopback_server_the_user_added_works_and_web_fetch_stays_closed(

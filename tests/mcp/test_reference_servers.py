@@ -1,61 +1,34 @@
 """Results as the model should see them, from the official reference MCP servers.
 
 ``@modelcontextprotocol/server-everything`` and ``server-filesystem`` are installed pinned with
-npm into a cache folder on first use (``JUPYTER_AGENT_TEST_CACHE``, default
-``~/.cache/jupyter-agent-tests``), as the browser tests use Chromium; the tests skip, saying why,
-only when npm is missing or the install fails. The model is ``FakeAnthropic`` (the real SDK over a
-mock transport), so what is asserted is the request the model would receive.
+npm into a cache folder on first use (``npm_packages.py``), as the browser tests use Chromium; the
+tests skip, saying why, only when npm or node is missing or the install fails (on CI they fail).
+The model is ``FakeAnthropic`` (the real SDK over a mock transport), so what is asserted is the
+request the model would receive.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from npm_packages import SERVER_EVERYTHING, SERVER_FILESYSTEM, npm_package, unavailable
 
 from jupyter_agent.agent.agent import Agent
 
 pytest.importorskip("mcp")
 
-EVERYTHING = "@modelcontextprotocol/server-everything"
-FILESYSTEM = "@modelcontextprotocol/server-filesystem"
-VERSIONS = {EVERYTHING: "2026.8.31", FILESYSTEM: "2026.8.31"}
 
-
-def _cache() -> Path:
-    root = os.environ.get("JUPYTER_AGENT_TEST_CACHE") or Path.home() / ".cache/jupyter-agent-tests"
-    return Path(root) / "mcp-npm"
-
-
-def _installed(package: str) -> Path:
-    cache = _cache()
-    manifest = cache / "node_modules" / package / "package.json"
-    if manifest.is_file() and f'"version": "{VERSIONS[package]}"' in manifest.read_text():
-        return manifest.parent
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm and node are needed to install the reference MCP servers")
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache)]
-        + [f"{name}@{version}" for name, version in VERSIONS.items()],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0 or not manifest.is_file():
-        pytest.skip(f"npm could not install {package}: {done.stderr.strip()[-300:]}")
-    return manifest.parent
-
-
-def server(package: str, *args: str) -> list[str]:
-    return [str(shutil.which("node")), str(_installed(package) / "dist" / "index.js"), *args]
+def server(spec: str, *args: str) -> list[str]:
+    """The command that runs the pinned reference server ``spec`` with ``args``."""
+    node = shutil.which("node")
+    if node is None:
+        unavailable("node is not installed")
+    return [str(node), str(npm_package(spec) / "dist" / "index.js"), *args]
 
 
 async def run_one_call(tmp_path: Path, command: list[str], tool: str, args: dict[str, Any]) -> Any:
@@ -97,7 +70,9 @@ async def test_everythings_logo_with_a_damaged_optional_chunk_reaches_the_model(
     tmp_path: Path,
 ) -> None:
     """The logo's iCCP chunk has a wrong CRC: the picture must survive it."""
-    result = await run_one_call(tmp_path, server(EVERYTHING, "stdio"), "ref__get-tiny-image", {})
+    result = await run_one_call(
+        tmp_path, server(SERVER_EVERYTHING, "stdio"), "ref__get-tiny-image", {}
+    )
     assert "could not be read" not in all_text(result)
     images = [block for block in blocks_of(result) if block["type"] == "image"]
     assert len(images) == 1
@@ -113,7 +88,7 @@ async def test_filesystems_media_file_is_one_image_and_no_base64_text(tmp_path: 
     encoded = base64.b64encode((tmp_path / "plot.png").read_bytes()).decode()
     result = await run_one_call(
         tmp_path,
-        server(FILESYSTEM, str(tmp_path)),
+        server(SERVER_FILESYSTEM, str(tmp_path)),
         "ref__read_media_file",
         {"path": str(tmp_path / "plot.png")},
     )
@@ -130,14 +105,14 @@ async def test_filesystems_text_results_arrive_once(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     read = await run_one_call(
         tmp_path,
-        server(FILESYSTEM, str(tmp_path)),
+        server(SERVER_FILESYSTEM, str(tmp_path)),
         "ref__read_text_file",
         {"path": str(tmp_path / "notes.txt")},
     )
     assert all_text(read).count(marker) == 1, all_text(read)
     listed = await run_one_call(
         tmp_path,
-        server(FILESYSTEM, str(tmp_path)),
+        server(SERVER_FILESYSTEM, str(tmp_path)),
         "ref__list_directory",
         {"path": str(tmp_path)},
     )

@@ -8,8 +8,6 @@ does: a ``comm_msg`` on the shell channel while the cell runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +16,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import Terminal, use_fake
 from kernel_frontend import WIDGET_VIEW, Kernel
 
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
-
-
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookSession]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    session = NotebookSession(SessionSettings(workspace=str(tmp_path)), namespace={}, notify=print)
-    yield session
-    session.close()
 
 
 def test_with_no_one_to_answer_the_model_is_told_so(session: NotebookSession) -> None:

@@ -8,7 +8,6 @@ estimates are easy to reason about.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,12 +22,9 @@ PRICES = {"claude-test": {"input": 1000, "output": 1000}}
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookSession]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    settings = SessionSettings(workspace=str(tmp_path), prices=PRICES)
-    session = NotebookSession(settings, namespace={}, notify=print)
-    yield session
-    session.close()
+def session_settings(tmp_path: Path) -> SessionSettings:
+    """The shared session, with a price table of its own."""
+    return SessionSettings(workspace=str(tmp_path), prices=PRICES)
 
 
 def _fake(session: NotebookSession, *script: Reply) -> FakeAnthropic:

@@ -16,7 +16,7 @@ from typing import Any
 import nbformat
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
-from kernel_frontend import Kernel
+from kernel_frontend import Kernel, run_notebook
 from nbclient import NotebookClient
 
 from jupyter_agent.notebook.inert import is_answer
@@ -24,18 +24,6 @@ from jupyter_agent.notebook.inert import is_answer
 pytestmark = pytest.mark.slow
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def _run_notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()
-    saved = tmp_path / "executed.ipynb"
-    nbformat.write(nb, saved)
-    return nbformat.read(saved, as_version=4)
 
 
 def test_a_saved_agent_cell_keeps_a_static_record_and_no_widget_view(
@@ -54,7 +42,7 @@ def test_a_saved_agent_cell_keeps_a_static_record_and_no_widget_view(
         Reply([tool_use("toolu_3", "read_file", {"file_path": "missing.txt"})]),
         text("Sales grew **12%** this quarter."),
     )
-    nb = _run_notebook(
+    nb = run_notebook(
         tmp_path,
         [
             "%load_ext jupyter_agent",
@@ -225,7 +213,7 @@ def test_undo_names_the_agent_cell_by_its_execution_count(
         Reply([tool_use("toolu_1", "write_file", {"file_path": "a.txt", "content": "new\n"})]),
         text("Written."),
     )
-    nb = _run_notebook(tmp_path, ["%load_ext jupyter_agent", "%%agent\nWrite a.txt", "%agent undo"])
+    nb = run_notebook(tmp_path, ["%load_ext jupyter_agent", "%%agent\nWrite a.txt", "%agent undo"])
     agent_cell, undo_cell = nb.cells[1], nb.cells[2]
     said = "".join(o.get("text", "") for o in undo_cell.outputs)
     assert f"'cell {agent_cell.execution_count}'" in said, said
@@ -312,7 +300,7 @@ def test_a_notebook_run_by_nbclient_saves_no_widget_state(
             ),
             text(f"Answer {cell}."),
         )
-    nb = _run_notebook(
+    nb = run_notebook(
         tmp_path, ["%load_ext jupyter_agent", *(f"%%agent\nQuestion {n}" for n in range(cells))]
     )
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})

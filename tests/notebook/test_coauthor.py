@@ -16,14 +16,13 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
-from jupyter_client.manager import start_new_kernel
-from notebook_fake_server import serve
+from kernel_frontend import Kernel as FrontendKernel
 
 pytestmark = pytest.mark.slow
 
@@ -151,18 +150,15 @@ class FakeNotebook:
         raise ValueError(f"unknown op {kind}")
 
 
-class Kernel:
-    """A kernel driven like JupyterLab: cells with their ids, iopub watched, comm messages."""
+class Kernel(FrontendKernel):
+    """A kernel driven like JupyterLab: cells run with their ids, and every iopub message goes
+    to the open notebook (the co-authoring comm's frontend side)."""
 
     def __init__(self, cwd: Path) -> None:
-        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
+        super().__init__(cwd)
         self.notebook: FakeNotebook | None = None
 
-    def close(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=True)
-
-    def execute(
+    def execute(  # type: ignore[override]
         self, code: str, cell_id: str = "user-cell", timeout: float = 60
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         content = {
@@ -198,35 +194,15 @@ class Kernel:
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply["content"], outputs
 
-    def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
-        message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
-        self.client.shell_channel.send(message)
-
 
 def printed(outputs: list[dict[str, Any]]) -> str:
     return "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
 
 
 @pytest.fixture
-def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    fake = FakeAnthropic()
-    with serve(fake) as base_url:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
-        monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
-        yield fake
-
-
-@pytest.fixture
-def kernel(tmp_path: Path, fake_api: FakeAnthropic) -> Iterator[Kernel]:
-    kernel = Kernel(tmp_path)
-    try:
-        reply, outputs = kernel.execute("%load_ext jupyter_agent")
-        assert reply["status"] == "ok", outputs
-        yield kernel
-    finally:
-        kernel.close()
+def kernel_class() -> type[Kernel]:
+    """The shared ``kernel`` fixture, driven as JupyterLab drives it (cell ids, the notebook)."""
+    return Kernel
 
 
 @pytest.fixture

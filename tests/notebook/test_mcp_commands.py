@@ -10,45 +10,20 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import nbformat
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from ipython_shell import magics_of
+from kernel_frontend import run_notebook
 from mcp_processes import SERVER, processes_with, server_command
-from nbclient import NotebookClient
 
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.magics import AgentMagics
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 pytest.importorskip("mcp")
-
-
-@pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("AgentMagics", None)
-    ip.run_line_magic("load_ext", "jupyter_agent")
-    magics = get_magics(ip)
-    assert magics is not None
-    magics.workspace = str(tmp_path)
-    yield ip
-    if get_magics(ip) is not None:
-        ip.run_line_magic("unload_ext", "jupyter_agent")
-    ip.config.pop("AgentMagics", None)
-
-
-def magics_of(ip: InteractiveShell) -> AgentMagics:
-    magics = get_magics(ip)
-    assert isinstance(magics, AgentMagics)
-    return magics
 
 
 def add_line(name: str, marker: str, *options: str) -> str:
@@ -169,16 +144,6 @@ def test_servers_survive_a_settings_change(shell: InteractiveShell, tmp_path: Pa
 # -- a real kernel -----------------------------------------------------------------------------
 
 
-def _run_notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()
-    return nb
-
-
 def _gone(marker: str, within: float = 15.0) -> bool:
     deadline = time.monotonic() + within
     while processes_with(marker) and time.monotonic() < deadline:
@@ -192,7 +157,7 @@ def test_no_orphans_after_unload_ext_or_kernel_shutdown_in_a_real_kernel(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     unloaded, shut_down = uuid.uuid4().hex, uuid.uuid4().hex
-    nb = _run_notebook(
+    nb = run_notebook(
         tmp_path,
         [
             "%load_ext jupyter_agent",

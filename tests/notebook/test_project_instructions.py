@@ -6,23 +6,13 @@ The session runs without IPython, the model faked at the HTTP boundary (``fake_a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.project_files import MAX_INSTRUCTIONS_CHARS
-
-
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookSession]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    session = NotebookSession(SessionSettings(workspace=str(tmp_path)), namespace={}, notify=print)
-    yield session
-    session.close()
 
 
 def _fake(session: NotebookSession, *script: Reply) -> FakeAnthropic:

@@ -28,7 +28,8 @@ class SimulatedClock:
 
 
 @pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
+def bare_shell() -> Iterator[InteractiveShell]:
+    """IPython's display machinery, without the extension."""
     yield InteractiveShell.instance()
     InteractiveShell.clear_instance()
 
@@ -50,7 +51,7 @@ def stream_answer(tokens: list[str], tokens_per_s: float) -> tuple[list[Any], Ri
 
 @pytest.mark.parametrize("tokens_per_s", [20, 50, 100, 400, 2000])
 def test_a_2000_token_answer_costs_at_most_60_updates_at_any_speed(
-    shell: InteractiveShell, tokens_per_s: float
+    bare_shell: InteractiveShell, tokens_per_s: float
 ) -> None:
     # Tokens of 2 to 9 characters, about 4 on average, as English text tokenises.
     tokens = [("a" * (2 + i % 8)) + (" " if i % 3 else "\n") for i in range(2000)]
@@ -60,14 +61,14 @@ def test_a_2000_token_answer_costs_at_most_60_updates_at_any_speed(
     assert markdown[-1].data["text/plain"] == "".join(tokens)
 
 
-def test_a_short_answer_still_updates_every_interval(shell: InteractiveShell) -> None:
+def test_a_short_answer_still_updates_every_interval(bare_shell: InteractiveShell) -> None:
     # 150 tokens at 50 tokens/s: 3 s of streaming, short text, so the 0.15 s pace applies.
     markdown, _ = stream_answer([f"w{i} " for i in range(150)], 50)
     assert len(markdown) >= 15
 
 
 def test_thinking_shows_collapsed_and_a_compaction_says_what_it_did(
-    shell: InteractiveShell,
+    bare_shell: InteractiveShell,
 ) -> None:
     """Issue 12: the notebook shows thinking as a collapsed block (never in the answer) and a
     compaction as a notice with the token counts before and after."""

@@ -123,18 +123,6 @@ def test_the_printed_lines_are_well_formed() -> None:
     assert entry["mcpServers"]["jupyter"]["headers"] == {"Authorization": "Bearer tok-en"}
 
 
-@pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "jupyter_agent")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "jupyter_agent")
-
-
 def test_the_subcommand_in_a_shell(shell: InteractiveShell) -> None:
     with pytest.raises(UsageError, match=r"unknown tool.*nope"):
         shell.run_line_magic("agent", "serve --tools nope")

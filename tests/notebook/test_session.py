@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,6 @@ from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.notebook.usage_report import usage_report
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.offline import OFFLINE_NOTICE
-
-
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookSession]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    notes: list[str] = []
-    session = NotebookSession(
-        SessionSettings(workspace=str(tmp_path)), namespace={}, notify=notes.append
-    )
-    session.notes = notes  # type: ignore[attr-defined]
-    yield session
-    session.close()
 
 
 def use_fake(session: NotebookSession, *script: Reply) -> FakeAnthropic:

@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from agent_builder import make_agent
 from fake_anthropic import (
     THREADS_BETA,
     FakeAnthropic,
@@ -36,7 +37,6 @@ from jupyter_agent.events import AgentError, TextDelta
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest
 from jupyter_agent.tools.decorator import tool
-from jupyter_agent.tools.registry import ToolRegistry
 
 
 @tool
@@ -76,10 +76,9 @@ async def client(base_url: str) -> AsyncIterator[anthropic.AsyncAnthropic]:
     await client.close()
 
 
-def make_agent(provider: AnthropicProvider, workspace: Path) -> Agent:
-    registry = ToolRegistry()
-    registry.register(probe)
-    return Agent(provider, workspace=workspace, system_prompt="You check items.", registry=registry)
+def checker(provider: AnthropicProvider, workspace: Path) -> Agent:
+    """An agent on ``provider`` that checks items with ``probe``."""
+    return make_agent(provider, workspace, probe, system_prompt="You check items.")
 
 
 def continued_from(body: dict[str, Any]) -> str | None:
@@ -96,7 +95,7 @@ async def test_a_chat_sends_only_the_new_messages_after_its_first_request(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), calls(2, 1, 2), calls(3, 3), text("All fine."), text("Yes."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     assert await agent.chat("Check everything.") == (
         "Checking, turn 1.\n\nChecking, turn 2.\n\nChecking, turn 3.\n\nAll fine."
     )
@@ -122,7 +121,7 @@ async def test_reset_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Hello again."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     agent.clear_context()
     assert await agent.chat("Hi.") == "Hello again."
@@ -136,7 +135,7 @@ async def test_an_edited_conversation_is_sent_whole(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, edit: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Noted."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     if edit == "text in place":
         agent.messages[0]["content"][0]["text"] = "Check twice."
@@ -156,7 +155,7 @@ async def test_compaction_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0, 1), calls(2, 2), text("Done."), text("Still fine."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     assert await agent.compact() is not None  # the old tool results are stubs now
     assert await agent.chat("Anything else?") == "Still fine."
@@ -168,7 +167,7 @@ async def test_a_summary_request_goes_alone_and_leaves_the_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("A summary."), text("More."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     summary = ModelRequest("Summarise.", [{"role": "user", "content": "..."}], [], "summary")
     _ = [event async for event in agent.provider.stream(summary)]
@@ -183,7 +182,7 @@ async def test_another_providers_turns_are_sent_as_new_messages(
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("From the other one."), text("Back."))
     mine = AnthropicProvider("claude-test", client=client, threads=True)
-    agent = make_agent(mine, tmp_path)
+    agent = checker(mine, tmp_path)
     await agent.chat("Check.")
     other_client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=0)
     try:
@@ -211,7 +210,7 @@ async def test_a_server_that_refuses_threads_gets_whole_conversations(
     fake.threads = server
     fake.add(calls(1, 0), calls(2, 1), text("Done."), text("Again."))
     provider = AnthropicProvider("claude-test", client=client, threads=True)
-    agent = make_agent(provider, tmp_path)
+    agent = checker(provider, tmp_path)
     events = [e async for e in agent.stream_chat("Check.")]
     assert not [e for e in events if isinstance(e, AgentError)]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)).endswith("Done.")
@@ -228,7 +227,7 @@ async def test_a_lost_thread_is_replayed_whole(
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Still here."))
     provider = AnthropicProvider("claude-test", client=client, threads=True)
-    agent = make_agent(provider, tmp_path)
+    agent = checker(provider, tmp_path)
     await agent.chat("Check.")
     fake.held.clear()  # the server forgot every thread
     assert await agent.chat("Are you there?") == "Still here."
@@ -241,7 +240,7 @@ async def test_threads_off_sends_what_it_always_sent(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=False), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=False), tmp_path)
     await agent.chat("Check.")
     assert all("thread" not in body for body in fake.wire)
     assert [len(body["messages"]) for body in fake.wire] == [1, 3]
@@ -256,7 +255,7 @@ async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
         text("Found it."),
         text("You're welcome."),
     )
-    agent = make_agent(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
     assert await agent.chat("Find it.") == "Searching first.\n\nFound it."
     assert continued_from(fake.wire[1]) is not None and fake.wire[1]["messages"] == []
     assert await agent.chat("Thanks.") == "You're welcome."
@@ -273,7 +272,7 @@ async def test_thinking_stays_on_the_server_and_round_trips(
         Reply([thinking("Fine.", "sig-2"), {"type": "text", "text": "Item 7 is fine."}]),
     )
     provider = AnthropicProvider("claude-test", client=client, thinking_budget=1024, threads=True)
-    agent = make_agent(provider, tmp_path)
+    agent = checker(provider, tmp_path)
     assert await agent.chat("Check item 7.") == "Item 7 is fine."
     assert continued_from(fake.wire[1]) is not None
     assert [b["type"] for b in fake.wire[1]["messages"][0]["content"]] == ["tool_result"]
@@ -289,9 +288,7 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
         text("A long answer that streams slowly.", gate=gate),
         text("Fresh answer."),
     )
-    agent = make_agent(
-        AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path
-    )
+    agent = checker(AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path)
     started = asyncio.Event()
 
     async def chat() -> None:
@@ -313,9 +310,7 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
 async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
     """The continuation marks the end of what it sends; the thread's own prompt is read back."""
     fake = FakeAnthropic(calls(1, *range(25)), text("Done."))
-    agent = make_agent(
-        AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path
-    )
+    agent = checker(AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path)
     await agent.chat("Check all.")
     marked = [
         block
@@ -332,7 +327,7 @@ async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Understood."))
     provider = AnthropicProvider("claude-test", client=client, threads=True)
-    agent = make_agent(provider, tmp_path)
+    agent = checker(provider, tmp_path)
     await agent.chat("Check.")
     if change == "system prompt":
         agent.set_system_prompt("New rules.")
@@ -378,7 +373,7 @@ async def test_an_overloaded_continuation_is_retried_whole(tmp_path: Path) -> No
         max_retries=1,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle)),
     )
-    agent = make_agent(
+    agent = checker(
         AnthropicProvider("claude-test", client=client, max_retry_wait=0.01, threads=True), tmp_path
     )
     assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
@@ -394,7 +389,7 @@ async def test_through_a_proxy_threads_are_off_unless_asked_for(
     pass on only the new messages: the next cell's prompt would reach the model alone. So there
     the default is whole conversations, as before threads."""
     fake.add(calls(1, 0), text("All fine."), text("Yes."))
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client), tmp_path)
     assert agent.provider.threads is False
     await agent.chat("Check everything.")
     await agent.chat("Sure?")
@@ -410,7 +405,7 @@ async def test_against_anthropics_own_api_threads_are_on_by_default(tmp_path: Pa
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
     )
     assert str(client.base_url).startswith("https://api.anthropic.com")
-    agent = make_agent(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = checker(AnthropicProvider("claude-test", client=client), tmp_path)
     assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
     assert fake.wire[0]["thread"] == {"type": "create"}
     assert continued_from(fake.wire[1]) is not None and len(fake.wire[1]["messages"]) == 1
@@ -424,7 +419,10 @@ async def test_two_chats_on_one_provider_never_continue_each_others_thread(
     # two conversations alternate on it, and neither may land on the other's thread; each goes
     # on with its own.
     provider = AnthropicProvider("claude-test", client=client, threads=True)
-    first, second = make_agent(provider, tmp_path), make_agent(provider, tmp_path)
+    first, second = (
+        checker(provider, tmp_path),
+        checker(provider, tmp_path),
+    )
     fake.add(text("A one."), calls(1, 0), text("B one."), text("A two."))
     await first.chat("Chat A, first.")
     a_reply = fake.last_reply_id
@@ -450,7 +448,7 @@ async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
     import copy
 
     plain = AnthropicProvider("claude-test", client=client, threads=True)
-    agent = make_agent(plain, tmp_path)
+    agent = checker(plain, tmp_path)
     fake.add(calls(1, 0), text("Plain."))
     await agent.chat("First.")
     thinker = copy.copy(plain)
@@ -474,7 +472,7 @@ async def test_each_of_many_chats_goes_on_with_its_own_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     provider = AnthropicProvider("claude-test", client=client, threads=True)
-    agents = [make_agent(provider, tmp_path) for _ in range(4)]
+    agents = [checker(provider, tmp_path) for _ in range(4)]
     for round_ in range(3):
         for index, agent in enumerate(agents):
             fake.add(text(f"Chat {index}, answer {round_}."))
@@ -486,7 +484,7 @@ async def test_each_of_many_chats_goes_on_with_its_own_thread(
     # threads of chats long gone are not kept for ever
     for index in range(20):
         fake.add(text("Yet another."))
-        await make_agent(provider, tmp_path).chat(f"Throwaway {index}.")
+        await checker(provider, tmp_path).chat(f"Throwaway {index}.")
     fake.add(text("Still here."))
     await agents[0].chat("Back to the first chat.")
     assert fake.wire[-1]["thread"] == {"type": "create"}
@@ -506,7 +504,7 @@ async def test_a_client_assigned_later_decides_whether_threads_are_used(tmp_path
     assert provider.threads is True
     provider.client = fake.client()  # another host (api.anthropic.test): a proxy, in-process
     assert provider.threads is False
-    agent = make_agent(provider, tmp_path)
+    agent = checker(provider, tmp_path)
     await agent.chat("Check.")
     await agent.chat("Check again.")
     assert all("thread" not in body for body in fake.wire)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Literal
 
 import pytest
@@ -171,22 +170,24 @@ async def test_return_values_become_text() -> None:
 
 
 async def test_sync_functions_run_in_worker_threads_in_parallel() -> None:
+    """Each call waits in its thread for all four to be running: in series the first would wait
+    for ever (the barrier's timeout only turns that hang into a failed call)."""
     loop_thread = threading.get_ident()
     seen: list[int] = []
+    all_running = threading.Barrier(4, timeout=10)
 
     @tool
     def slow() -> str:
         seen.append(threading.get_ident())
-        time.sleep(0.3)
+        all_running.wait()
         return "ok"
 
     registry = ToolRegistry()
     registry.register(slow)
-    start = time.perf_counter()
     results = await asyncio.gather(*(registry.call("slow", {}) for _ in range(4)))
-    assert all(r.content == "ok" for r in results)
-    assert time.perf_counter() - start < 1.0  # 4 x 0.3 s would be 1.2 s in series
+    assert [r.content for r in results] == ["ok"] * 4, results
     assert loop_thread not in seen
+    assert len(set(seen)) == 4  # four threads at once
 
 
 def test_lambda_needs_a_name() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_layout import SECRET, Layout, bad_text_paths, build, hostile_paths, snapshot
+from hostile_layout import SECRET, Layout, bad_text_paths, hostile_paths, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,11 +57,6 @@ class Harness:
 
     async def call(self, name: str, **args: Any) -> ToolResult:
         return await self.registry.call(name, args)
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return build(tmp_path)
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import git, init_repo
 
 from jupyter_agent.errors import PathOutsideWorkspaceError
 from jupyter_agent.tools.base import ToolFailure
@@ -17,27 +17,8 @@ from jupyter_agent.tools.registry import ToolRegistry
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def git(repo: Path, *args: str) -> str:
-    completed = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    return completed.stdout
-
-
-def init_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "--quiet")
-    git(path, "config", "user.name", "Test Author")
-    git(path, "config", "user.email", "test@example.com")
-    git(path, "config", "commit.gpgsign", "false")
-    return path
-
-
 def committed_files(repo: Path, rev: str = "HEAD") -> list[str]:
     return git(repo, "show", "--name-only", "--format=", rev).split()
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
 
 
 async def test_commit_lands_with_message_and_given_paths_only(repo: Path) -> None:

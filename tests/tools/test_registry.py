@@ -329,17 +329,19 @@ async def test_cancellation_propagates(registry: ToolRegistry) -> None:
 
 
 async def test_concurrent_calls_run_in_parallel(registry: ToolRegistry) -> None:
-    class Sleepy(RecordingTool):
+    """Each call waits for all five to have started: called one after another, the first would
+    wait for the others for ever (the timeout only turns that hang into a failed call)."""
+    all_started = asyncio.Barrier(5)
+
+    class Meeting(RecordingTool):
         async def execute(self, args: dict[str, object]) -> str:
-            await asyncio.sleep(0.2)
+            async with asyncio.timeout(10):
+                await all_started.wait()
             return "done"
 
-    registry.register(Sleepy("sleepy"))
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    results = await asyncio.gather(*(registry.call("sleepy", {}) for _ in range(5)))
+    registry.register(Meeting("meeting"))
+    results = await asyncio.gather(*(registry.call("meeting", {}) for _ in range(5)))
     assert [r.content for r in results] == ["done"] * 5
-    assert loop.time() - start < 0.8
 
 
 # -- ToolContext (001): tools get state without the Agent ------------------------------------------

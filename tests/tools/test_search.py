@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_layout import SECRET, Layout, build, snapshot
+from hostile_layout import SECRET, Layout, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,8 +62,8 @@ def make_tree(layout: Layout) -> Path:
 
 
 @pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    layout = build(tmp_path)
+def layout(layout: Layout) -> Layout:
+    """The shared hostile layout with the search tree planted in its workspace."""
     make_tree(layout)
     return layout
 

@@ -5,17 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-from hostile_layout import Layout, build
+from hostile_layout import Layout
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
 from jupyter_agent.tools.session_file import SaveSessionContextTool, render_session_file
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return build(tmp_path)
 
 
 def registry_for(context: ToolContext) -> ToolRegistry:

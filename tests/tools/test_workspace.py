@@ -19,11 +19,6 @@ from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.workspace import Workspace
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return build(tmp_path)
-
-
 def test_root_is_real_and_must_be_a_folder(layout: Layout) -> None:
     assert Workspace(layout.ws_link).root == layout.ws
     with pytest.raises(WorkspaceError):
