@@ -1,4 +1,4 @@
-"""A "Go" button under a ``%%agent --plan`` answer, in JupyterLab (issue 25).
+"""A "Go" button under a ``%%agent --plan`` answer, in JupyterLab and Notebook 7 (issue 25).
 
 With the co-authoring extension connected the plan ends with a Go button; a click inserts a
 ``%agent go`` cell right after the plan cell and runs it through the front end, so the run has a
@@ -13,8 +13,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_browser import CHROMIUM_ARGS, LAB, chromium_or_skip, open_notebook, serve_jupyter
-from test_browser_coauthor import BUILT, cell_with, connected, prompt_done, run, wait_done
+from test_browser import CHROMIUM_ARGS, FrontEnd, chromium_or_skip, open_notebook, serve_jupyter
+from test_browser_coauthor import (  # noqa: F401  (front_end: the fixture)
+    BUILT,
+    cell_with,
+    connected,
+    front_end,
+    prompt_done,
+    run,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -22,7 +30,9 @@ NOTEBOOK = "plan.ipynb"
 
 
 def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    front_end: FrontEnd,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     chromium = chromium_or_skip()
     assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
@@ -39,7 +49,7 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
         text("Carried out: the revenue per unit is in place."),
     )
     with (
-        serve_jupyter(LAB, tmp_path) as server,
+        serve_jupyter(front_end, tmp_path) as server,
         serve(fake) as base_url,
         sync_playwright() as playwright,
     ):

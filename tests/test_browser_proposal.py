@@ -4,7 +4,7 @@ Tutorial 05 (``propose_cell``) added one more proposed cell on every run + save:
 through ``set_next_input``, which JupyterLab always answers with a new cell. With the co-authoring
 extension connected the proposal is placed through the notebook model: a re-run replaces the
 earlier proposal right below the cell — if it is the agent's, never run and not edited — instead
-of adding another. JupyterLab in headless Chromium with the extension (as in
+of adding another. JupyterLab and Notebook 7 in headless Chromium with the extension (as in
 ``test_browser_coauthor.py``), the model the fake Messages API on loopback: run the cell twice,
 save — one proposed cell, holding the latest proposal.
 """
@@ -16,8 +16,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_browser import CHROMIUM_ARGS, LAB, chromium_or_skip, open_notebook, serve_jupyter
-from test_browser_coauthor import BUILT, agent_cell, cell_with, connected, run
+from test_browser import CHROMIUM_ARGS, FrontEnd, chromium_or_skip, open_notebook, serve_jupyter
+from test_browser_coauthor import (  # noqa: F401  (front_end: the fixture)
+    BUILT,
+    agent_cell,
+    cell_with,
+    connected,
+    front_end,
+    run,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -27,7 +34,9 @@ SECOND = "revenue_per_unit = (df['revenue'] / df['units']).round(2)"
 
 
 def test_a_rerun_replaces_its_own_unexecuted_proposal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    front_end: FrontEnd,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     chromium = chromium_or_skip()
     assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
@@ -48,7 +57,7 @@ def test_a_rerun_replaces_its_own_unexecuted_proposal(
         text("And again."),
     )
     with (
-        serve_jupyter(LAB, tmp_path) as server,
+        serve_jupyter(front_end, tmp_path) as server,
         serve(fake) as base_url,
         sync_playwright() as playwright,
     ):
