@@ -147,3 +147,16 @@ def test_to_a_pipe_the_text_stays_plain_and_both_lines_stay() -> None:
     text = out.getvalue()
     assert "slow(seconds=2) · running" in text and "slow(seconds=2) · done" in text
     assert "# Result\n\n**bold**\n" in text and "\x1b" not in text
+
+
+def test_a_long_paragraph_streams_by_words_with_its_marks_closed() -> None:
+    """A paragraph is often one long line: it shows as it comes, never with a half-open mark
+    (``**bo`` would print raw asterisks) and never a raw escape of the model's."""
+    from jupyter_agent.notebook.terminal_markdown import BOLD, RESET, MarkdownLines
+
+    lines = MarkdownLines()
+    assert lines.feed("This is **bo") == "This is "
+    assert lines.feed("ld** and\x1b[2J more") == f"{BOLD}bold{RESET} and\\x1b[2J "
+    assert lines.feed(" text\n") == "more text\n"
+    assert lines.feed("# Head") == ""  # a heading waits for its line
+    assert lines.feed("ing\n") == f"{BOLD}\x1b[4mHeading{RESET}\n"

@@ -64,10 +64,29 @@ class MarkdownLines:
         self._line_started = False
 
     def feed(self, text: str) -> str:
-        """The complete lines ``text`` ends, rendered (the rest waits for its newline)."""
+        """What can be shown of ``text`` now: the lines it completes, and of a paragraph's
+        unfinished line the words whose inline marks are closed (a paragraph is often one long
+        line; the reader should see it stream)."""
         self._pending += text
         *lines, self._pending = self._pending.split("\n")
-        return "".join(self._line(line) + "\n" for line in lines)
+        shown = "".join(self._line(line) + "\n" for line in lines)
+        return shown + self._words_so_far()
+
+    def _words_so_far(self) -> str:
+        pending = self._pending
+        if self._in_code or not pending:
+            return ""
+        if not self._line_started and not (pending[0].isalpha() or pending[0] in "\"'(“"):
+            return ""  # a heading, list item, quote or fence may be starting: wait for the line
+        cut = pending.rfind(" ")
+        while cut > 0:
+            words = pending[: cut + 1]
+            ticks, stars = words.count("`"), words.replace("**", "").count("*")
+            if ticks % 2 == 0 and words.count("**") % 2 == 0 and stars % 2 == 0:
+                self._pending = pending[cut + 1 :]
+                return self._line(words, partial=True)
+            cut = pending.rfind(" ", 0, cut)
+        return ""
 
     def flush(self) -> str:
         """The unfinished line as far as it goes (before other output, or at the end)."""
