@@ -37,6 +37,15 @@ class Decision:
     #: not asked again for what it covers (``web_fetch``: that host); a tool asked about for its
     #: ``ask`` policy gets ``allow``.
     remember: bool = False
+    #: On a Deny, the user's own words (typed in the prompt; one line, may be empty): told to the
+    #: model as "Denied by the user: ...".
+    said: str = ""
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """What the user typed as a reason, as one line of at most ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Decision]]

@@ -259,3 +259,16 @@ RUN_ALL_OVER = f"""() => {{
     const done = prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
     return done || {FAILED_OUTPUTS}.length > 0;
 }}"""
+
+
+#: A rendered widget view (the live tool-call views and the Stop button of a running turn).
+WIDGET_VIEW = ".jp-OutputArea-output .jupyter-widgets"
+
+
+class SlowGate:
+    """``Reply.gate``: the story trickles, one piece every 0.3 s, so there is time to stop it."""
+
+    async def wait(self) -> None:
+        import asyncio
+
+        await asyncio.sleep(0.3)

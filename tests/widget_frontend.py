@@ -117,3 +117,21 @@ class Frontend:
                 found.append(child)
             found.extend(self.find(child, model_name))
         return found
+
+
+# What the browser sends, for tests that hold a widget rather than a Frontend.
+
+
+def frontend_update(widget: widgets.Widget, **state: Any) -> None:
+    """What the browser sends when the user changes a control."""
+    widget._handle_msg(
+        {
+            "content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+            "buffers": [],
+        }
+    )
+
+
+def frontend_click(button: widgets.Button) -> None:
+    message = {"method": "custom", "content": {"event": "click"}}
+    button._handle_msg({"content": {"data": message}, "buffers": []})

@@ -131,6 +131,11 @@ class PolicyGate:
             elif decision.remember:
                 self.set_policy(request.name, "allow")
             return Run()
+        if decision.said:
+            return Refuse(
+                f"Error: {request.name} was not run. Denied by the user: {decision.said}{why}",
+                "user",
+            )
         said = f" The user said: {decision.reason}" if decision.reason else ""
         return Refuse(
             f"Error: the user declined this call of {request.name}; it was not run.{said}{why}",

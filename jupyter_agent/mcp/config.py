@@ -10,6 +10,7 @@ or deny; ``ask`` by default: a server's tools are someone else's code) and ``"re
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -91,8 +92,12 @@ class MCPServerConfig:
 
     @property
     def target(self) -> str:
-        """The command line or URL, as shown to the user."""
-        return " ".join(self.command) if self.command else str(self.url)
+        """The command line or URL, as shown to the user: the kernel's own interpreter is shown as
+        ``python`` (its absolute path says where the user's venv is, not what runs)."""
+        if not self.command:
+            return str(self.url)
+        program = "python" if self.command[0] == sys.executable else self.command[0]
+        return " ".join([program, *self.command[1:]])
 
 
 def parse_server_entry(name: str, entry: object) -> MCPServerConfig:

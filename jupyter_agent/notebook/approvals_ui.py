@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from ..approvals import ApprovalRequest, Decision
+from ..approvals import ApprovalRequest, Decision, one_line
 from . import tool_format
 from .bridge import MainThreadBridge
 from .inert import visible
@@ -105,4 +105,11 @@ class NotebookApprovals:
             return Decision(True)
         if answer.strip().lower() in ("a", "always"):
             return Decision(True, remember=True)
-        return Decision(False, "denied at the prompt")
+        try:
+            said = input("Why? (optional, Enter to skip) ")
+        except (EOFError, OSError, RuntimeError):
+            said = ""
+        said = one_line(said)
+        if said:
+            print(f"Denied: {name} was not run (the user said: {visible(said)})")
+        return Decision(False, "denied at the prompt", said=said)

@@ -22,6 +22,20 @@ from typing import Any, TextIO
 
 from .inert import visible
 
+#: Writes that reached the console's streams while routed (any thread), and printed texts shown:
+#: a renderer that rewrites its own last lines on a terminal first checks nothing came between.
+_writes = 0
+
+
+def write_count() -> int:
+    """How many writes went to the routed streams so far (see ``_writes``)."""
+    return _writes
+
+
+def _count_write() -> None:
+    global _writes
+    _writes += 1
+
 
 @dataclass(frozen=True, slots=True)
 class PrintedText:
@@ -37,11 +51,12 @@ class PrintedText:
         if isinstance(current, _ThreadRouter):
             target = current.original
         if target is not None:
-            target.write(visible(self.text) if _is_terminal(target) else self.text)
+            _count_write()
+            target.write(visible(self.text) if is_terminal(target) else self.text)
             target.flush()
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     """Whether ``stream`` is a terminal, which obeys escape sequences (a kernel's stream is not:
     the frontend shows its colours and carriage returns as text, which a tool's progress bar
     relies on)."""
@@ -61,6 +76,7 @@ class _ThreadRouter:
         self._main = threading.main_thread()
 
     def write(self, text: str) -> int:
+        _count_write()
         if threading.current_thread() is self._main:
             return self.original.write(text)
         if text:

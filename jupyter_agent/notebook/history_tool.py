@@ -54,7 +54,7 @@ def render_cell(cell: RecordedCell, images: list[Image], image_room: int) -> str
             except (binascii.Error, ValueError):
                 lines.append(f"[{media_type} image unreadable]")
                 continue
-            lines.append(f"[{media_type} image, sent with this result]")
+            lines.append(f"[{media_type} image of cell [{label}], sent with this result]")
     if cell.truncated:
         lines.append("[this cell's output was longer; the record keeps its first 2 MB]")
     return "\n".join(lines)

@@ -13,6 +13,13 @@ poller is closed. ``wait`` sleeps on that socket and a wake-up descriptor togeth
 main-thread pump sleeps there, so a click wakes it at once. Kernels without that thread
 (ipykernel 6) get the same effect through ``jupyter_ui_poll``. Where neither works,
 ``available`` is ``False`` and callers fall back to a text prompt.
+
+While a poller is open the kernel stays "busy" for the frontend (``_StayBusy``): JupyterLab 4 sends
+widget messages to a kernel subshell, which handles them on its own thread at once and publishes
+"busy" then "idle" for each — and the frontend's status bar shows the last status it got, so it
+said Idle while the cell still ran. After such an "idle" the kernel now says "busy" again, with the
+running ``execute_request`` as parent (the status a frontend ties to that cell is unchanged: its
+own "idle" still comes when the cell ends).
 """
 
 from __future__ import annotations
@@ -49,6 +56,53 @@ def unattended_kernel(shell: Any) -> bool:
     return kernel is not None and not bool(getattr(kernel, "_allow_stdin", False))
 
 
+class _StayBusy:
+    """Follow every "idle" the kernel publishes for another message with a "busy" for the
+    running cell's ``execute_request``, until ``remove``."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._original: Any = None
+        try:
+            parent = kernel.get_parent("shell")
+            original = kernel._publish_status
+        except AttributeError:
+            return
+        header = (parent or {}).get("header") or {}
+        if header.get("msg_type") != "execute_request":
+            return
+        if getattr(original, "_jupyter_agent_stay_busy", False):
+            return  # an outer poller of the same cell keeps it busy already
+        running = header.get("msg_id")
+
+        def publish_status(status: str, channel: str, parent: Any = None) -> None:
+            original(status, channel, parent)
+            if status != "idle":
+                return
+            with contextlib.suppress(Exception):
+                about = parent or kernel.get_parent(channel)
+                if ((about or {}).get("header") or {}).get("msg_id") != running:
+                    original("busy", "shell", kernel_parent)
+
+        kernel_parent = parent
+        publish_status._jupyter_agent_stay_busy = True  # type: ignore[attr-defined]
+        kernel._publish_status = publish_status
+        self._original = original
+
+    def remove(self) -> None:
+        original, self._original = self._original, None
+        if original is None:
+            return
+        kernel: Any = self._kernel
+        current = vars(kernel).get("_publish_status")
+        if getattr(current, "_jupyter_agent_stay_busy", False):
+            # The bound method is the class's: dropping the instance attribute restores it.
+            if getattr(original, "__self__", None) is kernel:
+                delattr(kernel, "_publish_status")
+            else:
+                kernel._publish_status = original
+
+
 class KernelCommPoller:
     """Dispatch widget messages from the main thread while a cell blocks it."""
 
@@ -71,6 +125,7 @@ class KernelCommPoller:
             self._start_ui_poll()
         if self.available:
             _ACTIVE[id(kernel)] = self
+        self._stay_busy = _StayBusy(kernel)
 
     @classmethod
     def for_shell(cls, shell: Any) -> KernelCommPoller | None:
@@ -169,6 +224,7 @@ class KernelCommPoller:
         """Hand the messages that are not ours back to the kernel, in the order they came."""
         if _ACTIVE.get(id(self._kernel)) is self:
             del _ACTIVE[id(self._kernel)]
+        self._stay_busy.remove()
         if self._ui_poll_context is not None:
             with contextlib.suppress(Exception):
                 self._ui_poll_context.__exit__(None, None, None)

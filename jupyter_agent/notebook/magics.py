@@ -479,7 +479,7 @@ class AgentMagics(Magics):
 
     def _plan_turn(self, prompt: str, chat: str, turn: Callable[[str], TurnOutcome]) -> TurnOutcome:
         """``%%agent --plan``: the turn with read-only tools; a plan then waits for Go."""
-        from .plan_mode import PendingPlan, plan_prompt, read_only_tools
+        from .plan_mode import PendingPlan, plan_prompt, read_only_tools, show_go
 
         with _as_usage_errors():
             registry = self.session.registry
@@ -487,7 +487,7 @@ class AgentMagics(Magics):
             outcome = turn(plan_prompt(prompt))
         if outcome.answer is not None and not outcome.interrupted:
             self._pending_plan = PendingPlan(chat)
-            _say("▶ Review the plan; %agent go carries it out with the normal tools.")
+            show_go(self.shell)
         return outcome
 
     # -- %agent COMMAND ----------------------------------------------------------------------

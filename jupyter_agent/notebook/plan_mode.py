@@ -5,10 +5,14 @@ tools that read (``READ_ONLY_TOOLS``: reading and searching files, the kernel's 
 notebook's history, the web, asking the user); every other tool is switched off for that turn and
 back on after it, so the model is not even offered them. The prompt says it is to investigate
 and answer with a numbered plan. ``%agent go`` then sends ``GO_PROMPT`` in the same chat,
-with the tools as they normally are. (Not a button: a click runs outside any cell, so the go-turn's
-output would have to live in an ``Output`` widget — a widget view the saved notebook keeps, and
-shows as "model not found" after a restart. Not a proposed ``%agent go`` cell either: every run of
-the plan cell would add one more.)
+with the tools as they normally are.
+
+With the co-authoring extension connected (``coauthor.py``) the plan ends with a Go button
+(``show_go``): plain HTML, no widget, which the extension answers by inserting a ``%agent go``
+cell right after the plan cell and running it through the front end — the run gets a cell of its
+own for its output, and the saved notebook holds no widget view. Without the extension there is
+no button (a click would run outside any cell, its output nowhere to go): the line says to run
+``%agent go``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ..tools.registry import ToolRegistry
 
@@ -42,6 +47,30 @@ PLAN_INSTRUCTIONS = (
 )
 
 GO_PROMPT = "Go ahead: carry out the plan you proposed above, step by step."
+
+#: The line under a plan (and the button's plain-text fallback).
+GO_LINE = "▶ Review the plan; %agent go carries it out with the normal tools."
+#: The button the co-authoring extension answers (its class is what it looks for).
+GO_BUTTON_HTML = (
+    "<div style='margin: 4px 0;'>▶ Review the plan, then "
+    "<button class='jp-agent-go jp-mod-styled jp-mod-accept' "
+    "title='Insert a %agent go cell below and run it'>Go</button>"
+    " — or run <code>%agent go</code>.</div>"
+)
+
+
+def show_go(shell: Any) -> None:
+    """Under a finished plan: the Go button when the extension is there to answer it, else the
+    line that says to run ``%agent go``."""
+    from .coauthor import link_for
+
+    link = link_for(shell)
+    if link is None or not link.connected:
+        print(GO_LINE)
+        return
+    from ._ipython import display
+
+    display({"text/html": GO_BUTTON_HTML, "text/plain": GO_LINE}, raw=True)
 
 
 @dataclass(frozen=True, slots=True)

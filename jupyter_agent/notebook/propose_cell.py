@@ -5,6 +5,14 @@ the cell finishes (IPython's ``post_run_cell``), become one new unexecuted code 
 it, in the order they were made: ``shell.set_next_input(code, replace=False)``. (A kernel keeps
 only one such payload per execution, so they must be joined; in terminal IPython the code is the
 next input at the prompt.)
+
+With the co-authoring extension connected (``coauthor.py``) the cell is placed through the
+notebook model instead, below the ``%%agent`` cell, marked as the agent's: a re-run of that cell
+then replaces its own earlier proposal — the agent's cell right below it, never run and holding
+the code proposed last time (or the same code again) — instead of adding one more on every run.
+A cell the user ran or edited is theirs: the new proposal goes above it. Without the extension
+the kernel cannot see the notebook, and Lab and Notebook 7 add a cell for each
+``set_next_input``.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ class CellProposals:
         self._pending: list[str] = []
         self._lock = threading.Lock()
         self._installed = False
+        #: What was last proposed below each ``%%agent`` cell (by cell id), through the notebook.
+        self._placed: dict[str, str] = {}
 
     def add(self, code: str) -> int:
         with self._lock:
@@ -55,7 +65,47 @@ class CellProposals:
             pending, self._pending = self._pending, []
         if pending:
             code = "\n\n".join(part.rstrip("\n") for part in pending)
-            self.shell.set_next_input(code, replace=False)
+            if not self._place_in_notebook(code):
+                self.shell.set_next_input(code, replace=False)
+
+    def _place_in_notebook(self, code: str) -> bool:
+        """Put ``code`` below the running cell through the co-authoring extension, in place of
+        its own earlier proposal; ``False`` when no extension is connected (or it failed)."""
+        from ..errors import FrontendError
+        from .coauthor import link_for
+
+        link = link_for(self.shell)
+        if link is None or not link.connected:
+            return False
+        try:
+            label, running = link.turn()
+            if running is None:
+                return False
+            cells = link.request({"op": "snapshot"}).get("cells") or []
+            ids = [cell.get("id") for cell in cells if isinstance(cell, dict)]
+            if running not in ids:
+                return False
+            below = ids.index(running) + 1
+            after = cells[below] if below < len(cells) else None
+            if after is not None and self._own_proposal(after, running, code):
+                if after.get("source") == code:
+                    return True  # the same proposal again: it is already there
+                link.request({"op": "delete", "turn": label, "cell_id": after["id"]})
+            op = {"op": "insert", "turn": label, "source": code, "cell_type": "code"}
+            link.request({**op, "after": running})
+        except FrontendError:
+            return False
+        self._placed[running] = code
+        return True
+
+    def _own_proposal(self, cell: dict[str, Any], running: str, code: str) -> bool:
+        """Whether ``cell`` is this cell's earlier proposal, still as the agent left it."""
+        return (
+            bool(cell.get("agent"))
+            and cell.get("cell_type") == "code"
+            and cell.get("execution_count") is None
+            and cell.get("source") in (code, self._placed.get(running))
+        )
 
 
 class ProposeCellTool(BuiltinTool):

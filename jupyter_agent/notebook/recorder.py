@@ -8,7 +8,9 @@ and errors with their traceback. ``notebook_history`` reads them.
 How it listens, all on the kernel's main thread and without copying anything:
 
 * IPython's ``pre_run_cell`` / ``post_run_cell`` events open and close a cell's record; the cell
-  that is running (the ``%%agent`` cell asking) is not in the buffer until it has finished;
+  that is running (the ``%%agent`` cell asking) is not in the buffer until it has finished; a
+  body a cell magic runs as a cell of its own (``%%capture``, without history) stays part of
+  the cell that holds it;
 * ipykernel's message hooks on the display publisher and the display hook
   (``register_hook``) see each ``display_data``, ``update_display_data`` and ``execute_result``
   bundle as it is sent; widget views are skipped (their ``text/plain`` is kept);
@@ -105,6 +107,8 @@ class CellRecorder:
         #: Per stream name: the stream, the cell's wrapper of its ``write``, and what the
         #: stream's own ``write`` attribute was before (``None``: the class's method).
         self._writers: dict[str, tuple[Any, Callable[[str], Any], Any]] = {}
+        #: Cells run inside the current one (a cell magic's body), not yet finished.
+        self._nested = 0
 
     # -- installing --------------------------------------------------------------------------
 
@@ -181,12 +185,22 @@ class CellRecorder:
     # -- events (main thread) ----------------------------------------------------------------
 
     def _pre_run_cell(self, info: Any) -> None:
+        if self._current is not None and not getattr(info, "store_history", True):
+            # A cell magic running its body as a cell of its own (``%%capture``): still the
+            # same notebook cell, with its count and its whole source; what the body shows is
+            # the cell's output (or captured, and then not shown, like the notebook).
+            self._nested += 1
+            return
+        self._nested = 0
         source = getattr(info, "raw_cell", "") or ""
         count = getattr(self.shell, "execution_count", None)
         self._current = RecordedCell(count, source, size=len(source))
         self._wrap_streams()
 
     def _post_run_cell(self, result: Any) -> None:
+        if self._nested:
+            self._nested -= 1
+            return
         self._unwrap_streams()
         cell = self._current
         self._current = None

@@ -23,14 +23,20 @@ saves every widget model a cell opened, closed ones too, in the notebook's metad
 models per ``%%agent`` cell otherwise.
 
 ``TextRenderer`` (terminal IPython, scripts): the answer is written as it streams, through
-``inert.visible`` (no escape sequence reaches the terminal); each tool call is a line when it
-starts and a short block when it ends (progress is not written: it would be a line each).
+``inert.visible`` (no escape sequence of the model's or a tool's reaches the terminal); each tool
+call is a line when it starts and a short block when it ends (progress is not written: it would be
+a line each). On a terminal (a TTY) the answer's Markdown is rendered a line at a time
+(``terminal_markdown``) and a finished call's block replaces its "running" line (cursor up, erase
+down — only when nothing else was written since); to a pipe or a file the text stays plain and
+both lines stay.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
@@ -48,7 +54,9 @@ from ..events import (
     TurnStarted,
 )
 from . import tool_format
+from .console import is_terminal, write_count
 from .inert import InertMarkdown, html_bundle, html_text, text_bundle, visible
+from .terminal_markdown import MarkdownLines
 
 #: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15
@@ -408,6 +416,8 @@ class TextRenderer:
 
     A started call's line is written at the next event or tick, not at once: a call that is
     about to ask for approval then reads "waiting", never "running" above its ``[y/N]`` prompt.
+    On a TTY a call that ends before its line was written gets no "running" line at all, and one
+    whose "running" line is among the last lines written has it replaced by its result.
     """
 
     def __init__(self, stream: TextIO | None = None) -> None:
@@ -423,6 +433,12 @@ class TextRenderer:
         self._thinking_noted = False
         #: Where the current turn's text begins in ``_parts`` (TextReset).
         self._turn_parts_start = 0
+        self._tty: bool | None = None
+        self._markdown = MarkdownLines()
+        #: TTY: the "running" lines that are the last lines written (call id, line), and the
+        #: console's write count right after them (anything written since: they stay).
+        self._tail: list[tuple[str, str]] = []
+        self._tail_mark = -1
 
     @property
     def stream(self) -> TextIO:
@@ -432,27 +448,68 @@ class TextRenderer:
     def text(self) -> str:
         return "".join(self._parts)
 
+    def _on_tty(self) -> bool:
+        if self._tty is None:
+            self._tty = is_terminal(self.stream)
+        return self._tty
+
     def _write(self, text: str) -> None:
         """Write ``text`` with its control, escape, bidi and invisible characters made visible:
         a model's answer or a tool's result cannot move the cursor, rewrite a line above an
         approval, retitle the window or set the clipboard."""
         if not text:
             return
-        self.stream.write(visible(text))
+        self._flush_markdown()
+        self._raw(visible(text))
+
+    def _raw(self, text: str) -> None:
+        """Write text that is already safe (made visible, plus our own SGR codes)."""
+        if not text:
+            return
+        self.stream.write(text)
         self._at_line_start = text.endswith("\n")
+        self._tail = []
+
+    def _flush_markdown(self) -> None:
+        if self._on_tty():
+            self._raw(self._markdown.flush())
 
     def _line(self, text: str) -> None:
         if not self._at_line_start:
             self._write("\n")
         self._write(text + "\n")
 
+    def _running_line(self, call_id: str, line: str) -> None:
+        """Write a "running" line; on a TTY remember it as replaceable."""
+        tail = self._tail
+        self._line(line)
+        if self._on_tty():
+            self._tail = [*tail, (call_id, line)]
+            self._tail_mark = write_count()
+
     def _announce(self, waiting: str | None = None) -> None:
         """Write the lines of started calls; ``waiting`` is the call that waits for approval."""
         for started, prefix in self._unannounced:
             status = "waiting" if started.call_id == waiting else "running"
             line = tool_format.title(started.name, started.input, status, None)
-            self._line(prefix + line + (" for your approval" if status == "waiting" else ""))
+            if status == "running":
+                self._running_line(started.call_id, prefix + line)
+            else:
+                self._line(prefix + line + " for your approval")
         self._unannounced = []
+
+    def _take_running_line(self, call_id: str) -> list[tuple[str, str]] | None:
+        """Erase the "running" lines at the end (TTY) if ``call_id``'s is among them and nothing
+        else was written since; the others' lines, to be written again. ``None``: left as is."""
+        if not any(kept == call_id for kept, _ in self._tail) or write_count() != self._tail_mark:
+            return None
+        columns = max(1, shutil.get_terminal_size((80, 24)).columns)
+        rows = sum(_rows(line, columns) for _, line in self._tail)
+        others = [(kept, line) for kept, line in self._tail if kept != call_id]
+        self.stream.write(f"\x1b[{rows}A\r\x1b[J")  # up to the first of them, erase down
+        self._tail = []
+        self._at_line_start = True
+        return others
 
     def handle(self, event: object) -> None:
         if isinstance(event, ThinkingDelta):
@@ -470,10 +527,16 @@ class TextRenderer:
             prefix = "⇉ " if self._calls_this_reply > 1 else ""
             self._unannounced.append((event, prefix))
             return
+        if isinstance(event, ToolCallFinished) and self._on_tty():
+            # Ended before its line was written: the result says it all.
+            self._unannounced = [u for u in self._unannounced if u[0].call_id != event.call_id]
         self._announce()
         if isinstance(event, TextDelta):
             self._parts.append(event.text)
-            self._write(event.text)
+            if self._on_tty():
+                self._raw(self._markdown.feed(event.text))
+            else:
+                self._write(event.text)
         elif isinstance(event, ToolCallFinished):
             self._finished.add(event.call_id)
             started = self._calls.get(event.call_id)
@@ -486,7 +549,10 @@ class TextRenderer:
                 event.output,
                 result_chars=300,
             )
+            others = self._take_running_line(event.call_id) if self._on_tty() else None
             self._line(text)
+            for call_id, line in others or []:
+                self._running_line(call_id, line)
             self._redacted += event.redacted
         elif isinstance(event, TurnStarted):
             self._calls_this_reply = 0
@@ -497,6 +563,7 @@ class TextRenderer:
                 del self._parts[self._turn_parts_start :]
                 self._line("[the reply broke off; retrying — the text above is replaced by:]")
         elif isinstance(event, AgentFinished | AgentError):
+            self._flush_markdown()
             if not self._at_line_start:
                 self._write("\n")
             if self._redacted:
@@ -511,6 +578,7 @@ class TextRenderer:
 
     def close(self, *, interrupted: bool) -> None:
         self._announce()
+        self._flush_markdown()
         if interrupted:
             for call_id, started in self._calls.items():
                 if call_id not in self._finished:
@@ -522,4 +590,11 @@ class TextRenderer:
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
         if waiting:
             self._announce(waiting=call_id)
+            self._tail = []  # the prompt and the answer typed follow
             self.stream.flush()
+
+
+def _rows(line: str, columns: int) -> int:
+    """Terminal rows ``line`` takes (wide characters count two columns)."""
+    width = sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
+    return max(1, -(-width // columns))

@@ -90,8 +90,7 @@ class Workspace:
             raise WorkspaceError(f"Path {text!r} runs into a symlink loop")
         if not self.contains(real):
             raise PathOutsideWorkspaceError(
-                f"Path {text!r} is outside the workspace ({self.root}); only paths inside it "
-                "are allowed"
+                f"Path {text!r} is outside the workspace; only paths inside it are allowed"
             )
         refuse_hidden(real, str(self.root), repr(text))
         if not agent_folder_ok:

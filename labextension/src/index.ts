@@ -8,6 +8,9 @@
  * (outputs placed), delete, undo — through the notebook model, the way a user's own edits are
  * made: never by rewriting the file on disk, never through a collaboration room.
  *
+ * A plan's Go button (`button.jp-agent-go`, plain HTML the kernel shows under a `%%agent --plan`
+ * answer) inserts a `%agent go` cell right after the plan cell and runs it, so the run has a cell.
+ *
  * The kernel announces itself (a comm opened on `jupyter_agent.hello` when the extension loads);
  * the panel also tries once when it meets a kernel, so a reloaded page reconnects to a kernel
  * that has the extension loaded already.
@@ -17,7 +20,11 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { Cell, ICellModel, ICodeCellModel } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
 const TARGET = 'jupyter_agent.notebook';
@@ -156,6 +163,7 @@ class CoAuthor {
       }
     });
     panel.node.addEventListener('click', event => this._maybeStop(event), true);
+    panel.node.addEventListener('click', event => this._maybeGo(event), true);
     panel.disposed.connect(() => this._disconnect());
   }
 
@@ -578,6 +586,34 @@ class CoAuthor {
   }
 
   /** The agent's Stop button during a run_cell: interrupt the kernel, as ■ would. */
+  /** A plan's Go button: a `%agent go` cell after the plan cell, run by the front end. */
+  private _maybeGo(event: MouseEvent): void {
+    const target = event.target as HTMLElement | null;
+    const button = target?.closest('button.jp-agent-go') as HTMLButtonElement | null;
+    if (!button || button.disabled) {
+      return;
+    }
+    const notebook = this._panel.content;
+    const model = notebook.model;
+    const host = button.closest('.jp-Cell');
+    const plan = notebook.widgets.find(widget => widget.node === host);
+    if (!model || !plan) {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    button.disabled = true;
+    const index = this._index(plan.model.id);
+    model.sharedModel.insertCell(index + 1, {
+      cell_type: 'code',
+      source: '%agent go',
+      metadata: { jupyter_agent: { author: 'agent' } }
+    });
+    this._markCells();
+    notebook.activeCellIndex = index + 1;
+    void NotebookActions.run(notebook, this._panel.sessionContext);
+  }
+
   private _maybeStop(event: MouseEvent): void {
     if (!this._running) {
       return;

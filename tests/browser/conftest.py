@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_jupyter import LAB, NOTEBOOK7, Jupyter, serve_jupyter
+from browser_jupyter import LAB, NOTEBOOK7, FrontEnd, Jupyter, serve_jupyter
 
 
 @pytest.fixture(params=[LAB, NOTEBOOK7], ids=lambda front_end: front_end.name)
@@ -14,3 +14,9 @@ def jupyter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Jupyter]
     """JupyterLab, then Notebook 7."""
     with serve_jupyter(request.param, tmp_path) as server:
         yield server
+
+
+@pytest.fixture(params=[LAB, NOTEBOOK7], ids=lambda front_end: front_end.name)
+def front_end(request: pytest.FixtureRequest) -> FrontEnd:
+    """JupyterLab, then Notebook 7, for a test that starts its own server."""
+    return request.param  # type: ignore[no-any-return]

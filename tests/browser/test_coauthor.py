@@ -30,7 +30,6 @@ import pytest
 from browser_jupyter import (
     CHROMIUM_ARGS,
     LAB,
-    NOTEBOOK7,
     FrontEnd,
     Jupyter,
     chromium_or_skip,
@@ -40,11 +39,11 @@ from browser_jupyter import (
     wait_kernel_ready,
     write_agent_notebook,
 )
+from coauthor_page import BUILT, cell_with, connected, prompt_done, run, wait_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
-BUILT = REPO / "jupyter_agent" / "labextension"
 NOTEBOOK = "coauthor.ipynb"
 LOAD = "data = [3, 1, 2]\nprint('loaded', len(data))"
 TOTAL = "total = sum(data)\ntotal"
@@ -114,38 +113,12 @@ def write_notebook(root: Path, base_url: str) -> None:
     )
 
 
-def cell_with(page: Any, source: str) -> Any:
-    return page.locator(".jp-Notebook .jp-Cell").filter(has_text=source).first
-
-
 def agent_cell(page: Any, source: str) -> Any:
     """The agent's cell holding ``source`` (the %%agent cell's record quotes it too)."""
     return page.locator(".jp-Notebook .jp-Cell.jp-agent-cell").filter(has_text=source).first
 
 
 STDOUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'
-
-
-def prompt_done(cell: Any) -> bool:
-    prompt = cell.locator(".jp-InputPrompt").first.text_content() or ""
-    return re.search(r"\[\d+\]", prompt) is not None
-
-
-def run(page: Any, cell: Any, timeout_s: float = 90) -> None:
-    cell.locator(".jp-InputArea").first.click()
-    page.keyboard.press("Shift+Enter")
-    wait_done(page, cell, timeout_s)
-
-
-def wait_done(page: Any, cell: Any, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not prompt_done(cell):
-        assert time.monotonic() < deadline, "the cell did not finish"
-        page.wait_for_timeout(50)
-
-
-def connected(page: Any) -> None:
-    page.wait_for_selector(".jp-NotebookPanel[data-jupyter-agent='connected']")
 
 
 def cells_seen(fake: Any) -> str:
@@ -280,11 +253,6 @@ def stop_and_undo(page: Any) -> float:
     expect(notebook.locator(".jp-agent-cell").filter(has_text="time.sleep(30)")).to_have_count(0)
     expect(notebook.locator(".jp-Cell.jp-agent-cell")).to_have_count(4)
     return took
-
-
-@pytest.fixture(params=[LAB, NOTEBOOK7], ids=lambda front_end: front_end.name)
-def front_end(request: pytest.FixtureRequest) -> FrontEnd:
-    return request.param  # type: ignore[no-any-return]
 
 
 def test_the_agent_writes_runs_and_edits_cells(

@@ -44,7 +44,9 @@ from browser_jupyter import (
     QUICKSTART,
     REPO,
     RUN_ALL_OVER,
+    WIDGET_VIEW,
     Jupyter,
+    SlowGate,
     chromium_or_skip,
     open_notebook,
     reopen_notebook,
@@ -178,17 +180,6 @@ AGENT_CELL_ERRORS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cod
     .filter(c => c.textContent.includes('%%agent'))
     .map(c => (c.querySelector('.jp-OutputArea') || {textContent: ''}).textContent)
     .filter(t => /Error displaying widget|model not found/.test(t))"""
-#: A rendered widget view (the live tool-call views and the Stop button of a running turn).
-WIDGET_VIEW = ".jp-OutputArea-output .jupyter-widgets"
-
-
-class _SlowGate:
-    """``Reply.gate``: the story trickles, one piece every 0.3 s, so there is time to stop it."""
-
-    async def wait(self) -> None:
-        import asyncio
-
-        await asyncio.sleep(0.3)
 
 
 def _canvas_notebook(root: Path, base_url: str) -> None:
@@ -221,7 +212,7 @@ def _script_canvas(fake: object) -> None:
             "dip in week 3 (11). The last two weeks grew fastest."
         ),
         Reply([tool_use("toolu_3", "list_dir", {"path": "."})]),
-        Reply([{"type": "text", "text": "Once upon a time " * 300}], chunk=6, gate=_SlowGate()),  # type: ignore[arg-type]
+        Reply([{"type": "text", "text": "Once upon a time " * 300}], chunk=6, gate=SlowGate()),  # type: ignore[arg-type]
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
-from widget_frontend import Frontend, html_text
+from widget_frontend import Frontend, frontend_click, frontend_update, html_text
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.approvals import ApprovalRequest
@@ -39,21 +39,6 @@ def frontend(monkeypatch: pytest.MonkeyPatch) -> Frontend:
     seen = Frontend()
     monkeypatch.setattr(comm, "create_comm", seen.create_comm)
     return seen
-
-
-def frontend_update(widget: widgets.Widget, **state: Any) -> None:
-    """What the browser sends when the user changes a control."""
-    widget._handle_msg(
-        {
-            "content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
-            "buffers": [],
-        }
-    )
-
-
-def frontend_click(button: widgets.Button) -> None:
-    message = {"method": "custom", "content": {"event": "click"}}
-    button._handle_msg({"content": {"data": message}, "buffers": []})
 
 
 def sent_states(widget: widgets.Widget) -> list[dict[str, Any]]:

@@ -15,9 +15,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ...approvals import ApprovalRequest, Decision
+from ...approvals import ApprovalRequest, Decision, one_line
 from .. import tool_format
-from ..inert import html_bundle, html_text
+from ..inert import html_bundle, html_text, visible
 from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
@@ -52,19 +52,26 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto"),
         )
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
+        #: Why (optional, one line): what the user types here goes to the model with the Deny.
+        self.why = widgets.Text(
+            placeholder="why? (optional, told to the agent)",
+            layout=widgets.Layout(width="22em"),
+        )
         self._status = InertHTML()
         self.approve_button.on_click(lambda _b: self.decide(Decision(True)))
         self.session_button.on_click(lambda _b: self.decide(Decision(True, remember=True)))
-        self.deny_button.on_click(
-            lambda _b: self.decide(Decision(False, "the user clicked Deny in the notebook"))
-        )
+        self.deny_button.on_click(lambda _b: self._deny())
         self._buttons = widgets.HBox(
-            [self.approve_button, self.session_button, self.deny_button, self._status]
+            [self.approve_button, self.session_button, self.deny_button, self.why, self._status]
         )
         super().__init__(
             children=[self._question, self._arguments, self._buttons],
             layout=widgets.Layout(border="1px solid #e0a800", padding="4px", margin="4px 0"),
         )
+
+    def _deny(self) -> None:
+        said = one_line(str(self.why.value))
+        self.decide(Decision(False, "the user clicked Deny in the notebook", said=said))
 
     def decide(self, decision: Decision) -> None:
         """Record the decision (first one wins) and lock the buttons."""
@@ -74,15 +81,17 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         self.approve_button.disabled = True
         self.session_button.disabled = True
         self.deny_button.disabled = True
+        self.why.disabled = True
         name = html_text(self.request.name)
         if decision.approved:
             scope = " (and from now on, this session)" if decision.remember else ""
             verdict = f"<span style='color: green'>Approved</span>: <code>{name}</code> runs{scope}"
         else:
+            why = _why(decision)
             verdict = (
                 f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
-                f" ({html_text(decision.reason)})"
-                if decision.reason
+                f" ({html_text(why)})"
+                if why
                 else f"<span style='color: #b00020'>Denied</span>: <code>{name}</code> was not run"
             )
         self._status.value = verdict
@@ -97,8 +106,9 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
         if decision.approved:
             scope = " (and from now on, this session)" if decision.remember else ""
             return f"Approved: {self.request.name} runs{scope}"
-        reason = f" ({decision.reason})" if decision.reason else ""
-        return f"Denied: {self.request.name} was not run{reason}"
+        why = _why(decision)
+        reason = f" ({visible(why)})" if why else ""
+        return f"Denied: {visible(self.request.name)} was not run{reason}"
 
     def static_bundle(self) -> dict[str, str]:
         """What a decided prompt leaves in the cell: its one line, HTML and plain, no widget."""
@@ -111,7 +121,7 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
     def close_all(self) -> None:
         """Close the prompt and every widget it was built from (a decided prompt no longer
         shows the question, arguments and buttons, so ``close_tree`` alone would miss them)."""
-        for part in (self._question, self._arguments, self._buttons, self):
+        for part in (self._question, self._arguments, self._buttons, self.why, self):
             close_tree(part)
 
     def as_text(self) -> str:
@@ -126,3 +136,8 @@ class ApprovalPrompt(widgets.VBox):  # type: ignore[misc]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(self, self.as_text())
+
+
+def _why(decision: Decision) -> str:
+    """What a Deny's line says in brackets: the user's words if they typed some."""
+    return f"the user said: {decision.said}" if decision.said else decision.reason

@@ -1,0 +1,87 @@
+"""A "Go" button under a ``%%agent --plan`` answer, in JupyterLab and Notebook 7 (issue 25).
+
+With the co-authoring extension connected the plan ends with a Go button; a click inserts a
+``%agent go`` cell right after the plan cell and runs it through the front end, so the run has a
+cell of its own for its output. Without the extension there is no button (a click would run
+outside any cell): the plan says to run ``%agent go``. Headless Chromium with the extension, the
+model the fake Messages API on loopback (as in ``test_browser_coauthor.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from browser_jupyter import CHROMIUM_ARGS, FrontEnd, chromium_or_skip, open_notebook, serve_jupyter
+from coauthor_page import BUILT, cell_with, connected, prompt_done, run, wait_done
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+
+NOTEBOOK = "plan.ipynb"
+
+
+def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
+    front_end: FrontEnd,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chromium = chromium_or_skip()
+    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
+    from fake_anthropic import FakeAnthropic, text, user_texts
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    extensions = tmp_path / "jupyter-path" / "labextensions"
+    extensions.mkdir(parents=True)
+    (extensions / "jupyter-agent").symlink_to(BUILT)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+    fake = FakeAnthropic(
+        text("1. Read data/sales.csv\n2. Add the revenue per unit"),
+        text("Carried out: the revenue per unit is in place."),
+    )
+    with (
+        serve_jupyter(front_end, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.cells = [
+            nbformat.v4.new_code_cell(
+                "%load_ext jupyter_agent\nimport os\n"
+                f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
+                "%config AgentMagics.provider = 'anthropic'"
+            ),
+            nbformat.v4.new_code_cell("%%agent --plan\nAdd the revenue per unit"),
+            nbformat.v4.new_code_cell("print('the last cell')"),
+        ]
+        nbformat.write(nb, server.root / NOTEBOOK)
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_notebook(page, server, NOTEBOOK)
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            plan = cell_with(page, "Add the revenue per unit")
+            run(page, plan)
+            expect(plan).to_contain_text("Add the revenue per unit")
+            go = plan.locator("button.jp-agent-go")
+            expect(go).to_have_count(1)
+            go.click()
+            cells = page.locator(".jp-Notebook .jp-CodeCell")
+            expect(cells).to_have_count(4)
+            go_cell = cells.nth(2)
+            expect(go_cell.locator(".jp-InputArea-editor")).to_have_text("%agent go")
+            wait_done(page, go_cell)
+            expect(go_cell).to_contain_text("Carried out: the revenue per unit is in place.")
+            assert not prompt_done(cells.nth(3))  # only the go cell ran
+            assert len(fake.requests) == 2
+            assert "Go ahead" in user_texts(fake.requests[1])[-1]
+        finally:
+            browser.close()

@@ -1,0 +1,40 @@
+"""The co-authoring extension's page, as the browser tests drive it: where the built extension
+is, finding a cell by its text, running it and waiting for its execution count, and waiting for
+the extension to connect the panel to the kernel's agent."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+#: The built extension (``./dev.sh`` builds it from ``labextension/``).
+BUILT = REPO / "jupyter_agent" / "labextension"
+
+
+def cell_with(page: Any, source: str) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").filter(has_text=source).first
+
+
+def prompt_done(cell: Any) -> bool:
+    prompt = cell.locator(".jp-InputPrompt").first.text_content() or ""
+    return re.search(r"\[\d+\]", prompt) is not None
+
+
+def run(page: Any, cell: Any, timeout_s: float = 90) -> None:
+    cell.locator(".jp-InputArea").first.click()
+    page.keyboard.press("Shift+Enter")
+    wait_done(page, cell, timeout_s)
+
+
+def wait_done(page: Any, cell: Any, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not prompt_done(cell):
+        assert time.monotonic() < deadline, "the cell did not finish"
+        page.wait_for_timeout(50)
+
+
+def connected(page: Any) -> None:
+    page.wait_for_selector(".jp-NotebookPanel[data-jupyter-agent='connected']")
