@@ -488,7 +488,7 @@ def test_tutorial_07_replayed_inserts_and_runs_its_cells_in_a_connected_notebook
     results (before, the replay sent the ids of the session it was written from)."""
     import shutil
 
-    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
     shutil.copytree(notebooks / "data", tmp_path / "data")
     (tmp_path / "cassettes").mkdir()
     shutil.copy(notebooks / "cassettes" / "07_coauthor.json", tmp_path / "cassettes")
@@ -521,6 +521,17 @@ def test_tutorial_07_replayed_inserts_and_runs_its_cells_in_a_connected_notebook
                 break
             if "notebook_connected" in cell["source"]:
                 assert "notebook co-authoring: on" in printed(outputs), outputs
+        # the tutorial allowed run_cell for its recorded session only: the code cell after the
+        # agent's sets it back to asking, so nothing later in this kernel runs unasked
+        ids = [c["id"] for c in tutorial["cells"]]
+        after = tutorial["cells"][ids.index(ask) + 1 :]
+        restore = next(c for c in after if c["cell_type"] == "code")
+        source = "".join(restore["source"])
+        reply, outputs = kernel.execute(source, cell_id=restore["id"], timeout=60)
+        assert reply["status"] == "ok", outputs
+        reply, outputs = kernel.execute("%agent_tools list", timeout=60)
+        [line] = [row for row in printed(outputs).splitlines() if "run_cell" in row]
+        assert "ask" in line and "allow" not in line, line
     finally:
         kernel.close()
     at = notebook.index(ask)
