@@ -487,7 +487,7 @@ class AgentMagics(Magics):
             outcome = turn(plan_prompt(prompt))
         if outcome.answer is not None and not outcome.interrupted:
             self._pending_plan = PendingPlan(chat)
-            show_go(self.shell)
+            show_go(self.shell, self._pending_plan)
         return outcome
 
     # -- %agent COMMAND ----------------------------------------------------------------------
@@ -581,14 +581,25 @@ class AgentMagics(Magics):
         self._run_turn(error_prompt(failed), chat=args.chat)
 
     @magic_arguments("agent go")
+    @argument(
+        "--plan",
+        default=None,
+        metavar="NONCE",
+        help="The plan's Go button sends its nonce: run the plan only if it is that one.",
+    )
     def _go(self, rest: str) -> None:
         """Carry out the plan the last %%agent --plan cell made, with the normal tools."""
         from .plan_mode import GO_PROMPT
 
-        self._parse(self._go, rest)
+        args = self._parse(self._go, rest)
         plan = self._pending_plan
         if plan is None:
             raise UsageError("No plan to carry out: a %%agent --plan cell makes one first")
+        if args.plan is not None and not plan.is_this(args.plan):
+            raise UsageError(
+                "%agent go --plan: this Go button is not the pending plan's (an older plan's, or "
+                "not shown by this kernel); nothing was run"
+            )
         self._pending_plan = None
         self._run_turn(GO_PROMPT, chat=plan.chat)
 

@@ -8,18 +8,24 @@ and answer with a numbered plan. ``%agent go`` then sends ``GO_PROMPT`` in the s
 with the tools as they normally are.
 
 With the co-authoring extension connected (``coauthor.py``) the plan ends with a Go button
-(``show_go``): plain HTML, no widget, which the extension answers by inserting a ``%agent go``
-cell right after the plan cell and running it through the front end — the run gets a cell of its
-own for its output, and the saved notebook holds no widget view. Without the extension there is
-no button (a click would run outside any cell, its output nowhere to go): the line says to run
-``%agent go``.
+(``show_go``): plain HTML, no widget, which the extension answers by inserting a
+``%agent go --plan NONCE`` cell right after the plan cell and running it through the front end —
+the run gets a cell of its own for its output, and the saved notebook holds no widget view.
+Without the extension there is no button (a click would run outside any cell, its output nowhere
+to go): the line says to run ``%agent go``.
+
+The button carries a nonce the kernel made for this plan (``data-agent-go``), because anything
+can show a ``jp-agent-go`` button — a Markdown cell, an untrusted output, a fetched page — and a
+click must not carry out a plan the user has not reviewed. ``%agent go --plan NONCE`` runs the
+pending plan only when the nonce is its own; ``%agent go`` typed by the user needs none.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools.registry import ToolRegistry
@@ -50,18 +56,36 @@ GO_PROMPT = "Go ahead: carry out the plan you proposed above, step by step."
 
 #: The line under a plan (and the button's plain-text fallback).
 GO_LINE = "▶ Review the plan; %agent go carries it out with the normal tools."
-#: The button the co-authoring extension answers (its class is what it looks for).
+#: The button the co-authoring extension answers (its class is what it looks for, in a code
+#: cell's outputs; ``data-agent-go`` the plan's nonce, which it sends back).
 GO_BUTTON_HTML = (
     "<div style='margin: 4px 0;'>▶ Review the plan, then "
-    "<button class='jp-agent-go jp-mod-styled jp-mod-accept' "
+    "<button class='jp-agent-go jp-mod-styled jp-mod-accept' data-agent-go='{nonce}' "
     "title='Insert a %agent go cell below and run it'>Go</button>"
     " — or run <code>%agent go</code>.</div>"
 )
 
 
-def show_go(shell: Any) -> None:
-    """Under a finished plan: the Go button when the extension is there to answer it, else the
-    line that says to run ``%agent go``."""
+def _nonce() -> str:
+    # hex: it goes on a magic's line as an option's value (never starts with "-", no quoting)
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPlan:
+    """A plan waiting for Go: the chat it was made in, and the nonce its Go button carries."""
+
+    chat: str
+    nonce: str = field(default_factory=_nonce)
+
+    def is_this(self, nonce: str) -> bool:
+        """Whether a Go button's ``nonce`` is this plan's."""
+        return secrets.compare_digest(nonce.encode(), self.nonce.encode())
+
+
+def show_go(shell: Any, plan: PendingPlan) -> None:
+    """Under a finished plan: the Go button (with ``plan``'s nonce) when the extension is there
+    to answer it, else the line that says to run ``%agent go``."""
     from .coauthor import link_for
 
     link = link_for(shell)
@@ -70,14 +94,8 @@ def show_go(shell: Any) -> None:
         return
     from ._ipython import display
 
-    display({"text/html": GO_BUTTON_HTML, "text/plain": GO_LINE}, raw=True)
-
-
-@dataclass(frozen=True, slots=True)
-class PendingPlan:
-    """A plan waiting for Go: the chat it was made in."""
-
-    chat: str
+    html = GO_BUTTON_HTML.format(nonce=plan.nonce)
+    display({"text/html": html, "text/plain": GO_LINE}, raw=True)
 
 
 def plan_prompt(prompt: str) -> str:

@@ -9,7 +9,10 @@
  * made: never by rewriting the file on disk, never through a collaboration room.
  *
  * A plan's Go button (`button.jp-agent-go`, plain HTML the kernel shows under a `%%agent --plan`
- * answer) inserts a `%agent go` cell right after the plan cell and runs it, so the run has a cell.
+ * answer) inserts a `%agent go --plan NONCE` cell right after the plan cell and runs it, so the
+ * run has a cell. Only a button in a code cell's outputs, carrying the plan's nonce
+ * (`data-agent-go`), is answered: a Markdown cell or any other output can show a `jp-agent-go`
+ * button too, and the kernel runs the plan only for the nonce it made for it.
  *
  * The kernel announces itself (a comm opened on `jupyter_agent.hello` when the extension loads);
  * the panel also tries once when it meets a kernel, so a reloaded page reconnects to a kernel
@@ -585,19 +588,29 @@ class CoAuthor {
     return { undone: true, turn: entry.turn, message: parts.join(' '), restored, skipped };
   }
 
-  /** The agent's Stop button during a run_cell: interrupt the kernel, as ■ would. */
-  /** A plan's Go button: a `%agent go` cell after the plan cell, run by the front end. */
+  /**
+   * A plan's Go button: a `%agent go --plan NONCE` cell after the plan cell, run by the front
+   * end. Only a button in a code cell's output area, with a nonce; the kernel checks the nonce.
+   */
   private _maybeGo(event: MouseEvent): void {
     const target = event.target as HTMLElement | null;
     const button = target?.closest('button.jp-agent-go') as HTMLButtonElement | null;
     if (!button || button.disabled) {
       return;
     }
+    const nonce = button.dataset.agentGo ?? '';
+    if (!/^[0-9a-f]{32}$/.test(nonce)) {
+      return;
+    }
     const notebook = this._panel.content;
     const model = notebook.model;
     const host = button.closest('.jp-Cell');
     const plan = notebook.widgets.find(widget => widget.node === host);
-    if (!model || !plan) {
+    if (!model || !plan || plan.model.type !== 'code') {
+      return;
+    }
+    const outputs = button.closest('.jp-OutputArea');
+    if (!outputs || !plan.node.contains(outputs) || outputs.closest('.jp-Cell') !== host) {
       return;
     }
     event.preventDefault();
@@ -606,7 +619,7 @@ class CoAuthor {
     const index = this._index(plan.model.id);
     model.sharedModel.insertCell(index + 1, {
       cell_type: 'code',
-      source: '%agent go',
+      source: `%agent go --plan ${nonce}`,
       metadata: { jupyter_agent: { author: 'agent' } }
     });
     this._markCells();
@@ -614,6 +627,7 @@ class CoAuthor {
     void NotebookActions.run(notebook, this._panel.sessionContext);
   }
 
+  /** The agent's Stop button during a run_cell: interrupt the kernel, as ■ would. */
   private _maybeStop(event: MouseEvent): void {
     if (!this._running) {
       return;

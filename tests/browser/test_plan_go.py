@@ -3,12 +3,16 @@
 With the co-authoring extension connected the plan ends with a Go button; a click inserts a
 ``%agent go`` cell right after the plan cell and runs it through the front end, so the run has a
 cell of its own for its output. Without the extension there is no button (a click would run
-outside any cell): the plan says to run ``%agent go``. Headless Chromium with the extension, the
-model the fake Messages API on loopback (as in ``test_browser_coauthor.py``).
+outside any cell): the plan says to run ``%agent go``. The button carries the nonce the kernel
+made for the plan, and the extension answers only a button in a code cell's outputs: a forged
+``jp-agent-go`` button (in a Markdown cell, or an output without the nonce) inserts and runs
+nothing. Headless Chromium with the extension, the model the fake Messages API on loopback (as in
+``test_browser_coauthor.py``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -57,7 +61,12 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
                 f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
                 "%config AgentMagics.provider = 'anthropic'"
             ),
+            nbformat.v4.new_markdown_cell('Forged: <button class="jp-agent-go">Go</button>'),
             nbformat.v4.new_code_cell("%%agent --plan\nAdd the revenue per unit"),
+            nbformat.v4.new_code_cell(
+                "from IPython.display import HTML\n"
+                "HTML(\"<button class='jp-agent-go' id='forged-output'>Go</button>\")"
+            ),
             nbformat.v4.new_code_cell("print('the last cell')"),
         ]
         nbformat.write(nb, server.root / NOTEBOOK)
@@ -73,14 +82,28 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
             expect(plan).to_contain_text("Add the revenue per unit")
             go = plan.locator("button.jp-agent-go")
             expect(go).to_have_count(1)
-            go.click()
             cells = page.locator(".jp-Notebook .jp-CodeCell")
             expect(cells).to_have_count(4)
+            # forged buttons: in a Markdown cell, and in an output without the plan's nonce
+            forged = page.locator(".jp-MarkdownCell button.jp-agent-go")
+            expect(forged).to_have_count(1)
+            forged.click()
+            output = cell_with(page, "forged-output")
+            run(page, output)
+            output.locator("#forged-output").click()
+            page.wait_for_timeout(2000)
+            expect(cells).to_have_count(4)  # no cell inserted
+            assert len(fake.requests) == 1  # the plan stays pending, nothing ran
+
+            go.click()
+            expect(cells).to_have_count(5)
             go_cell = cells.nth(2)
-            expect(go_cell.locator(".jp-InputArea-editor")).to_have_text("%agent go")
+            expect(go_cell.locator(".jp-InputArea-editor")).to_have_text(
+                re.compile(r"^%agent go --plan [0-9a-f]{32}$")
+            )
             wait_done(page, go_cell)
             expect(go_cell).to_contain_text("Carried out: the revenue per unit is in place.")
-            assert not prompt_done(cells.nth(3))  # only the go cell ran
+            assert not prompt_done(cells.nth(4))  # only the go cell ran
             assert len(fake.requests) == 2
             assert "Go ahead" in user_texts(fake.requests[1])[-1]
         finally:

@@ -545,3 +545,33 @@ def test_tutorial_07_replayed_inserts_and_runs_its_cells_in_a_connected_notebook
         assert not [o for o in cell["outputs"] if o["output_type"] == "error"], cell["outputs"]
     assert "revenue" in json.dumps(made[1]["outputs"])  # monthly.describe()
     assert any("image/png" in o.get("data", {}) for o in made[2]["outputs"]), made[2]["outputs"]
+
+
+def test_the_go_button_runs_only_the_plan_it_was_shown_under(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The Go button carries a nonce the kernel made for the plan (``data-agent-go``); the
+    extension sends it as ``%agent go --plan NONCE``. Another nonce (a forged button, an older
+    plan's) runs nothing and the plan stays pending; the plan's own runs it."""
+    fake_api.add(text("1. Scale the rows"), text("Scaled."))
+    reply, outputs = kernel.execute("%%agent --plan\nScale the rows", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    [html] = [o["data"]["text/html"] for o in outputs if "jp-agent-go" in str(o.get("data"))]
+    found = re.search(r"data-agent-go='([0-9a-f]{32})'", html)
+    assert found, html
+    nonce = found.group(1)
+
+    other = "0" * 32 if nonce != "0" * 32 else "1" * 32
+    reply, outputs = kernel.execute(f"%agent go --plan {other}", cell_id="forged")
+    assert reply["status"] == "error"
+    assert "not the pending plan's" in json.dumps(outputs), outputs
+    assert len(fake_api.requests) == 1  # nothing was sent
+
+    reply, outputs = kernel.execute(f"%agent go --plan {nonce}", cell_id="go")
+    assert reply["status"] == "ok", outputs
+    assert len(fake_api.requests) == 2
+    assert "Scaled." in json.dumps(outputs)
+    # carried out: the same button again finds no plan
+    reply, outputs = kernel.execute(f"%agent go --plan {nonce}", cell_id="again")
+    assert reply["status"] == "error"
+    assert "No plan to carry out" in json.dumps(outputs), outputs

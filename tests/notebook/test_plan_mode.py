@@ -47,3 +47,18 @@ def test_go_without_a_plan_is_a_one_line_usage_error(shell: InteractiveShell) ->
     use_fake(shell)
     with pytest.raises(UsageError, match="No plan to carry out"):
         shell.run_line_magic("agent", "go")
+
+
+def test_go_with_another_plans_nonce_refuses_and_the_plan_stays_pending(
+    shell: InteractiveShell,
+) -> None:
+    """``--plan NONCE`` is what the Go button sends: a button not made for the pending plan (a
+    forged one, an older plan's) runs nothing; ``%agent go`` typed by the user still runs it."""
+    fake = use_fake(shell, text("1. Write summary.md"), text("Done."))
+    run_ok(shell, "%%agent --plan\nSummarise data.csv into summary.md")
+    with pytest.raises(UsageError, match="not the pending plan's"):
+        shell.run_line_magic("agent", "go --plan 0123456789abcdef0123456789abcdef")
+    assert len(fake.requests) == 1  # nothing was sent
+    run_ok(shell, "%agent go")  # the plan is still pending; the user typed this
+    assert len(fake.requests) == 2
+    assert "Go ahead" in user_texts(fake.requests[1])[-1]
