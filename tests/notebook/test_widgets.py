@@ -233,7 +233,6 @@ def test_a_running_calls_latest_progress_shows_in_its_title(frontend: Frontend) 
     assert "late" not in frontend.state(title_button(frontend, view))["description"]
 
 
-
 def test_a_huge_progress_message_is_cut_before_it_is_escaped(frontend: Frontend) -> None:
     """A server's 10 MB progress message: the title's 80 characters are taken from its start,
     not from the whole message normalised and escaped (some 4 s on the main thread for each)."""
@@ -246,6 +245,7 @@ def test_a_huge_progress_message_is_cut_before_it_is_escaped(frontend: Frontend)
     assert title.startswith("… srv__steps(gate='g') · running · 7/9 · \\x1béé")
     assert title.endswith("é…") and len(title) < 160
     assert spent < 0.5, spent
+
 
 def test_parallel_calls_are_grouped(frontend: Frontend) -> None:
     group = ToolCallGroup()
