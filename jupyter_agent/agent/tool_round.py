@@ -14,7 +14,11 @@ A refused call's ``ToolCallFinished`` carries the refusal as data (``refused``):
 Each call runs with its own progress callback (``tools/progress.py``): what a tool reports comes
 out as ``ToolCallProgress`` events while the round waits for its calls. A reply's only call runs
 in the round's own task unless its tool declares ``reports_progress`` (then it gets a task, so
-that its progress is yielded while it runs).
+that its progress is yielded while it runs). Each report replaces its call's last one not yet
+yielded, and the round yields progress at most every ``PROGRESS_INTERVAL_S`` (a call's end yields
+its latest at once): an MCP server's 20,000 notifications are a few dozen events, not 20,000, and
+the latest is never dropped. A message is cut to ``MAX_PROGRESS_MESSAGE_CHARS`` where the event is
+made, so no event carries a server's megabytes.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallProgress, ToolCallStarted
 from ..tools.base import ChecksApproval, ToolResult, capabilities_of
-from ..tools.progress import reporting
+from ..tools.progress import MAX_PROGRESS_MESSAGE_CHARS, reporting
 from ..tools.result_budget import result_budget
 from . import conversation
 from .chat_state import Call
@@ -38,6 +42,8 @@ from .toolbox import Toolbox
 
 #: Tool calls of one reply that run at the same time, by default.
 DEFAULT_MAX_PARALLEL_TOOLS = 8
+#: The shortest pause between two yields of the calls' progress (seconds).
+PROGRESS_INTERVAL_S = 0.1
 
 
 @dataclass
@@ -51,9 +57,13 @@ class ToolRound:
     max_parallel: int = DEFAULT_MAX_PARALLEL_TOOLS
     results: dict[str, ToolResult] = field(default_factory=dict)
     refusals: dict[str, Refusal] = field(default_factory=dict)
-    #: Progress reported since the round last yielded, and the future that wakes its wait.
-    _progress: list[ToolCallProgress] = field(default_factory=list, repr=False)
+    #: The latest progress of each call since the round last yielded its progress, the future
+    #: that wakes the round's wait, the timer that sets it once progress is due, and when
+    #: (loop time) progress may next be yielded.
+    _progress: dict[str, ToolCallProgress] = field(default_factory=dict, repr=False)
     _progress_wake: asyncio.Future[None] | None = field(default=None, repr=False)
+    _progress_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    _progress_due: float = field(default=0.0, repr=False)
 
     def finished(self, call: Call) -> ToolCallFinished:
         result = self.results[call.id]
@@ -147,12 +157,17 @@ class ToolRound:
             loop = asyncio.get_running_loop()
             while pending:
                 wake = self._progress_wake = loop.create_future()
-                if self._progress:
-                    wake.set_result(None)
-                done, _ = await asyncio.wait([*pending, wake], return_when=asyncio.FIRST_COMPLETED)
-                self._progress_wake = None
-                wake.cancel()
-                for event in self._take_progress():
+                self._arm_progress_wake()
+                try:
+                    done, _ = await asyncio.wait(
+                        [*pending, wake], return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    self._disarm_progress_wake()
+                progress = self._take_progress()
+                if progress:
+                    self._progress_due = loop.time() + PROGRESS_INTERVAL_S
+                for event in progress:
                     if event.call_id not in self.results:
                         yield event
                 for task in [task for task in order if task in done]:  # the model's order
@@ -229,6 +244,8 @@ class ToolRound:
         loop_thread = threading.get_ident()
 
         def report(progress: float, total: float | None, message: str | None) -> None:
+            if message is not None and len(message) > MAX_PROGRESS_MESSAGE_CHARS:
+                message = message[:MAX_PROGRESS_MESSAGE_CHARS]
             event = ToolCallProgress(call.id, call.name, progress, total, message)
             if threading.get_ident() == loop_thread:
                 self._note_progress(event)
@@ -242,13 +259,39 @@ class ToolRound:
         return capabilities_of(self.toolbox.registry.get_tool(call.name)).reports_progress
 
     def _note_progress(self, event: ToolCallProgress) -> None:
-        self._progress.append(event)
+        self._progress.pop(event.call_id, None)  # the latest goes last, after other calls'
+        self._progress[event.call_id] = event
+        self._arm_progress_wake()
+
+    def _arm_progress_wake(self) -> None:
+        """Wake the round's wait for the progress noted: at once if it is due, else by a timer
+        when it is (one timer, however many reports come meanwhile)."""
         wake = self._progress_wake
-        if wake is not None and not wake.done():
+        if not self._progress or wake is None or wake.done() or self._progress_timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = self._progress_due - loop.time()
+        if delay <= 0:
+            wake.set_result(None)
+        else:
+            self._progress_timer = loop.call_later(delay, self._progress_is_due, wake)
+
+    def _progress_is_due(self, wake: asyncio.Future[None]) -> None:
+        self._progress_timer = None
+        if not wake.done():
             wake.set_result(None)
 
+    def _disarm_progress_wake(self) -> None:
+        if self._progress_timer is not None:
+            self._progress_timer.cancel()
+            self._progress_timer = None
+        if self._progress_wake is not None:
+            self._progress_wake.cancel()
+            self._progress_wake = None
+
     def _take_progress(self) -> list[ToolCallProgress]:
-        taken, self._progress = self._progress, []
+        taken = list(self._progress.values())
+        self._progress = {}
         return taken
 
 

@@ -58,6 +58,10 @@ def call_html(
 
 #: Characters of a progress message a running call's title shows.
 PROGRESS_MESSAGE_CHARS = 80
+#: Characters of a progress message read for the title: it is cut to these before its
+#: whitespace is folded and its invisible characters escaped, so a server's megabyte message
+#: costs no more main-thread time than a short one.
+PROGRESS_MESSAGE_READ_CHARS = 4 * PROGRESS_MESSAGE_CHARS
 
 
 def progress_text(progress: float, total: float | None, message: str | None) -> str:
@@ -66,7 +70,7 @@ def progress_text(progress: float, total: float | None, message: str | None) -> 
     amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
     if not message:
         return amount
-    line = visible(" ".join(message.split()))
+    line = visible(" ".join(message.lstrip()[:PROGRESS_MESSAGE_READ_CHARS].split()))
     if len(line) > PROGRESS_MESSAGE_CHARS:
         line = line[: PROGRESS_MESSAGE_CHARS - 1] + "…"
     return f"{amount} · {line}"

@@ -7,7 +7,11 @@ browser re-renders) the whole segment, so once the segment is long an update als
 the text has grown by a tenth (``MIN_GROWTH_FRACTION``): a 2,000-token answer costs a few dozen
 display updates at any streaming speed rather than one per token. Each model reply's tool calls
 appear as a ``ToolCallGroup`` of ``ToolCallView`` widgets, a running call's title with the latest
-progress it reported (``ToolCallProgress``). Every display also carries a ``text/plain`` part.
+progress it reported (``ToolCallProgress``), redrawn at most every ``interval`` seconds too: the
+latest progress of a call redrawn less than that ago waits, and is shown at the next progress
+or ``tick`` after it (the pump ticks at least every ``IDLE_WAKE_S``): a flood of notifications is
+a few title updates, never one per notification, and the last one still shows. Every display
+also carries a ``text/plain`` part.
 
 The live widgets are for the turn only. When the run ends, ``close`` replaces each group's display
 (``update_display`` on its ``display_id``) by a static rendering — HTML and ``text/plain``, with
@@ -164,6 +168,10 @@ class RichRenderer:
         self._group_handle: Any = None
         self._group_closed = True
         self._groups: list[tuple[Any, Any]] = []
+        #: Progress not shown yet (the latest of each call), and when each call's view may next
+        #: show progress (clock time).
+        self._progress_waiting: dict[str, ToolCallProgress] = {}
+        self._progress_due: dict[str, float] = {}
         #: Secret values taken out of this turn's tool results (said once, at the end).
         self._redacted = 0
         #: Display calls and updates made for the answer text (for tests and diagnostics).
@@ -203,10 +211,11 @@ class RichRenderer:
             self._end_segment()
             self._start_call(event)
         elif isinstance(event, ToolCallProgress):
-            found = self._find(event.call_id)
-            if found is not None:
-                found[0].show_progress(event.progress, event.total, event.message)
+            self._progress_waiting[event.call_id] = event
+            self._show_progress()
         elif isinstance(event, ToolCallFinished):
+            self._progress_waiting.pop(event.call_id, None)  # its view shows the end instead
+            self._progress_due.pop(event.call_id, None)
             found = self._find(event.call_id)
             if found is not None:
                 found[0].finish(
@@ -236,6 +245,7 @@ class RichRenderer:
 
     def tick(self) -> None:
         self._flush(force=False)
+        self._show_progress()
 
     # -- thinking ----------------------------------------------------------------------------
 
@@ -401,6 +411,22 @@ class RichRenderer:
         self._group = None
         self._group_handle = None
         self._group_closed = True
+
+    def _show_progress(self) -> None:
+        """Show each call's latest progress whose view was not redrawn for it within the
+        interval; the rest waits for a later event or tick."""
+        if not self._progress_waiting:
+            return
+        now = self._clock()
+        for call_id, event in list(self._progress_waiting.items()):
+            due = self._progress_due.get(call_id)
+            if due is not None and now < due:
+                continue
+            del self._progress_waiting[call_id]
+            self._progress_due[call_id] = now + self.interval_s
+            found = self._find(call_id)
+            if found is not None:
+                found[0].show_progress(event.progress, event.total, event.message)
 
     def _find(self, call_id: str) -> tuple[Any, Any, Any] | None:
         """The view of call ``call_id``, its group and the group's display handle."""

@@ -16,6 +16,10 @@ import contextvars
 from collections.abc import Iterator
 from typing import Protocol
 
+#: Characters of a progress message an event carries: a call's view shows a line of it, and a
+#: server's megabyte message must not be carried (and drawn) for each notification.
+MAX_PROGRESS_MESSAGE_CHARS = 1_000
+
 
 class ProgressCallback(Protocol):
     """Where a call's progress goes: ``progress`` of ``total`` (``None``: unknown), a message."""

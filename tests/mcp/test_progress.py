@@ -7,7 +7,9 @@ by the clock.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -101,6 +103,87 @@ async def test_the_running_calls_view_shows_the_servers_progress(
         assert running.endswith(") · running · 1/2 · halfway")
         [finished] = after
         assert finished.startswith("✓ srv__steps(") and "halfway" not in finished
+    finally:
+        teardown_test_comm()
+        InteractiveShell.clear_instance()
+        await agent.toolbox.mcp.aclose()
+
+
+async def test_a_flood_of_progress_is_coalesced_and_its_latest_still_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that sends thousands of notifications, the last with a megabyte message: the
+    round yields the latest progress at most every ``PROGRESS_INTERVAL_S`` and the view's title
+    is redrawn at most every render interval (the frontend gets a few dozen messages, not one a
+    notification); the message is cut where the event is made; the latest progress still shows
+    after a quiet period (the renderer's tick), as it would with no flood at all."""
+    import comm
+    from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+    from widget_frontend import Frontend
+
+    from jupyter_agent.agent.tool_round import PROGRESS_INTERVAL_S
+    from jupyter_agent.events import ToolCallProgress
+    from jupyter_agent.notebook.render import RichRenderer
+    from jupyter_agent.providers.anthropic import AnthropicProvider
+    from jupyter_agent.tools.progress import MAX_PROGRESS_MESSAGE_CHARS
+
+    count, size = 5_000, 1_000_000
+    gate = tmp_path / "gate"
+    fake = FakeAnthropic(
+        Reply(
+            [tool_use("toolu_1", "srv__steps", {"gate": str(gate), "count": count, "size": size})]
+        ),
+        text("ok"),
+    )
+    agent = Agent(AnthropicProvider(client=fake.client()), workspace=tmp_path)
+    command = [sys.executable, SERVER, f"--marker={uuid.uuid4().hex}"]
+    InteractiveShell.instance()
+    setup_test_comm()
+    frontend = Frontend()
+    monkeypatch.setattr(comm, "create_comm", frontend.create_comm)
+
+    def messages() -> int:
+        return sum(len(model.messages) for model in frontend.models.values())
+
+    def title() -> str:
+        [button] = [
+            model_id
+            for model_id in frontend.models
+            if frontend.state(model_id).get("_model_name") == "ToggleButtonModel"
+        ]
+        return str(frontend.state(button)["description"])
+
+    progress: list[ToolCallProgress] = []
+    shown = ""
+    sent = -1
+    elapsed = 0.0
+    try:
+        await agent.add_mcp_server("srv", command=command, policy="allow")
+        renderer = RichRenderer()
+        began = time.monotonic()
+        with capture_output():
+            async for event in agent.stream_chat("flood"):
+                renderer.handle(event)
+                if isinstance(event, ToolCallProgress):
+                    progress.append(event)
+                    if event.progress == count:  # the last notification: a quiet period follows
+                        elapsed = time.monotonic() - began
+                        await asyncio.sleep(renderer.interval_s + 0.05)
+                        renderer.tick()
+                        shown, sent = title(), messages()
+                        gate.write_text("open")
+            renderer.close(interrupted=False)
+        assert progress and progress[-1].progress == count, "the last progress was dropped"
+        # a notification each would be 5,000 events and as many widget messages
+        assert len(progress) <= 3 + elapsed / PROGRESS_INTERVAL_S, (len(progress), elapsed)
+        assert sent <= 20 + elapsed / PROGRESS_INTERVAL_S, (sent, elapsed)
+        assert len(progress) < count // 20 and sent < count // 20
+        assert all(len(p.message or "") <= MAX_PROGRESS_MESSAGE_CHARS for p in progress)
+        assert shown.startswith("… srv__steps(gate=")
+        assert f") · running · {count}/{count} · last éééé" in shown and shown.endswith("é…")
     finally:
         teardown_test_comm()
         InteractiveShell.clear_instance()

@@ -92,9 +92,17 @@ def noisy(lines: int) -> str:
 
 
 @server.tool()
-async def steps(gate: str, ctx: Context) -> str:
-    """Report progress (1 of 2, "halfway"), then wait for the file ``gate`` (at most 5 s)."""
-    await ctx.report_progress(1, 2, "halfway")
+async def steps(gate: str, ctx: Context, count: int = 0, size: int = 0) -> str:
+    """Report progress (1 of 2, "halfway"), then wait for the file ``gate`` (at most 5 s).
+
+    With ``count``, a flood instead: ``count`` notifications as fast as they go ("step i", i of
+    ``count``), the last one "last " and ``size`` characters "é"."""
+    if count:
+        for index in range(1, count):
+            await ctx.report_progress(index, count, f"step {index}")
+        await ctx.report_progress(count, count, "last " + "é" * size)
+    else:
+        await ctx.report_progress(1, 2, "halfway")
     for _ in range(500):
         if os.path.exists(gate):
             return "the gate opened"

@@ -2,7 +2,8 @@
 
 A 2,000-token answer must cost tens of display updates whatever the model's speed, and the last
 update must be exactly the model's text. The renderer takes its clock as an argument, so the
-stream's timing is simulated here instead of slept through.
+stream's timing is simulated here instead of slept through; so is a flood of a call's progress,
+whose title is throttled the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.events import AgentFinished, TextDelta, TurnFinished, TurnStarted
+from jupyter_agent.events import (
+    AgentFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallProgress,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
 from jupyter_agent.notebook.inert import is_answer
 from jupyter_agent.notebook.render import RichRenderer
 
@@ -97,6 +106,44 @@ def test_thinking_shows_collapsed_and_a_compaction_says_what_it_did(
     # … and what it did
     assert "12 tool results made stubs; 30 tool calls folded into a note" in notices[0]
     assert renderer.text == "The answer."  # thinking never joins the answer
+
+
+def test_a_flood_of_progress_redraws_a_title_each_interval_and_the_latest_shows(
+    bare_shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10,000 progress events in a simulated second: the call's title is redrawn at most once
+    per render interval, not once an event; the latest, held back, shows at the next tick."""
+    import comm
+    from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+    from widget_frontend import Frontend
+
+    setup_test_comm()
+    frontend = Frontend()
+    monkeypatch.setattr(comm, "create_comm", frontend.create_comm)
+    clock = SimulatedClock()
+    renderer = RichRenderer(clock=clock)
+    try:
+        with capture_output():
+            renderer.handle(TurnStarted(turn=1))
+            renderer.handle(ToolCallStarted("c1", "srv__steps", {"gate": "g"}))
+            [button] = [
+                model
+                for model in frontend.models.values()
+                if model.opened_state.get("_model_name") == "ToggleButtonModel"
+            ]
+            for index in range(1, 10_001):
+                clock.now += 0.0001
+                renderer.handle(ToolCallProgress("c1", "srv__steps", index, 10_000, f"s{index}"))
+            redraws = len(button.messages)
+            assert 1 <= redraws <= 1 + 1 / renderer.interval_s, redraws
+            clock.now += renderer.interval_s  # a quiet period
+            renderer.tick()
+            title = str(frontend.state(button.comm_id)["description"])
+            assert title.endswith(") · running · 10000/10000 · s10000"), title
+            renderer.handle(ToolCallFinished("c1", "srv__steps", "ok", False, 1.0))
+            renderer.close(interrupted=False)
+    finally:
+        teardown_test_comm()
 
 
 def test_the_terminal_says_so_too(capsys: pytest.CaptureFixture[str]) -> None:
