@@ -3,7 +3,9 @@
 It reads the session's ``CellRecorder`` (``recorder.py``) and renders the chosen cells oldest
 first, newest kept when the size budget runs out: each cell's execution count and source, its
 printed text, results, errors with their traceback, and its images as ``jupyter_agent.Image``
-parts (decoded from what the notebook displayed; the agent downscales them when it sends them).
+parts (decoded from what the notebook displayed; the agent downscales them when it sends them),
+each image right after the text of the cell that showed it, so the model sees every plot under
+its own cell (``ToolResult.parts`` keeps that order up to the request).
 The ``%%agent`` cell that asks is still running, so it is never among them.
 """
 
@@ -28,9 +30,11 @@ MAX_HISTORY_IMAGES = 5
 MAX_CELLS = 100
 
 
-def render_cell(cell: RecordedCell, images: list[Image], image_room: int) -> str:
-    """One cell as text; its images are appended to ``images`` while ``image_room`` allows."""
+def render_cell(cell: RecordedCell, image_room: int) -> list[str | Image]:
+    """One cell as text and, each under the output that showed it, its images (at most
+    ``image_room`` of them)."""
     label = cell.execution_count if cell.execution_count is not None else "?"
+    parts: list[str | Image] = []
     lines = [f"── cell [{label}] ──", clip(cell.source.rstrip("\n"), MAX_PART_CHARS)]
     for output in cell.outputs:
         text = output.full_text().rstrip("\n")
@@ -45,19 +49,41 @@ def render_cell(cell: RecordedCell, images: list[Image], image_room: int) -> str
             elif text:
                 lines.append(f"{head} {clip(text, 200)}")
         for media_type, encoded in output.images:
-            if len(images) >= image_room:
+            if image_room <= 0:
                 lines.append(f"[{media_type} image not sent: at most {MAX_HISTORY_IMAGES} a call]")
                 continue
             try:
-                data = base64.b64decode(encoded, validate=False)
-                images.append(Image(data, media_type))
+                image = Image(base64.b64decode(encoded, validate=False), media_type)
             except (binascii.Error, ValueError):
                 lines.append(f"[{media_type} image unreadable]")
                 continue
             lines.append(f"[{media_type} image of cell [{label}], sent with this result]")
+            parts += ["\n".join(lines), image]
+            lines = []
+            image_room -= 1
     if cell.truncated:
         lines.append("[this cell's output was longer; the record keeps its first 2 MB]")
-    return "\n".join(lines)
+    if lines:
+        parts.append("\n".join(lines))
+    return parts
+
+
+def _text_size(parts: list[str | Image]) -> int:
+    return sum(len(part) for part in parts if isinstance(part, str))
+
+
+def _joined(cells: list[list[str | Image]]) -> list[str | Image]:
+    """The cells' parts in one list, a blank line between cells, adjacent texts merged."""
+    joined: list[str | Image] = []
+    for parts in cells:
+        for index, part in enumerate(parts):
+            if isinstance(part, str) and joined and isinstance(joined[-1], str):
+                joined[-1] += ("\n\n" if index == 0 else "\n") + part
+            elif isinstance(part, str) and index == 0 and joined:
+                joined.append("\n" + part)  # after an image: the blank line between cells
+            else:
+                joined.append(part)
+    return joined
 
 
 class NotebookHistoryTool(BuiltinTool):
@@ -110,17 +136,18 @@ class NotebookHistoryTool(BuiltinTool):
             cells = self.recorder.cells(last=min(last, MAX_CELLS))
         if not cells:
             return ["No cells have run in this session since the extension was loaded."]
-        images: list[Image] = []
-        blocks: list[str] = []
+        rendered: list[list[str | Image]] = []
         used = 0
+        room = MAX_HISTORY_IMAGES
         for cell in reversed(cells):  # newest first, so the budget keeps the recent ones
-            block = render_cell(cell, images, MAX_HISTORY_IMAGES)
-            if used + len(block) > MAX_HISTORY_CHARS and blocks:
-                blocks.append(f"[{len(cells) - len(blocks)} older cells left out: size budget]")
+            parts = render_cell(cell, room)
+            size = _text_size(parts)
+            if used + size > MAX_HISTORY_CHARS and rendered:
+                left_out = len(cells) - len(rendered)
+                rendered.append([f"[{left_out} older cells left out: size budget]"])
                 break
-            blocks.append(block)
-            used += len(block)
-        blocks.reverse()
-        parts: list[str | Image] = ["\n\n".join(blocks)]
-        parts.extend(reversed(images))  # in the cells' order
-        return parts
+            rendered.append(parts)
+            used += size
+            room -= sum(isinstance(part, Image) for part in parts)
+        rendered.reverse()
+        return _joined(rendered)

@@ -380,14 +380,24 @@ class ToolServer:
 
 
 def to_call_tool_result(result: ToolResult) -> types.CallToolResult:
-    """A ``ToolResult`` as MCP content: its text, then its images."""
+    """A ``ToolResult`` as MCP content: its text, then its images — or, for a result whose
+    images sit among its text (``ToolResult.parts``: notebook_history), each in its place."""
     from mcp import types
 
-    content: list[Any] = [types.TextContent(text=result.content)]
-    for image in result.images:
+    content: list[Any] = [] if result.parts else [types.TextContent(text=result.content)]
+    texts: list[str] = []
+    for part in result.parts or result.images:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if "\n".join(texts).strip():
+            content.append(types.TextContent(text="\n".join(texts)))
+        texts = []
         content.append(
             types.ImageContent(
-                data=base64.b64encode(image.data).decode("ascii"), mime_type=image.media_type
+                data=base64.b64encode(part.data).decode("ascii"), mime_type=part.media_type
             )
         )
+    if "\n".join(texts).strip():
+        content.append(types.TextContent(text="\n".join(texts)))
     return types.CallToolResult(content=content, is_error=result.is_error)

@@ -181,6 +181,31 @@ class ToolResult:
     images: tuple[Image, ...] = field(default=())
     #: How many secret values the registry replaced by ``[redacted: NAME]`` in ``content``.
     redacted: int = 0
+    #: The text and images in the order the tool returned them, when it matters: set when text
+    #: follows an image (``notebook_history``: each cell's plot under that cell), empty when the
+    #: result is its text, then its images. ``content`` is still the text parts joined by
+    #: newlines and ``images`` the image parts; the agent sends the parts in this order.
+    parts: tuple[str | Image, ...] = field(default=())
+
+
+def result_parts(result: ToolResult) -> tuple[str | Image, ...]:
+    """``result``'s text and images in the order the model gets them: its ``parts``, or else its
+    text followed by its images."""
+    if result.parts:
+        return result.parts
+    return (result.content, *result.images)
+
+
+def interleaved(parts: Sequence[str | Image]) -> bool:
+    """Whether some text part comes after an image (the order says which text an image belongs
+    to, so it must be kept)."""
+    seen_image = False
+    for part in parts:
+        if isinstance(part, Image):
+            seen_image = True
+        elif seen_image and part.strip():
+            return True
+    return False
 
 
 class BuiltinTool:

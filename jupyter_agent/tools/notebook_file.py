@@ -3,7 +3,8 @@
 ``read_file`` on an ``.ipynb`` gives the model JSON: base64 images as text, every output's
 metadata, escaped sources. This renders it as a reader sees it — each cell's kind, execution
 count, source, its text outputs, errors (without terminal colours) and its images as
-``jupyter_agent.Image`` parts (at most ``MAX_NOTEBOOK_IMAGES``) — within a size budget, with
+``jupyter_agent.Image`` parts (at most ``MAX_NOTEBOOK_IMAGES``), each right after its cell's text
+so that a plot is seen under its own cell — within a size budget, with
 ``start_cell`` to page on. The file is opened beneath the workspace like every file tool's read
 (``_read_notebook_bytes``, one function, so the descriptor-safe read can be swapped in one place);
 it is parsed with the standard library's ``json`` (no nbformat, no IPython in the core). Its
@@ -71,7 +72,9 @@ def _read_notebook_bytes(held: WorkspaceRoot, path: Path, shown: str) -> bytes:
         return raw.read(MAX_NOTEBOOK_BYTES + 1)
 
 
-def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str]:
+def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str | Image]:
+    """An output's lines, each image right after the line that names it; ``images`` holds the
+    images taken so far (at most ``MAX_NOTEBOOK_IMAGES``)."""
     kind = output.get("output_type")
     if kind == "stream":
         text = _joined(output.get("text")).rstrip("\n")
@@ -85,7 +88,7 @@ def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str]:
         return []
     data = output.get("data") if isinstance(output.get("data"), dict) else {}
     assert isinstance(data, dict)
-    lines = []
+    lines: list[str | Image] = []
     label = "[result]" if kind == "execute_result" else "[display]"
     image_type = next((t for t in _IMAGE_TYPES if t in data), None)
     text = _joined(data.get("text/plain")) or _joined(data.get("text/markdown"))
@@ -96,10 +99,12 @@ def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str]:
             lines.append(f"[{image_type} image not sent: at most {MAX_NOTEBOOK_IMAGES} a call]")
         else:
             try:
-                images.append(Image(base64.b64decode(_joined(data[image_type])), image_type))
-                lines.append(f"[{image_type} image, sent with this result]")
+                image = Image(base64.b64decode(_joined(data[image_type])), image_type)
             except (binascii.Error, ValueError):
                 lines.append(f"[{image_type} image unreadable]")
+            else:
+                images.append(image)
+                lines += [f"[{image_type} image, sent with this result]", image]
     elif not text and data:
         lines.append(f"{label} ({', '.join(sorted(data))})")
     return lines
@@ -209,7 +214,7 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
     if isinstance(metadata, dict) and isinstance(metadata.get("kernelspec"), dict):
         language = str(metadata["kernelspec"].get("language", "")) or language
     images: list[Image] = []
-    blocks: list[str] = []
+    blocks: list[list[str | Image]] = []
     used = 0
     # within what the agent passes on uncut, so that "start_cell=N" follows what was seen
     limit = page_chars(MAX_NOTEBOOK_CHARS, with_images=True)
@@ -220,15 +225,21 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
         kind = str(cell.get("cell_type", "?"))
         count = cell.get("execution_count")
         head = f"── cell {index}: {kind}" + (f" [{count}]" if kind == "code" and count else "")
-        lines = [head + " ──", _clip(_joined(cell.get("source")), MAX_CELL_PART_CHARS)]
+        lines: list[str | Image] = [
+            head + " ──",
+            _clip(_joined(cell.get("source")), MAX_CELL_PART_CHARS),
+        ]
+        taken = len(images)
         for output in cell.get("outputs") or []:
             if isinstance(output, dict):
                 lines.extend(_output_lines(output, images))
-        block = "\n".join(lines)
-        if used + len(block) > limit and blocks:
+        block = _merged(lines, "\n")
+        size = sum(len(part) for part in block if isinstance(part, str))
+        if used + size > limit and blocks:
+            del images[taken:]  # this cell is left for the next page, its images with it
             break
         blocks.append(block)
-        used += len(block)
+        used += size
         last_shown = index
     total = len(cells)
     header = f"{shown}: {total} cells" + (f" ({language})" if language else "")
@@ -241,9 +252,23 @@ def render_notebook(raw: bytes, shown: str, start_cell: int = 1) -> list[str | I
             f"; showing cells {start_cell}–{last_shown} (size budget): call again with "
             f"start_cell={last_shown + 1} for the rest"
         )
-    parts: list[str | Image] = ["\n\n".join([header, *blocks])]
-    parts.extend(images)
-    return parts
+    # each cell's images under that cell's text, so that a plot is seen under its own cell
+    parts: list[str | Image] = [header]
+    for block in blocks:
+        first, *rest = block
+        parts += ["\n\n" + first, *rest] if isinstance(first, str) else block
+    return _merged(parts, "")
+
+
+def _merged(parts: list[str | Image], between: str) -> list[str | Image]:
+    """``parts`` with each run of adjacent text parts joined by ``between``."""
+    merged: list[str | Image] = []
+    for part in parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += between + part
+        else:
+            merged.append(part)
+    return merged
 
 
 class ReadNotebookTool(BuiltinTool):
@@ -274,11 +299,14 @@ class ReadNotebookTool(BuiltinTool):
         held = self.context.confinement.held
         raw = await asyncio.to_thread(_read_notebook_bytes, held, path, file_path)
         parts = await asyncio.to_thread(render_notebook, raw, file_path, start_cell)
-        images = [part for part in parts if isinstance(part, Image)]
-        if not images:
-            return parts
         # decoded and downscaled here, in a worker within this call (and its deadline), past
-        # the pixel cap not at all; the agent then finds them fitted
-        prepared = await prepare_off_loop(images, None, max_images=len(images))
-        texts = [part for part in parts if isinstance(part, str)]
-        return [*texts, *prepared.notes, *prepared.images]
+        # the pixel cap not at all; the agent then finds them fitted. Each stays in its place,
+        # under its cell, or a note takes it.
+        fitted: list[str | Image] = []
+        for part in parts:
+            if isinstance(part, str):
+                fitted.append(part)
+                continue
+            prepared = await prepare_off_loop([part], None, max_images=1)
+            fitted += [*prepared.images, *prepared.notes]
+        return _merged(fitted, "\n")

@@ -4,8 +4,9 @@ A tool returns ``str`` or a list of ``str`` and ``Image`` parts (the SPEC). Tool
 ``anthropic`` SDK's runner (``@beta_tool``) return what a ``tool_result`` holds instead: content
 blocks, as dicts (``{"type": "text", "text": ...}``, ``{"type": "image", "source": {"type":
 "base64", "media_type": ..., "data": ...}}``) or as the SDK's pydantic block objects. Both are
-read here into the same (text, images) pair, so an image reaches the model as an image block —
-never as the tens of thousands of characters of its base64 — whoever wrote the tool.
+read here into the same (text, images) pair — or, kept in order, into text and image parts — so
+an image reaches the model as an image block, never as the tens of thousands of characters of its
+base64, whoever wrote the tool.
 
 This module imports neither the SDK nor pydantic: a block object is read through its
 ``model_dump()``.
@@ -21,7 +22,7 @@ from typing import Any
 from ..errors import BadPart
 from .base import Image
 
-__all__ = ["BadPart", "is_content", "split_parts"]
+__all__ = ["BadPart", "is_content", "ordered_parts", "split_parts"]
 
 #: Block types a tool result may hold besides text and images, shown to the model by name.
 _OTHER_BLOCKS = frozenset({"document", "search_result", "tool_reference"})
@@ -75,34 +76,39 @@ def split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
 
     Raises ``BadPart`` for an image block whose data cannot be read.
     """
+    parts = ordered_parts(output)
+    if parts is None:
+        return None
+    texts = [part for part in parts if isinstance(part, str)]
+    return "\n".join(texts), tuple(part for part in parts if isinstance(part, Image))
+
+
+def ordered_parts(output: object) -> tuple[str | Image, ...] | None:
+    """``output`` as text and ``Image`` parts in the order the tool gave them (a block read as
+    text where it stood), or None if it is not text and image parts.
+
+    Raises ``BadPart`` for an image block whose data cannot be read.
+    """
     if isinstance(output, Image):
-        return "", (output,)
+        return (output,)
     if not isinstance(output, list | tuple):
         return None
-    texts: list[str] = []
-    images: list[Image] = []
+    parts: list[str | Image] = []
     for part in output:
-        if isinstance(part, str):
-            texts.append(part)
-            continue
-        if isinstance(part, Image):
-            images.append(part)
+        if isinstance(part, str | Image):
+            parts.append(part)
             continue
         block = _block(part)
         if block is None:
             return None
         kind = block["type"]
         if kind == "text":
-            texts.append(block["text"])
+            parts.append(block["text"])
         elif kind == "image":
-            read = _image_of(block["source"])
-            if isinstance(read, Image):
-                images.append(read)
-            else:
-                texts.append(read)
+            parts.append(_image_of(block["source"]))
         else:
-            texts.append(_describe_block(block))
-    return "\n".join(texts), tuple(images)
+            parts.append(_describe_block(block))
+    return tuple(parts)
 
 
 def _image_of(source: Mapping[str, Any]) -> Image | str:

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import BadPart, DuplicateToolError, ToolInputError, ToolNotFoundError
-from .base import ExecutableTool, Image, ToolResult, capabilities_of
-from .parts import split_parts
+from .base import ExecutableTool, Image, ToolResult, capabilities_of, interleaved
+from .parts import ordered_parts
 from .redact import redact
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ class ToolRegistry:
         if type(output) is str or isinstance(output, str):
             return _result(output, False, started)
         try:
-            parts = _split_parts(output)
+            parts = ordered_parts(output)
         except BadPart as exc:
             return _result(f"Error executing {name}: {exc}", True, started)
         if parts is None:
@@ -234,8 +234,11 @@ class ToolRegistry:
                 True,
                 _clock() - started,
             )
-        text, images = parts
-        return _result(text, False, started, images)
+        if interleaved(parts):
+            return _ordered_result(parts, started)
+        texts = [part for part in parts if isinstance(part, str)]
+        images = tuple(part for part in parts if isinstance(part, Image))
+        return _result("\n".join(texts), False, started, images)
 
     def unavailable(self, name: object) -> str | None:
         """Why ``name`` cannot be called at all (unknown or disabled), or None if it can."""
@@ -346,10 +349,19 @@ def _result(
     return ToolResult(text, is_error, _clock() - started, images, redacted)
 
 
-def _split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
-    """A list of ``str`` and ``Image`` parts — or the SDK's content blocks (``parts.py``) — as
-    (joined text, images); None for anything else; ``BadPart`` for an unreadable image block."""
-    return split_parts(output)
+def _ordered_result(parts: tuple[str | Image, ...], started: float) -> ToolResult:
+    """The ``ToolResult`` of text and images whose order matters: each text part redacted where
+    it stands, ``content`` their join."""
+    kept: list[str | Image] = []
+    redacted = 0
+    for part in parts:
+        if isinstance(part, str):
+            part, found = redact(part)
+            redacted += found
+        kept.append(part)
+    text = "\n".join(part for part in kept if isinstance(part, str))
+    images = tuple(part for part in kept if isinstance(part, Image))
+    return ToolResult(text, False, _clock() - started, images, redacted, tuple(kept))
 
 
 def _describe(exc: BaseException) -> str:

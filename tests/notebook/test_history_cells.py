@@ -49,3 +49,42 @@ def test_each_output_is_listed_under_the_cell_that_made_it(
     assert blocks[4].startswith("x = 1") and "image" not in blocks[4]
     assert "after the plot" in blocks[5] and "image" not in blocks[5]
     assert "[image/png image of cell [2], sent with this result]" in blocks[2]
+
+
+def test_each_plot_reaches_the_model_under_the_cell_that_drew_it(
+    tmp_path: Path,
+    fake_api: FakeAnthropic,
+) -> None:
+    """The request holds cell 1's text, its plot, cell 2's text, its plot — in that order, not
+    every image after the last cell's text (where a plot seems to belong to the last cell)."""
+    fake_api.add(Reply([tool_use("toolu_1", "notebook_history", {"last": 10})]), text("Seen."))
+    cells = [
+        "%load_ext jupyter_agent",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3]); print('first plot drawn')",
+        "plt.bar([1, 2], [3, 1]); print('second plot drawn')",
+        "%%agent\nWhat did my cells draw?",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    [result] = tool_results(fake_api.requests[1])
+    content = result["content"]
+    assert isinstance(content, list), content
+    order: list[str] = []
+    for block in content:
+        if block["type"] == "image":
+            order.append("image")
+        elif "first plot drawn" in block["text"] and "second plot drawn" in block["text"]:
+            order.append("text of both cells")
+        elif "first plot drawn" in block["text"]:
+            order.append("text of cell 2")
+        elif "second plot drawn" in block["text"]:
+            order.append("text of cell 3")
+    assert order == ["text of cell 2", "image", "text of cell 3", "image"], content
+    first, second = (block["text"] for block in content if block["type"] == "text")
+    assert "── cell [2] ──" in first and "── cell [3] ──" not in first
+    assert first.rstrip().endswith("[image/png image of cell [2], sent with this result]")
+    assert second.lstrip().startswith("── cell [3] ──")
+    assert second.rstrip().endswith("[image/png image of cell [3], sent with this result]")

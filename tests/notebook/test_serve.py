@@ -8,6 +8,7 @@ these are the quick ones.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import socket
 import threading
@@ -20,13 +21,17 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from PIL import Image as PILImage
 
+from jupyter_agent import Image
 from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge, NotPumpingError
 from jupyter_agent.notebook.extension import get_magics
 from jupyter_agent.notebook.serve import connection_lines
-from jupyter_agent.notebook.serve_http import ToolServer
+from jupyter_agent.notebook.serve_http import ToolServer, to_call_tool_result
 from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.decorator import tool
+from jupyter_agent.tools.registry import ToolRegistry
 
 pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
@@ -188,3 +193,23 @@ def test_main_thread_work_between_runs_goes_to_the_idle_runner() -> None:
         assert ran_on and ran_on[0] != "test-idle"
     finally:
         background.close()
+
+
+def test_a_served_result_keeps_each_image_under_its_text() -> None:
+    """An MCP client of ``%agent serve`` (notebook_history's plots) gets the text and images in
+    the tool's order, not every image after all the text."""
+    out = io.BytesIO()
+    PILImage.new("RGB", (20, 10)).save(out, format="PNG")
+    png = Image(out.getvalue(), "image/png")
+
+    @tool
+    def two_cells() -> list[str | Image]:
+        """Two cells and their plots."""
+        return ["cell 1", png, "cell 2", png]
+
+    registry = ToolRegistry()
+    registry.register(two_cells)
+    result = asyncio.run(registry.call("two_cells", {}))
+    content = to_call_tool_result(result).content
+    assert [block.type for block in content] == ["text", "image", "text", "image"]
+    assert [getattr(block, "text", None) for block in content] == ["cell 1", None, "cell 2", None]

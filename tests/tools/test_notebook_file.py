@@ -18,11 +18,11 @@ from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.notebook_file import ReadNotebookTool
 
 
-def _png() -> bytes:
+def _png(size: tuple[int, int] = (30, 20)) -> bytes:
     from PIL import Image as PILImage
 
     out = io.BytesIO()
-    PILImage.new("RGB", (30, 20), (10, 120, 200)).save(out, format="PNG")
+    PILImage.new("RGB", size, (10, 120, 200)).save(out, format="PNG")
     return out.getvalue()
 
 
@@ -61,9 +61,12 @@ async def test_a_notebook_reads_as_cells_outputs_errors_and_images(tmp_path: Pat
     registry = create_default_registry(ToolContext(tmp_path))
     assert registry.is_tool_enabled("read_notebook")
     parts = await ReadNotebookTool(ToolContext(tmp_path)).execute({"file_path": "analysis.ipynb"})
-    text, *images = parts
-    assert images == [Image(png, "image/png")]
-    assert isinstance(text, str)
+    before, image, after = parts  # the plot under its own cell, before the next cell
+    assert image == Image(png, "image/png")
+    assert isinstance(before, str) and isinstance(after, str)
+    assert before.endswith("[image/png image, sent with this result]")
+    assert after.startswith("\n\n── cell 4: code [3] ──")
+    text = before + after
     assert text.startswith("analysis.ipynb: 4 cells (python)")
     assert "── cell 1: markdown ──\n# Sales" in text
     assert "── cell 2: code [1] ──\nprint('hi')\n41 + 1\n[stdout]\nhi\n[result]\n42" in text
@@ -75,7 +78,7 @@ async def test_a_notebook_reads_as_cells_outputs_errors_and_images(tmp_path: Pat
 async def test_a_long_notebook_comes_in_parts(tmp_path: Path) -> None:
     _write_notebook(tmp_path / "long.ipynb", _png(), extra_cells=30)
     tool = ReadNotebookTool(ToolContext(tmp_path))
-    [first, _image] = await tool.execute({"file_path": "long.ipynb"})
+    [first, _image, _after] = await tool.execute({"file_path": "long.ipynb"})
     assert isinstance(first, str) and "call again with start_cell=" in first
     assert len(first) < 45_000
     start = int(first.split("start_cell=")[1].split()[0])
@@ -107,3 +110,46 @@ async def test_a_notebook_outside_the_workspace_is_not_read(tmp_path: Path) -> N
         result = await registry.call("read_notebook", {"file_path": path})
         assert result.is_error, path
         assert "Sales" not in result.content
+
+
+def _plot_cell(png: bytes, source: str, count: int) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source, execution_count=count)
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"},
+        )
+    ]
+    return cell
+
+
+async def test_each_plot_comes_under_the_cell_that_drew_it(tmp_path: Path) -> None:
+    """Cell 1's text, its plot, cell 2's text, its plot — not every image after all the text,
+    where a plot seems to belong to the last cell listed."""
+    first, second = _png(), _png((60, 40))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _plot_cell(first, "plt.plot([1, 2])", 1),
+        _plot_cell(second, "plt.bar([1, 2], [2, 1])", 2),
+        nbformat.v4.new_markdown_cell("The end"),
+    ]
+    nbformat.write(nb, tmp_path / "plots.ipynb")
+    parts = await ReadNotebookTool(ToolContext(tmp_path)).execute({"file_path": "plots.ipynb"})
+    kinds = [part if isinstance(part, Image) else "text" for part in parts]
+    assert kinds == ["text", Image(first, "image/png"), "text", Image(second, "image/png"), "text"]
+    text_1, text_2, text_3 = (part for part in parts if isinstance(part, str))
+    assert "plt.plot" in text_1 and "plt.bar" not in text_1
+    assert "plt.bar" in text_2 and "The end" not in text_2
+    assert "The end" in text_3
+
+
+async def test_a_plot_of_a_cell_left_for_the_next_page_is_not_sent(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("z = 1\n" + "#" * 4000) for _ in range(9)]
+    # the plot's cell is the one that does not fit: its plot was read before it was left out
+    nb.cells.append(_plot_cell(_png(), "plt.plot([1, 2])\n" + "#" * 4000, 10))
+    nbformat.write(nb, tmp_path / "long.ipynb")
+    parts = await ReadNotebookTool(ToolContext(tmp_path)).execute({"file_path": "long.ipynb"})
+    [text] = parts
+    assert isinstance(text, str) and "call again with start_cell=" in text
+    assert "plt.plot" not in text

@@ -21,6 +21,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from ipython_shell import magics_of, run_ok, use_fake
 
+from jupyter_agent import Image
 from jupyter_agent.events import ToolCallFinished
 from jupyter_agent.tools.base import ToolResult
 from jupyter_agent.tools.context import ToolContext
@@ -269,3 +270,27 @@ def test_redaction_is_fast_on_a_large_result(monkeypatch: pytest.MonkeyPatch) ->
         redactor().redact(big)
         timings.append(time.perf_counter() - started)
     assert min(timings) < 0.001, f"{min(timings) * 1000:.2f} ms for 100 KB"
+
+
+def test_text_after_an_image_is_redacted_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = "vault-" + _token()
+    monkeypatch.setenv("ACME_VAULT_TOKEN", value)
+    png = Image(b"\x89PNG\r\n\x1a\n" + b"\0" * 16, "image/png")
+
+    @tool
+    def plots() -> list[str | Image]:
+        """A plot between two texts."""
+        return ["before " + value, png, "after " + value]
+
+    registry = ToolRegistry()
+    registry.register(plots)
+    result = call(registry, "plots", {})
+    assert result.parts == (
+        "before [redacted: ACME_VAULT_TOKEN]",
+        png,
+        "after [redacted: ACME_VAULT_TOKEN]",
+    )
+    assert (
+        result.content == "before [redacted: ACME_VAULT_TOKEN]\nafter [redacted: ACME_VAULT_TOKEN]"
+    )
+    assert result.images == (png,) and result.redacted == 2
