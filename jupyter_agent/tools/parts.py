@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import BadPart
 from .base import Image
 
-__all__ = ["BadPart", "is_content", "ordered_parts", "split_parts"]
+__all__ = ["BadPart", "is_content", "ordered_parts"]
 
 #: Block types a tool result may hold besides text and images, shown to the model by name.
 _OTHER_BLOCKS = frozenset({"document", "search_result", "tool_reference"})
@@ -69,18 +69,6 @@ def is_content(value: object) -> bool:
             continue
         return False
     return rich
-
-
-def split_parts(output: object) -> tuple[str, tuple[Image, ...]] | None:
-    """``output`` as (joined text, images), or None if it is not text and image parts.
-
-    Raises ``BadPart`` for an image block whose data cannot be read.
-    """
-    parts = ordered_parts(output)
-    if parts is None:
-        return None
-    texts = [part for part in parts if isinstance(part, str)]
-    return "\n".join(texts), tuple(part for part in parts if isinstance(part, Image))
 
 
 def ordered_parts(output: object) -> tuple[str | Image, ...] | None:
