@@ -530,7 +530,7 @@ class TextRenderer:
         if not any(kept == call_id for kept, _ in self._tail) or write_count() != self._tail_mark:
             return None
         columns = max(1, shutil.get_terminal_size((80, 24)).columns)
-        rows = sum(_rows(line, columns) for _, line in self._tail)
+        rows = sum(_rows(visible(line), columns) for _, line in self._tail)  # as written
         others = [(kept, line) for kept, line in self._tail if kept != call_id]
         self.stream.write(f"\x1b[{rows}A\r\x1b[J")  # up to the first of them, erase down
         self._tail = []
@@ -620,7 +620,26 @@ class TextRenderer:
             self.stream.flush()
 
 
-def _rows(line: str, columns: int) -> int:
-    """Terminal rows ``line`` takes (wide characters count two columns)."""
-    width = sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
-    return max(1, -(-width // columns))
+def _rows(written: str, columns: int) -> int:
+    """Terminal rows a line takes, ``written`` exactly as it went to the terminal (after
+    ``visible``), followed by a newline. The count may fall short, never exceed: the cursor goes
+    up that many rows and erases down, so one row too many would erase a line of the user's above
+    (a row too few leaves part of a finished call's "running" line, which is cosmetic). So a
+    character whose width a terminal may judge otherwise counts narrow, and the rows are the
+    columns over the width (a terminal may start a row early, for a wide character at the end)."""
+    return sum(max(1, -(-sum(map(_cell_width, line)) // columns)) for line in written.split("\n"))
+
+
+def _cell_width(char: str) -> int:
+    """Columns ``char`` takes at the least: none for marks (combining, enclosing and spacing ones
+    — some terminals give the last a column), format characters and the Hangul jamo that join
+    the syllable before them; two for East Asian wide and fullwidth characters; one otherwise."""
+    if char.isascii():
+        return 1
+    if unicodedata.category(char) in _NO_COLUMN or "\u1160" <= char <= "\u11ff":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+#: Unicode categories drawn on the character before (marks) or not at all (format characters).
+_NO_COLUMN = frozenset({"Mn", "Me", "Mc", "Cf"})

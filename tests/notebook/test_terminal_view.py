@@ -13,6 +13,7 @@ import io
 import os
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ ANSWER = (
 
 HELPERS = f'''
 import sys
+import unicodedata
 import time
 
 sys.path.insert(0, {str(REPO / "tests")!r})
@@ -160,3 +162,96 @@ def test_a_long_paragraph_streams_by_words_with_its_marks_closed() -> None:
     assert lines.feed(" text\n") == "more text\n"
     assert lines.feed("# Head") == ""  # a heading waits for its line
     assert lines.feed("ing\n") == f"{BOLD}\x1b[4mHeading{RESET}\n"
+
+
+def cell_width(char: str) -> int:
+    """Columns a terminal gives ``char``: marks none, East Asian wide and fullwidth two."""
+    if unicodedata.category(char) in {"Mn", "Me"}:
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def wrapped_screen(raw: str, columns: int) -> list[str]:
+    """What a ``columns``-wide terminal shows after ``raw``: long lines wrap onto the next row,
+    a mark joins the character before it, a wide character that does not fit starts a row."""
+    rows: list[list[str]] = [[]]
+    row = column = 0
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "\x1b":
+            match = OURS.match(raw, index)
+            assert match, f"an escape sequence we do not write: {raw[index : index + 12]!r}"
+            code = match.group(0)
+            if code.endswith("A"):
+                row = max(0, row - int(code[2:-1]))
+            elif code.endswith("J"):
+                del rows[row + 1 :]
+                del rows[row][column:]
+            index = match.end()
+            continue
+        index += 1
+        if char == "\r":
+            column = 0
+            continue
+        if char == "\n":
+            row, column = row + 1, 0
+        width = cell_width(char)
+        if char != "\n" and column + width > columns:
+            row, column = row + 1, 0
+        while len(rows) <= row:
+            rows.append([])
+        if char == "\n":
+            continue
+        line = rows[row]
+        if width == 0:
+            if column:
+                line[column - 1] += char
+            continue
+        line.extend(" " * (column + width - len(line)))
+        line[column : column + width] = [char, *[""] * (width - 1)]
+        column += width
+    return ["".join(line).rstrip() for line in rows]
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+EARLIER = ["The agent said it will delete ~/data", "Denied: rm -rf ~/data"]
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        "a" + "\u0301" * 59,  # combining marks: draw nothing, yet a character each
+        "a" + "\u20dd" * 59,  # enclosing marks
+        "a" + "\ufe00" * 59,  # variation selectors: written as \ufe00, six columns each
+        "表" * 40,  # wide: two columns each
+        "a\u200b" * 30,  # zero-width spaces: written as \u200b
+    ],
+    ids=["combining", "enclosing", "escaped", "wide", "zero-width"],
+)
+def test_replacing_running_lines_erases_no_line_above_them(
+    argument: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model chooses the arguments a running line shows; however they draw, replacing the
+    running lines erases exactly them — not the answer or the "Denied:" line above."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "24")
+    out = Tty()
+    renderer = TextRenderer(out)
+    renderer.handle(TextDelta("".join(line + "\n" for line in EARLIER)))
+    for k in range(3):
+        arguments = {"file_path": f"f{k}{argument}", "pattern": argument}
+        renderer.handle(ToolCallStarted(f"c{k}", "read_file", arguments))
+    renderer.tick()
+    before = wrapped_screen(out.getvalue(), 80)
+    assert before[:2] == EARLIER and "".join(before).count("· running") == 3, before
+    renderer.handle(ToolCallFinished("c0", "read_file", "ok", False, 0.01))
+    shown = wrapped_screen(out.getvalue(), 80)
+    assert shown[:2] == EARLIER, shown  # nothing above the running lines was erased
+    text = "".join(shown)  # rows joined: a wrapped line reads whole
+    assert text.count("file_path='f0") == 1 and text.count("· done") == 1, shown
+    assert text.count("· running") == 2, shown  # c0's running line is gone, not left stale
