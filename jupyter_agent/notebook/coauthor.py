@@ -167,6 +167,19 @@ class NotebookLink:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
             loop.call_soon_threadsafe(_settle, future, data)
 
+    def _claim(self, message: dict[str, Any]) -> bool:
+        """Take a message on our comm straight from the poller while an operation waits for
+        its reply: the kernel's comm dispatch would fire the shell's ``pre_execute`` and
+        ``post_execute`` events for it (figure 20's run_start round trip paid ~0.8 ms there)."""
+        comm = self.comm
+        content = message.get("content") or {}
+        if comm is None or (message.get("header") or {}).get("msg_type") != "comm_msg":
+            return False
+        if content.get("comm_id") != getattr(comm, "comm_id", None):
+            return False
+        self._received(message)
+        return True
+
     def _take_cells(self, data: dict[str, Any]) -> None:
         cells = data.get("cells")
         if isinstance(cells, list):
@@ -215,7 +228,7 @@ class NotebookLink:
                     raise FrontendError("stopped")
                 if time.monotonic() > deadline:
                     raise FrontendError(f"the notebook did not answer within {timeout:g} s")
-                poller.poll(0.05)
+                poller.poll(0.05, claim=self._claim)
         finally:
             if own:
                 poller.close()
