@@ -61,6 +61,8 @@ class _Frontend:
             cell["outputs"], cell["count"] = op["outputs"], op["execution_count"]
         else:
             return
+        if op.get("noreply"):  # run_end: the kernel does not wait for it (index.ts sends none)
+            return
         sent = self.client.session.msg("comm_msg", {"comm_id": self.comm_id, "data": reply})
         self.client.shell_channel.send(sent)
 

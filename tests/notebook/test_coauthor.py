@@ -82,9 +82,10 @@ class FakeNotebook:
         try:
             result = self.apply(op)
         except Exception as exc:
-            self.reply({"id": op["id"], "ok": False, "error": str(exc)})
+            if not op.get("noreply"):
+                self.reply({"id": op["id"], "ok": False, "error": str(exc)})
             return
-        if result is not None:
+        if result is not None and not op.get("noreply"):
             self.reply({"id": op["id"], "ok": True, **result, **self.snapshot()})
 
     def reply(self, data: dict[str, Any]) -> None:
@@ -586,3 +587,19 @@ def test_the_notebooks_answer_is_taken_without_the_kernels_dispatch(
         "print(link_for(get_ipython()).cells[0]['source'])"
     )
     assert printed(outputs) == "rows = [5]\n"
+
+
+def test_answers_nobody_waits_for_are_not_kept(kernel: Kernel, notebook: FakeNotebook) -> None:
+    """``run_end`` and the progress ``outputs`` are not waited for; their answers (each with the
+    whole notebook, from the extension) were kept in the link forever, one per run."""
+    for _ in range(3):
+        reply, outputs = kernel.execute(_RUN_DATA_CELL, cell_id="other")
+        assert reply["status"] == "ok", outputs
+    time.sleep(0.2)  # the last run_end's answer, if one comes, reaches the kernel
+    reply, outputs = kernel.execute(
+        "from jupyter_agent.notebook.coauthor import link_for\n"
+        "print('kept', len(link_for(get_ipython())._replies))"
+    )
+    assert printed(outputs) == "kept 0\n"
+    ends = [op for op in notebook.ops if op["op"] == "run_end"]
+    assert len(ends) == 3 and all(op.get("noreply") for op in ends)
