@@ -23,8 +23,9 @@ FIGURE = "20"
 CODE = "x = 1 + 1"
 _RUN = (
     "from jupyter_agent.notebook.coauthor import link_for as _lf, run_cell_now as _rc\n"
-    "_rc(_lf(get_ipython()), 'c1', None)"
-)
+    "_ran = _rc(_lf(get_ipython()), 'c1', None)"
+)  # assigned: as an expression its tuple was formatted and displayed as Out[n], which no
+# run_cell does (the tool returns it to the model) and which cost ours ~0.3 ms a sample
 
 
 class _Frontend:
