@@ -126,16 +126,17 @@ def run(ctx: BenchContext) -> list[Row]:
             miss_note=(
                 "What ours adds is the run_start round trip (the frontend clears the cell and "
                 "sends its current source, unsaved edits included: what makes an edit not yet "
-                "announced the code that runs), the run and run_end, sent without a reply. Timed "
-                "inside the kernel, run_cell_now takes ~1.0-1.4 ms (kernel CPU ~0.8-1.0 ms), down "
-                "from ~1.8-2.3 ms (CPU ~1.4-2.0 ms): the reply is taken from the poller, no longer through "
-                "ipykernel's comm dispatch, which fired the shell's pre/post_execute events "
-                "(0.4-0.8 ms). The rest of the round trip is ipykernel's two thread hops (main to "
-                "IOPub thread, shell-channel thread to main) and the frontend; the wait itself is "
-                "a zmq poll that wakes at once. At load ~1 ours reads 1.43-1.48x (1.50-1.62x "
-                "before this), narrowly within the goal; under load both sides swing by more. "
-                "Only removing the round trip would meet the goal surely, and that lets an edit "
-                "still in flight lose to the kernel's copy; not done."
+                "announced the code that runs), the run and run_end, sent without a reply. "
+                "Timed inside the kernel, run_cell_now takes ~1.0-1.4 ms (kernel CPU ~0.8-1.0 "
+                "ms), down from ~1.8-2.3 ms (CPU ~1.4-2.0 ms): the reply is taken from the "
+                "poller, no longer through ipykernel's comm dispatch, which fired the shell's "
+                "pre/post_execute events (0.4-0.8 ms). The rest of the round trip is "
+                "ipykernel's two thread hops (main to IOPub thread, shell-channel thread to "
+                "main) and the frontend; the wait itself is a zmq poll that wakes at once. At "
+                "load ~1 ours reads 1.43-1.48x (1.50-1.62x before this), narrowly within the "
+                "goal; under load both sides swing by more. Only removing the round trip would "
+                "meet the goal surely, and that lets an edit still in flight lose to the "
+                "kernel's copy; not done."
             ),
         )
     ]
