@@ -349,11 +349,15 @@ class CoAuthor {
     try {
       result = this._apply(data);
     } catch (err) {
-      this._send({ type: 'reply', id: data.id, ok: false, error: String(err) });
+      if (!data.noreply) {
+        this._send({ type: 'reply', id: data.id, ok: false, error: String(err) });
+      }
       return;
     }
-    if (result.pending) {
-      return; // a review: the reply comes when the user decides
+    if (result.pending || data.noreply) {
+      // a review: the reply comes when the user decides; noreply (a run's outputs, its end):
+      // the kernel does not wait for it, and a reply carries the whole notebook
+      return;
     }
     this._send({ type: 'reply', id: data.id, ok: true, ...result, ...this._snapshot() });
   }
