@@ -21,7 +21,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import GlobSyntaxError
+if __package__:
+    from ..errors import GlobSyntaxError
+else:  # the search child runs this file as a script (``python -I -S pysearch.py``, in the
+    # sandbox that shows it only this folder): no package around it, so ValueError, its base
+    GlobSyntaxError = ValueError  # type: ignore[misc, assignment]
 
 #: Matched lines longer than this are shortened in the output.
 MAX_LINE_CHARS = 500

@@ -588,3 +588,39 @@ async def test_a_gitignore_rule_with_braces_reads_as_in_ripgrep(tmp_path: Path) 
         py = await tool_class(context, backend="python").execute(dict(query))
         assert rg == py
         assert "drop" not in py and "keep.txt" in py and "odd{x}.md" in py
+
+
+def test_the_search_child_starts_as_a_script_outside_the_package(tmp_path: Path) -> None:
+    """The Python search runs ``pysearch.py`` as a script (``python -I -S``, no package around
+    it) so its deadline can stop a runaway regex. When its errors moved to ``errors.py`` a
+    package-relative import made the child fail at start, and the search fell back to a thread
+    with no deadline (the runaway-regex test took 8.6 s against its 1 s limit)."""
+    import json
+    import subprocess
+    import sys
+
+    from jupyter_agent.tools import pysearch
+
+    (tmp_path / "a.txt").write_text("alpha\n")
+    job = {
+        "workspace": str(tmp_path),
+        "target": ".",
+        "target_is_file": False,
+        "whitelist": [],
+        "parent_ignores": [],
+        "hidden": [],
+        "pattern": "alp",
+        "flags": 0,
+        "wanted": 2,
+    }
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", pysearch.__file__],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0] == "ready" and len(lines) == 2, lines
