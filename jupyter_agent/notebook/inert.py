@@ -239,6 +239,25 @@ def text_bundle(plain: str) -> dict[str, str]:
     return {"text/plain": visible(plain)}
 
 
+#: A plan's nonce, as ``plan_mode`` makes it (hex: nothing else can ride on it into the markup).
+_PLAN_NONCE = re.compile(r"[0-9a-f]{32}")
+
+
+def go_button_bundle(nonce: str, plain: str) -> dict[str, str]:
+    """The Go button under a ``%%agent --plan`` answer: the package's own control, fixed markup
+    (the allowlist of ``view_html`` has no button), carrying the kernel's ``nonce`` for the plan,
+    which the co-authoring extension sends back as ``%agent go --plan NONCE``."""
+    if not _PLAN_NONCE.fullmatch(nonce):
+        raise ValueError("a plan's nonce is 32 hex digits")
+    markup = (
+        "<div style='margin: 4px 0;'>▶ Review the plan, then "
+        f"<button class='jp-agent-go jp-mod-styled jp-mod-accept' data-agent-go='{nonce}' "
+        "title='Insert a %agent go cell below and run it'>Go</button>"
+        " — or run <code>%agent go</code>.</div>"
+    )
+    return {"text/html": markup, "text/plain": visible(plain)}
+
+
 def is_answer(metadata: Any) -> bool:
     """Whether a display's ``metadata`` marks it as (a segment of) the model's answer."""
     if not isinstance(metadata, dict):

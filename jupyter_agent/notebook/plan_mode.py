@@ -56,16 +56,10 @@ GO_PROMPT = "Go ahead: carry out the plan you proposed above, step by step."
 
 #: The line under a plan (and the button's plain-text fallback).
 GO_LINE = "▶ Review the plan; %agent go carries it out with the normal tools."
+
+
 #: The button the co-authoring extension answers (its class is what it looks for, in a code
 #: cell's outputs; ``data-agent-go`` the plan's nonce, which it sends back).
-GO_BUTTON_HTML = (
-    "<div style='margin: 4px 0;'>▶ Review the plan, then "
-    "<button class='jp-agent-go jp-mod-styled jp-mod-accept' data-agent-go='{nonce}' "
-    "title='Insert a %agent go cell below and run it'>Go</button>"
-    " — or run <code>%agent go</code>.</div>"
-)
-
-
 def _nonce() -> str:
     # hex: it goes on a magic's line as an option's value (never starts with "-", no quoting)
     return secrets.token_hex(16)
@@ -93,9 +87,9 @@ def show_go(shell: Any, plan: PendingPlan) -> None:
         print(GO_LINE)
         return
     from ._ipython import display
+    from .inert import go_button_bundle
 
-    html = GO_BUTTON_HTML.format(nonce=plan.nonce)
-    display({"text/html": html, "text/plain": GO_LINE}, raw=True)
+    display(go_button_bundle(plan.nonce, GO_LINE), raw=True)
 
 
 def plan_prompt(prompt: str) -> str:
