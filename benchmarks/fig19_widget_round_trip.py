@@ -26,6 +26,18 @@ PROBE_EVERY_S = 0.03
 PROBE_TIMEOUT_S = 5.0
 #: Burst cells run at most, to gather the probes answered during bursts.
 MAX_BURST_CELLS = 30
+#: Kernel side: every full (generation 2) collection's duration and how many objects were
+#: frozen (left out of it) at the time — what a click waits behind.
+GC_WATCH = """
+import gc as _gc, time as _time
+_bench_full_gcs = []
+def _bench_gc_watch(phase, info, _started=[0.0]):
+    if info["generation"] == 2 and phase == "start":
+        _started[0] = _time.perf_counter()
+    elif info["generation"] == 2:
+        _bench_full_gcs.append(((_time.perf_counter() - _started[0]) * 1e3, _gc.get_freeze_count()))
+_gc.callbacks.append(_bench_gc_watch)
+"""
 
 
 class _Prober:
@@ -71,6 +83,25 @@ class _Prober:
         return taken
 
 
+def _full_collections(kernel: Any) -> str:
+    """What the kernel's full collections during the burst cells cost, in one sentence."""
+    import json
+
+    outputs = kernel.execute("print(__import__('json').dumps(_bench_full_gcs))")
+    text = "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
+    seen: list[list[float]] = json.loads(text)
+    whole = [ms for ms, frozen in seen if not frozen]
+    young = [ms for ms, frozen in seen if frozen]
+
+    def summary(times: list[float]) -> str:
+        return f"{len(times)}" + (f" (max {max(times):.0f} ms)" if times else "")
+
+    return (
+        f"Full collections in the kernel while the burst cells ran: {summary(whole)} of the "
+        f"whole heap, {summary(young)} of the objects made during a turn only."
+    )
+
+
 def run(ctx: BenchContext) -> list[Row]:
     require("jupyter_client")
     require("ipykernel")
@@ -90,6 +121,7 @@ def run(ctx: BenchContext) -> list[Row]:
     ):
         kernel.execute("%load_ext jupyter_agent")
         kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+        kernel.execute(GC_WATCH)
         opened: list[str] = []
 
         def on_open(message: dict[str, Any]) -> None:
@@ -133,6 +165,7 @@ def run(ctx: BenchContext) -> list[Row]:
         # A burst is short (the calls are quick): the cell is run again until enough probes
         # were answered during one, so the 90th percentile rests on more than a handful.
         during_burst, burst_arrivals = [], []
+        kernel.execute("_bench_full_gcs.clear()")
         for _cell in range(MAX_BURST_CELLS):
             prober.active = True
             kernel.execute(
@@ -147,6 +180,7 @@ def run(ctx: BenchContext) -> list[Row]:
             ctx.log(f"figure 19: burst cell {_cell + 1}: {len(samples)} probes answered")
             if len(during_burst) >= burst_probes:
                 break
+        full_gcs = _full_collections(kernel)
     if not during_stream or not during_burst:
         raise RuntimeError("no probe was answered during the turn")
     note = __doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else ""
@@ -183,6 +217,7 @@ def run(ctx: BenchContext) -> list[Row]:
                     f"reached this reader (iopub backlog included): median "
                     f"{sorted(arrivals)[len(arrivals) // 2]:.1f} ms, max {max(arrivals):.1f} ms; "
                     f"idle: median {sorted(idle_arrivals)[len(idle_arrivals) // 2]:.1f} ms."
+                    + (f" {full_gcs}" if what.endswith("tool calls") else "")
                 ),
                 miss_note=miss,
             )

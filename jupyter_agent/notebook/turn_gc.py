@@ -1,0 +1,113 @@
+"""``TurnGC``: keep full garbage collections of the kernel's heap out of a ``%%agent`` turn.
+
+A full (generation 2) collection walks every tracked object of the process. In a kernel with
+IPython, ipywidgets, the SDK and the user's data that is hundreds of thousands of objects, and
+it stops the main thread for 0.2–0.6 s on a slow machine: during a turn the pump is blocked, so
+a click on Stop or Approve waits that long (benchmark figure 19's tail). The trigger is not any
+one allocation of ours: CPython runs a full collection once the objects that survived younger
+collections since the last one reach a quarter of the old generation, so any turn that keeps
+objects alive (its events, records, widget models, the API's parsed JSON) sets one off now and
+then, wherever in the turn it happens to be.
+
+While the turn runs, the objects that existed before it are moved to the permanent generation
+(``gc.freeze()``), so collections — full ones included — walk only what the turn made; they
+still run, and still free the turn's own cyclic garbage. When the turn ends, however it ends
+(an error, Stop, ``KeyboardInterrupt``), ``gc.unfreeze()`` puts those objects back in the oldest
+generation: the thresholds are never touched, and the next full collection happens when CPython
+would have run it, after the cell, when nobody waits on a click. A cycle among objects older
+than the turn that becomes garbage during it waits until then; so that a long turn cannot hold
+much memory that way, the heap is thawed and collected at once if the process grew by more
+than ``MAX_GROWTH`` bytes during the turn (checked from the pump's idle work).
+
+Nothing is done when the collector is off, or when objects are already frozen (the user's own
+``gc.freeze()``, or a turn inside a turn): unfreezing would thaw the user's objects too. The
+same holds on Python 3.12 and 3.13 (collections started at the interpreter's eval breaker
+rather than on allocation; same generations) and 3.14 (incremental collection of the old
+generation: the frozen objects are skipped by the increments too).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from types import TracebackType
+
+#: How much the process may grow during one turn before the held-back old objects are thawed
+#: and collected anyway.
+MAX_GROWTH = 256 * 1024 * 1024
+#: How often (seconds) ``check`` looks at the process's size.
+CHECK_EVERY = 1.0
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int | None:
+    """The process's resident size, or ``None`` where it cannot be read cheaply.
+
+    ``/proc/self/statm`` (Linux) gives the current size; elsewhere ``getrusage``'s peak is the
+    best cheap figure, and a peak only grows, which is what a bound needs."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+class TurnGC:
+    """A context manager: the heap older than the turn frozen while it runs, thawed after.
+
+    ``max_growth``: bytes the process may grow before the freeze is given up for the rest of
+    the turn (thawed and collected once), looked at every ``check_every`` seconds at most.
+    ``frozen``: whether the heap is frozen now; ``thawed_early``: the bound was passed.
+    """
+
+    def __init__(self, max_growth: int = MAX_GROWTH, check_every: float = CHECK_EVERY) -> None:
+        self.max_growth = max_growth
+        self.check_every = check_every
+        self.frozen = False
+        self.thawed_early = False
+        self._start_size: int | None = None
+        self._next_check = 0.0
+
+    def __enter__(self) -> TurnGC:
+        if gc.isenabled() and gc.get_freeze_count() == 0:
+            gc.freeze()
+            self.frozen = True
+            self._start_size = resident_bytes()
+            self._next_check = time.monotonic() + self.check_every
+        return self
+
+    def check(self) -> None:
+        """Called from the pump's idle work: give the freeze up if the process grew too much."""
+        if not self.frozen or self._start_size is None:
+            return
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + self.check_every
+        size = resident_bytes()
+        if size is not None and size - self._start_size > self.max_growth:
+            self._thaw()
+            self.thawed_early = True
+            gc.collect()
+
+    def _thaw(self) -> None:
+        if self.frozen:
+            self.frozen = False
+            gc.unfreeze()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._thaw()
