@@ -26,16 +26,23 @@ PROBE_EVERY_S = 0.03
 PROBE_TIMEOUT_S = 5.0
 #: Burst cells run at most, to gather the probes answered during bursts.
 MAX_BURST_CELLS = 30
-#: Kernel side: every full (generation 2) collection's duration and how many objects were
-#: frozen (left out of it) at the time — what a click waits behind.
+#: Kernel side: every full (generation 2) collection — when it ended (wall clock), how long it
+#: took (wall and the collecting thread's CPU) and how many objects were frozen, left out of it.
 GC_WATCH = """
 import gc as _gc, time as _time
 _bench_full_gcs = []
-def _bench_gc_watch(phase, info, _started=[0.0]):
-    if info["generation"] == 2 and phase == "start":
-        _started[0] = _time.perf_counter()
-    elif info["generation"] == 2:
-        _bench_full_gcs.append(((_time.perf_counter() - _started[0]) * 1e3, _gc.get_freeze_count()))
+def _bench_gc_watch(phase, info, _started=[0.0, 0.0]):
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _started[:] = [_time.perf_counter(), _time.thread_time()]
+    else:
+        _bench_full_gcs.append((
+            _time.time(),
+            (_time.perf_counter() - _started[0]) * 1e3,
+            (_time.thread_time() - _started[1]) * 1e3,
+            _gc.get_freeze_count(),
+        ))
 _gc.callbacks.append(_bench_gc_watch)
 """
 
@@ -83,22 +90,28 @@ class _Prober:
         return taken
 
 
-def _full_collections(kernel: Any) -> str:
-    """What the kernel's full collections during the burst cells cost, in one sentence."""
+def _full_collections(kernel: Any, cells: list[tuple[float, float]]) -> str:
+    """What the kernel's full collections cost while the burst cells ran (``cells``: when each
+    started and ended here), and between them, in one sentence."""
     import json
 
     outputs = kernel.execute("print(__import__('json').dumps(_bench_full_gcs))")
     text = "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
     seen: list[list[float]] = json.loads(text)
-    whole = [ms for ms, frozen in seen if not frozen]
-    young = [ms for ms, frozen in seen if frozen]
+    during = [gc for gc in seen if any(start <= gc[0] <= end for start, end in cells)]
+    between = [gc for gc in seen if gc not in during]
 
-    def summary(times: list[float]) -> str:
-        return f"{len(times)}" + (f" (max {max(times):.0f} ms)" if times else "")
+    def summary(found: list[list[float]]) -> str:
+        if not found:
+            return "0"
+        wall, cpu = max(gc[1] for gc in found), max(gc[2] for gc in found)
+        return f"{len(found)} (max {wall:.0f} ms, {cpu:.0f} ms of CPU)"
 
     return (
-        f"Full collections in the kernel while the burst cells ran: {summary(whole)} of the "
-        f"whole heap, {summary(young)} of the objects made during a turn only."
+        f"Full collections in the kernel during the {len(cells)} burst cells: "
+        f"{summary([gc for gc in during if not gc[3]])} of the whole heap, "
+        f"{summary([gc for gc in during if gc[3]])} of the objects made during the turn only; "
+        f"between the cells: {summary(between)}."
     )
 
 
@@ -166,13 +179,16 @@ def run(ctx: BenchContext) -> list[Row]:
         # were answered during one, so the 90th percentile rests on more than a handful.
         during_burst, burst_arrivals = [], []
         kernel.execute("_bench_full_gcs.clear()")
+        cells: list[tuple[float, float]] = []
         for _cell in range(MAX_BURST_CELLS):
             prober.active = True
+            started = time.time()
             kernel.execute(
                 f"%%agent --new --model bench-py-t{burst_turns}-c30\nRun it",
                 bursting,
                 on_tick=prober.tick,
             )
+            cells.append((started, time.time()))
             prober.active = False
             samples, arrivals = prober.take()
             during_burst += samples
@@ -180,7 +196,7 @@ def run(ctx: BenchContext) -> list[Row]:
             ctx.log(f"figure 19: burst cell {_cell + 1}: {len(samples)} probes answered")
             if len(during_burst) >= burst_probes:
                 break
-        full_gcs = _full_collections(kernel)
+        full_gcs = _full_collections(kernel, cells)
     if not during_stream or not during_burst:
         raise RuntimeError("no probe was answered during the turn")
     note = __doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else ""

@@ -14,7 +14,9 @@ While the turn runs, the objects that existed before it are moved to the permane
 still run, and still free the turn's own cyclic garbage. When the turn ends, however it ends
 (an error, Stop, ``KeyboardInterrupt``), ``gc.unfreeze()`` puts those objects back in the oldest
 generation; the thresholds are never touched. If CPython ran a full collection during the turn
-(of the turn's objects only), the one of the whole heap it stood for runs after the cell: on
+(of the turn's objects only), or the objects that outlived turns reached a quarter of the heap
+(CPython's own rule, which cannot see them: ``_Ledger``), the whole heap is collected after the
+cell: on
 the kernel's event loop once the cell's code has returned (its Stop button is gone by then),
 at once where no loop runs (a terminal). A cycle among objects older than the turn that becomes
 garbage during it waits until then; so that a long turn cannot hold much memory that way, the
@@ -45,6 +47,29 @@ MAX_GROWTH = 256 * 1024 * 1024
 CHECK_EVERY = 1.0
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class _Ledger:
+    """CPython's rule for a full collection, kept across turns by hand.
+
+    CPython counts the objects that outlive its younger collections and runs a full one when
+    they reach a quarter of the heap it last walked. Objects that outlive a turn reach the old
+    generation through ``unfreeze`` and are never counted: left alone, a session of nothing but
+    turns would stop running full collections (measured: the closed views of 20 burst cells,
+    100,000 objects, still held), so the count is kept here."""
+
+    def __init__(self) -> None:
+        self.outlived = 0  # objects that outlived a turn since the last full collection
+        self.heap = 0  # the heap's size when a turn found it after that collection
+
+    def due(self) -> bool:
+        return self.outlived * 4 > self.heap
+
+    def collected(self) -> None:
+        self.outlived = self.heap = 0
+
+
+_LEDGER = _Ledger()
 
 
 def resident_bytes() -> int | None:
@@ -88,6 +113,8 @@ class TurnGC:
             self._full_before = _full_collections()
             gc.freeze()
             self.frozen = True
+            if not _LEDGER.heap:
+                _LEDGER.heap = gc.get_freeze_count()
             self._start_size = resident_bytes()
             self._next_check = time.monotonic() + self.check_every
         return self
@@ -105,6 +132,7 @@ class TurnGC:
             self._thaw()
             self.thawed_early = True
             gc.collect()
+            _LEDGER.collected()
 
     def _thaw(self) -> None:
         if self.frozen:
@@ -119,12 +147,13 @@ class TurnGC:
     ) -> None:
         if not self.frozen:
             return
+        _LEDGER.outlived += len(gc.get_objects())  # the turn's objects still alive (not frozen)
         self._thaw()
-        # A full collection ran during the turn on the turn's objects only: the one of the whole
-        # heap it stood for is run now, after the cell — or else a session of nothing but turns
-        # would never free a dead cycle of older objects.
-        if _full_collections() > self._full_before:
+        # A full collection of the whole heap is run after the cell when one was due: CPython
+        # ran one during the turn (on the turn's objects only), or by the ledger's count.
+        if _full_collections() > self._full_before or _LEDGER.due():
             self.deferred = True
+            _LEDGER.collected()
             collect_after_cell()
 
 

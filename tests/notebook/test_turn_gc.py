@@ -29,16 +29,16 @@ CALLS = 12
 KEPT_PER_CALL = 25_000
 
 
-def _burst_cassette(path: Path, code: str) -> None:
-    calls = [
+def _burst_cassette(path: Path, code: str, calls: int = CALLS) -> None:
+    uses = [
         {"type": "tool_use", "id": f"toolu_{i:02d}", "name": "run_python", "input": {"code": code}}
-        for i in range(CALLS)
+        for i in range(calls)
     ]
     exchanges = [
         {
             "prompt": "burst",
             "responses": [
-                {"content": [{"type": "text", "text": "Running."}, *calls]},
+                {"content": [{"type": "text", "text": "Running."}, *uses]},
                 {"content": "Done."},
             ],
         }
@@ -188,3 +188,44 @@ def test_a_turn_that_grows_past_the_bound_collects_the_older_heap_at_once() -> N
         assert gc.get_freeze_count() == 0
         assert gone() is None  # collected during the turn
     assert gc.get_freeze_count() == 0
+
+
+class Cyc:
+    """A cycle with ballast: garbage only a full collection frees once its turn is over."""
+
+    me: Cyc
+    ballast: list[list[int]]
+
+
+def test_dead_cycles_older_than_a_turn_are_freed_in_a_session_of_only_turns(
+    magics: AgentMagics, tmp_path: Path
+) -> None:
+    """Objects that outlive a turn reach the old generation through ``unfreeze``, where CPython
+    does not count them toward its next full collection: without ``turn_gc``'s own count, a
+    session of only turns held every dead cycle (the closed views of every cell)."""
+    turns, ballast = 12, 10_000
+    cassette = tmp_path / "cycles.json"
+    code = (
+        f"c = Cyc(); c.me = c; c.ballast = [[] for _ in range({ballast})]; "
+        "_refs.append(weakref.ref(c))"
+    )
+    _burst_cassette(cassette, code, calls=1)
+    magics.offline_cassette = str(cassette)
+    magics.shell.user_ns.update(Cyc=Cyc, weakref=weakref, _refs=[])
+    gc.collect()
+    older = len(gc.get_objects())
+    assert turns * ballast > older // 4  # together, reason enough for a full collection
+    with _FullCollections() as full, capture_output():
+        for _ in range(turns):
+            assert (
+                not CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
+                .run("burst")
+                .interrupted
+            )
+    refs = magics.shell.user_ns["_refs"]
+    assert len(refs) == turns
+    held = sum(ref() is not None for ref in refs[:-1])  # every cycle but the last one is dead
+    assert held < turns // 2, f"{held} dead cycles of {turns - 1} still held after {turns} turns"
+    assert any(not frozen for _ms, frozen in full.seen)  # the whole heap was collected
+    for name in ("Cyc", "weakref", "_refs", "c"):
+        magics.shell.user_ns.pop(name, None)
