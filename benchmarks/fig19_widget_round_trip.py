@@ -9,7 +9,9 @@ click waits for. Idle: no cell running. During a stream: a ``%%agent`` cell stre
 were answered during bursts. Probes go out every 30 ms while the cell runs. A round trip ends at
 the time stamp the kernel puts on the widget's reply (the same clock): how long the kernel took
 to answer; when the reply reached the reader (after the iopub messages queued before it) is in
-the note.
+the note, with the kernel's full garbage collections while the burst cells ran (a
+``gc.callbacks`` entry in the kernel: their wall and CPU time, and whether they walked the whole
+heap or only the objects made during a turn).
 """
 
 from __future__ import annotations
@@ -202,15 +204,18 @@ def run(ctx: BenchContext) -> list[Row]:
     note = __doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else ""
     miss = (
         "The pump sleeps on the widget socket and looks at it between the items of a busy "
-        "batch, so a click waits for the item in progress. A started call's view is now its "
-        "title only (two widget models, the body made when opened): `ToolCallStarted` takes "
-        "0.85 ms median on the main thread, from about 7 ms, and the end of a 4×30-call cell "
-        "(static records, widgets closed) 31–103 ms, from 0.25–0.77 s. What is left in the "
-        "tail is mostly the cyclic garbage collector: a full (generation 2) collection "
-        "stops the kernel for 0.2–0.6 s on this machine — once per five burst cells now "
-        "(about 9,000 objects collected), three times before (about 51,000 each: the views' "
-        "widgets). A probe sent as a cell ends, answered 0.2–1.1 s later after the kernel went "
-        "idle, is that collection or the machine. Not the renderer."
+        "batch, so a click waits for the item in progress. A started call's view is its title "
+        "only (two widget models, the body made when opened): `ToolCallStarted` takes 0.85 ms "
+        "median on the main thread. The rest of the tail was the cyclic garbage collector: a "
+        "full collection walks the kernel's whole heap (about 210,000 objects: 100–145 ms of "
+        "CPU, 0.2–0.5 s of wall time on a shared machine), once per 5–10 burst cells, set off "
+        "by the objects that live through a cell (chiefly the tool-call views, which are also "
+        "most of what it frees). The heap older than a turn is now frozen while the turn runs "
+        "(`notebook/turn_gc.py`): no full collection of the whole heap runs during a turn; the "
+        "one that was due runs as the cell ends, after the turn's code returned (the Stop and "
+        "Approve buttons are gone) but before the kernel is idle, so a probe sent in the cell's "
+        "last 0.1–0.3 s still waits for it; the rest is the machine's scheduler. Not the "
+        "renderer."
     )
     rows = []
     for what, samples, arrivals in (
