@@ -23,6 +23,7 @@ from .inert import visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .render import Renderer, RichRenderer, TextRenderer
 from .settings import DEFAULT_CHAT
+from .turn_gc import TurnGC
 
 if TYPE_CHECKING:
     from .approvals_ui import NotebookApprovals
@@ -66,12 +67,14 @@ class CellTurn:
             RichRenderer(render_interval, on_stop=stop, live=live) if rich else TextRenderer()
         )
         self.approvals = approvals
+        self.gc = TurnGC()  # full collections of the older heap wait for the turn's end
 
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
         """Show (or stop showing) that call ``call_id`` waits for the user's approval."""
         self.renderer.mark_waiting(call_id, waiting)
 
     def _on_idle(self) -> None:
+        self.gc.check()
         self.renderer.tick()
         if self.poller is not None:
             self.poller.poll(0)
@@ -92,6 +95,30 @@ class CellTurn:
         A failed model request raises ``FailedModelRequest`` (one line), a session's refusal a
         ``UsageError``; an interrupt is the outcome's ``interrupted``.
         """
+        # the whole cell, closing the renderer included: a full collection of the older heap
+        # waits for the cell's end (``turn_gc.py``)
+        with self.gc:
+            return self._run(
+                prompt,
+                chat=chat,
+                provider=provider,
+                model=model,
+                max_turns=max_turns,
+                think=think,
+                budget=budget,
+            )
+
+    def _run(
+        self,
+        prompt: str,
+        *,
+        chat: str,
+        provider: str | None,
+        model: str | None,
+        max_turns: int | None,
+        think: int | None,
+        budget: float | None,
+    ) -> TurnOutcome:
         renderer, poller = self.renderer, self.poller
         bridge = self.session.bridge
         if self.approvals is not None:

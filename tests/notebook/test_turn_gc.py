@@ -1,0 +1,231 @@
+"""Full garbage collections of the kernel's older heap are kept out of a ``%%agent`` turn
+(``turn_gc.py``; benchmark figure 19's tail), in a real ``InteractiveShell`` with the offline
+model replaying a burst of main-thread ``run_python`` calls, and the collector is left as it was
+after the cell, however the cell ended."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_agent.notebook.cell_turn import CellTurn
+from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.magics import AgentMagics
+from jupyter_agent.notebook.turn_gc import TurnGC
+
+CALLS = 12
+#: Each call keeps this many new objects alive: together more than a quarter of the process's
+#: older heap, which is what sets off a full collection in CPython.
+KEPT_PER_CALL = 25_000
+
+
+def _burst_cassette(path: Path, code: str, calls: int = CALLS) -> None:
+    uses = [
+        {"type": "tool_use", "id": f"toolu_{i:02d}", "name": "run_python", "input": {"code": code}}
+        for i in range(calls)
+    ]
+    exchanges = [
+        {
+            "prompt": "burst",
+            "responses": [
+                {"content": [{"type": "text", "text": "Running."}, *uses]},
+                {"content": "Done."},
+            ],
+        }
+    ]
+    path.write_text(json.dumps(exchanges), encoding="utf-8")
+
+
+@pytest.fixture
+def magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentMagics]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ip = InteractiveShell.instance()
+    ip.config.pop("AgentMagics", None)
+    ip.run_line_magic("load_ext", "jupyter_agent")
+    found = get_magics(ip)
+    assert isinstance(found, AgentMagics)
+    found.workspace = str(tmp_path)
+    found.provider = "offline"
+    cassette = tmp_path / "burst.json"
+    _burst_cassette(cassette, f"_kept.append([[] for _ in range({KEPT_PER_CALL})])")
+    found.offline_cassette = str(cassette)
+    ip.user_ns["_kept"] = []
+    ip.run_line_magic("agent_tools", "enable run_python")
+    ip.run_line_magic("agent_tools", "policy run_python allow")
+    yield found
+    ip.user_ns.pop("_kept", None)
+    ip.run_line_magic("unload_ext", "jupyter_agent")
+    ip.config.pop("AgentMagics", None)
+
+
+class _FullCollections:
+    """A ``gc.callbacks`` entry: each full collection's duration and whether the objects older
+    than the turn were left out of it (frozen)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, int]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seen.append(((time.perf_counter() - self._started) * 1e3, gc.get_freeze_count()))
+
+    def __enter__(self) -> _FullCollections:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def test_no_full_collection_of_the_older_heap_during_a_burst_of_tool_calls(
+    magics: AgentMagics,
+) -> None:
+    gc.collect()
+    older = len(gc.get_objects())
+    thresholds = gc.get_threshold()
+    turn = CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
+    with _FullCollections() as full, capture_output():
+        outcome = turn.run("burst")
+    assert not outcome.interrupted
+    assert len(magics.shell.user_ns["_kept"]) == CALLS  # every call ran, in this process
+    # in a terminal (no event loop) the deferred full collection runs as the turn ends: last
+    assert full.seen, "no full collection was due in the burst: the test shows nothing"
+    during, after = full.seen[:-1], full.seen[-1]
+    whole_heap = [ms for ms, frozen in during if frozen < older // 2]
+    assert not whole_heap, (
+        f"{len(whole_heap)} full collection(s) of the whole heap ({older} objects) during the "
+        f"turn, {max(whole_heap):.0f} ms at most"
+    )
+    assert during, "no full collection of the turn's own objects during the burst"
+    assert turn.gc.deferred and after[1] == 0  # the deferred one, of the whole heap, last
+    # the collector is as it was: nothing frozen, the same thresholds, still on
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
+    assert gc.isenabled()
+
+
+def test_the_collector_is_restored_when_the_turn_fails_or_is_interrupted(
+    magics: AgentMagics, tmp_path: Path
+) -> None:
+    thresholds = gc.get_threshold()
+    cassette = tmp_path / "interrupt.json"
+    _burst_cassette(cassette, "raise KeyboardInterrupt")
+    magics.offline_cassette = str(cassette)
+    turn = CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
+    with capture_output():
+        outcome = turn.run("burst")  # the first call's KeyboardInterrupt stops the turn
+    assert outcome.interrupted
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
+
+    turn = CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
+    with pytest.raises(UsageError, match="chat name"), capture_output():
+        turn.run("burst", chat="no such chat!")
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
+
+    with pytest.raises(KeyboardInterrupt), TurnGC():
+        assert gc.get_freeze_count() > 0
+        raise KeyboardInterrupt
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
+
+
+def test_the_users_own_freeze_and_a_disabled_collector_are_left_alone() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with TurnGC() as deferral:
+            assert not deferral.frozen
+        assert gc.get_freeze_count() == frozen  # not thawed under the user
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with TurnGC() as deferral:
+            assert not deferral.frozen and gc.get_freeze_count() == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+        self.ballast = bytearray(8 * 1024 * 1024)
+
+
+def test_a_turn_that_grows_past_the_bound_collects_the_older_heap_at_once() -> None:
+    """Garbage among objects older than the turn waits for its end — unless the process grew
+    past the bound: then it is collected in the turn and nothing stays frozen."""
+    old = _Cycle()
+    gone = weakref.ref(old)
+    with TurnGC(max_growth=16 * 1024 * 1024, check_every=0.0) as deferral:
+        assert deferral.frozen
+        del old
+        gc.collect()
+        assert gone() is not None  # frozen: held until the turn ends
+        grown = [bytearray(64 * 1024 * 1024)]
+        grown[0][::4096] = b"x" * len(grown[0][::4096])  # touch the pages: resident
+        deferral.check()
+        assert deferral.thawed_early and not deferral.frozen
+        assert gc.get_freeze_count() == 0
+        assert gone() is None  # collected during the turn
+    assert gc.get_freeze_count() == 0
+
+
+class Cyc:
+    """A cycle with ballast: garbage only a full collection frees once its turn is over."""
+
+    me: Cyc
+    ballast: list[list[int]]
+
+
+def test_dead_cycles_older_than_a_turn_are_freed_in_a_session_of_only_turns(
+    magics: AgentMagics, tmp_path: Path
+) -> None:
+    """Objects that outlive a turn reach the old generation through ``unfreeze``, where CPython
+    does not count them toward its next full collection: without ``turn_gc``'s own count, a
+    session of only turns held every dead cycle (the closed views of every cell)."""
+    turns, ballast = 12, 10_000
+    cassette = tmp_path / "cycles.json"
+    code = (
+        f"c = Cyc(); c.me = c; c.ballast = [[] for _ in range({ballast})]; "
+        "_refs.append(weakref.ref(c))"
+    )
+    _burst_cassette(cassette, code, calls=1)
+    magics.offline_cassette = str(cassette)
+    magics.shell.user_ns.update(Cyc=Cyc, weakref=weakref, _refs=[])
+    gc.collect()
+    older = len(gc.get_objects())
+    assert turns * ballast > older // 4  # together, reason enough for a full collection
+    with _FullCollections() as full, capture_output():
+        for _ in range(turns):
+            assert (
+                not CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
+                .run("burst")
+                .interrupted
+            )
+    refs = magics.shell.user_ns["_refs"]
+    assert len(refs) == turns
+    held = sum(ref() is not None for ref in refs[:-1])  # every cycle but the last one is dead
+    assert held < turns // 2, f"{held} dead cycles of {turns - 1} still held after {turns} turns"
+    assert any(not frozen for _ms, frozen in full.seen)  # the whole heap was collected
+    for name in ("Cyc", "weakref", "_refs", "c"):
+        magics.shell.user_ns.pop(name, None)
