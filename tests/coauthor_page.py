@@ -18,6 +18,11 @@ def cell_with(page: Any, source: str) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").filter(has_text=source).first
 
 
+def agent_cell(page: Any, source: str) -> Any:
+    """The agent's cell holding ``source`` (the %%agent cell's record quotes it too)."""
+    return page.locator(".jp-Notebook .jp-Cell.jp-agent-cell").filter(has_text=source).first
+
+
 def prompt_done(cell: Any) -> bool:
     prompt = cell.locator(".jp-InputPrompt").first.text_content() or ""
     return re.search(r"\[\d+\]", prompt) is not None

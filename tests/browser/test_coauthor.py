@@ -39,7 +39,7 @@ from browser_jupyter import (
     wait_kernel_ready,
     write_agent_notebook,
 )
-from coauthor_page import BUILT, cell_with, connected, prompt_done, run, wait_done
+from coauthor_page import BUILT, agent_cell, cell_with, connected, prompt_done, run, wait_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -111,11 +111,6 @@ def write_notebook(root: Path, base_url: str) -> None:
         "%%agent\nRun something slow",
         "%agent undo",
     )
-
-
-def agent_cell(page: Any, source: str) -> Any:
-    """The agent's cell holding ``source`` (the %%agent cell's record quotes it too)."""
-    return page.locator(".jp-Notebook .jp-Cell.jp-agent-cell").filter(has_text=source).first
 
 
 STDOUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'
