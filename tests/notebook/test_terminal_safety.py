@@ -179,18 +179,25 @@ def test_the_terminal_approval_shows_a_disguised_command_as_it_is(
     )
 
 
-def test_the_widget_approval_shows_exact_arguments_as_lines() -> None:
-    """Bidi and zero-width characters visible, a file's content as its lines, nothing cut."""
-    import html
+def test_the_widget_approval_shows_exact_arguments_as_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bidi and zero-width characters visible, a file's content as its lines, nothing cut —
+    read from what the frontend receives."""
+    import comm
+    from widget_frontend import Frontend
 
     from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
+
+    frontend = Frontend()
+    monkeypatch.setattr(comm, "create_comm", frontend.create_comm)
 
     content = "import os\n" + "x = 1  # filler\n" * 700 + f"os.system('{DISGUISED}')\n"
     request = ApprovalRequest(
         "c1", "write_file", {"file_path": f"run\u202eyp.txt{ZERO_WIDTH}", "content": content}
     )
     prompt = ApprovalPrompt(request)
-    shown = html.unescape(prompt._arguments.value)
+    shown = frontend.text(prompt)
     assert raw_controls(shown) == []
     assert "file_path: run\\u202eyp.txt\\u200b\\u200d\\u2060\\ufeff" in shown
     assert "content: import os\n  x = 1  # filler\n" in shown  # lines, not "import os\\nx = 1"
