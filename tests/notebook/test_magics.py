@@ -98,8 +98,9 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
     run_ok(shell, "%config AgentMagics.ui = 'widgets'")
+    before = set(_instances)  # what other tests left (closed or not while this one runs)
     run_ok(shell, "%agent_tools")
-    one_panel = len(_instances)
+    one_panel = len(set(_instances) - before)
     for time_shown in range(30):
         folder = tmp_path / "ab"[time_shown % 2]
         with capture_output() as captured:
@@ -116,7 +117,7 @@ def test_showing_the_tool_panel_again_and_again_keeps_one_live_panel(
             "enabled",
             "policy",
         ]
-    assert len(_instances) == one_panel
+    assert len(set(_instances) - before) == one_panel
 
 
 def test_unloading_with_a_live_panel_and_a_workspace_that_is_gone(
