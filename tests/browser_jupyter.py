@@ -229,9 +229,12 @@ def reopen_notebook(page: object, server: Jupyter, path: str) -> object:
     return notebook_page
 
 
-def write_agent_notebook(path: Path, base_url: str, *cells: str, setup: str = "") -> None:
+def write_agent_notebook(
+    path: Path, base_url: str, *cells: str | nbformat.NotebookNode, setup: str = ""
+) -> None:
     """A notebook at ``path``: a first cell that loads the extension with the fake Messages API at
-    ``base_url`` as its model (and runs ``setup``), then ``cells``."""
+    ``base_url`` as its model (and runs ``setup``), then ``cells`` (a string is a code cell's
+    source; a cell made with ``nbformat.v4`` goes in as it is)."""
     first = (
         "%load_ext jupyter_agent\nimport os\n"
         f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
@@ -245,7 +248,7 @@ def write_agent_notebook(path: Path, base_url: str, *cells: str, setup: str = ""
     }
     nb.cells = [
         nbformat.v4.new_code_cell(first + (f"\n{setup}" if setup else "")),
-        *(nbformat.v4.new_code_cell(source) for source in cells),
+        *(nbformat.v4.new_code_cell(c) if isinstance(c, str) else c for c in cells),
     ]
     nbformat.write(nb, path)
 

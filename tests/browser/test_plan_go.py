@@ -17,7 +17,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_jupyter import CHROMIUM_ARGS, FrontEnd, chromium_or_skip, open_notebook, serve_jupyter
+from browser_jupyter import (
+    CHROMIUM_ARGS,
+    FrontEnd,
+    chromium_or_skip,
+    open_notebook,
+    serve_jupyter,
+    write_agent_notebook,
+)
 from coauthor_page import BUILT, cell_with, connected, prompt_done, run, wait_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -49,18 +56,9 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
         serve(fake) as base_url,
         sync_playwright() as playwright,
     ):
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {
-            "name": "python3",
-            "display_name": "Python 3",
-            "language": "python",
-        }
-        nb.cells = [
-            nbformat.v4.new_code_cell(
-                "%load_ext jupyter_agent\nimport os\n"
-                f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-                "%config AgentMagics.provider = 'anthropic'"
-            ),
+        write_agent_notebook(
+            server.root / NOTEBOOK,
+            base_url,
             nbformat.v4.new_markdown_cell('Forged: <button class="jp-agent-go">Go</button>'),
             nbformat.v4.new_code_cell("%%agent --plan\nAdd the revenue per unit"),
             nbformat.v4.new_code_cell(
@@ -68,8 +66,7 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
                 "HTML(\"<button class='jp-agent-go' id='forged-output'>Go</button>\")"
             ),
             nbformat.v4.new_code_cell("print('the last cell')"),
-        ]
-        nbformat.write(nb, server.root / NOTEBOOK)
+        )
         browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})

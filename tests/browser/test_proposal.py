@@ -16,7 +16,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_jupyter import CHROMIUM_ARGS, FrontEnd, chromium_or_skip, open_notebook, serve_jupyter
+from browser_jupyter import (
+    CHROMIUM_ARGS,
+    FrontEnd,
+    chromium_or_skip,
+    open_notebook,
+    serve_jupyter,
+    write_agent_notebook,
+)
 from coauthor_page import BUILT, agent_cell, cell_with, connected, run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -54,22 +61,12 @@ def test_a_rerun_replaces_its_own_unexecuted_proposal(
         serve(fake) as base_url,
         sync_playwright() as playwright,
     ):
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {
-            "name": "python3",
-            "display_name": "Python 3",
-            "language": "python",
-        }
-        nb.cells = [
-            nbformat.v4.new_code_cell(
-                "%load_ext jupyter_agent\nimport os\n"
-                f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-                "%config AgentMagics.provider = 'anthropic'"
-            ),
+        write_agent_notebook(
+            server.root / NOTEBOOK,
+            base_url,
             nbformat.v4.new_code_cell("%%agent\nPropose the per-unit revenue"),
             nbformat.v4.new_code_cell("print('the last cell')"),
-        ]
-        nbformat.write(nb, server.root / NOTEBOOK)
+        )
         browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})

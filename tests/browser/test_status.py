@@ -23,6 +23,7 @@ from browser_jupyter import (
     SlowGate,
     chromium_or_skip,
     open_notebook,
+    write_agent_notebook,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -50,21 +51,11 @@ RECORD_STATUSES = """() => {
 
 
 def _status_notebook(root: Path, base_url: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "%load_ext jupyter_agent\nimport os\n"
-            f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
-            "%config AgentMagics.provider = 'anthropic'"
-        ),
+    write_agent_notebook(
+        root / STATUS,
+        base_url,
         nbformat.v4.new_code_cell("%%agent\nTell me a long story"),
-    ]
-    nbformat.write(nb, root / STATUS)
+    )
 
 
 def test_the_kernel_reads_busy_while_an_agent_cell_handles_a_click(jupyter: Jupyter) -> None:
