@@ -222,11 +222,11 @@ def run(ctx: BenchContext) -> list[Row]:
         "most of what it frees). The heap older than a turn is now frozen while the turn runs "
         "(`notebook/turn_gc.py`): no full collection of the whole heap runs during a turn; the "
         "one that was due runs as the cell ends, after the turn's code returned (the Stop and "
-        "Approve buttons are gone). What is left over 100 ms is the end of the cell after the "
-        "turn, where nothing reads the widget socket until the kernel is idle: every probe over "
-        "100 ms in 4 runs (7 probes, 0.27–0.41 s) went out in the last 0.3–0.4 s of a cell and "
-        "was answered as the kernel went idle, within 20 ms of the next cell's start — with or "
-        "without a full collection in that cell. Not the renderer's stream."
+        "Approve buttons are gone). The last tail was a probe that reached the kernel just as a "
+        "cell started: ipykernel had read it off the socket and queued it behind the cell, "
+        "where the pump could not see it, so it waited for the whole turn (0.15–0.4 s here); "
+        "the cell's poller now takes such messages from the kernel's queue when the turn "
+        "starts (`notebook/kernel_comm.py`)."
     )
     rows = []
     for what, samples, arrivals in (

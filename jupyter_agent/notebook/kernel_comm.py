@@ -9,10 +9,13 @@ through an in-process socket. ``KernelCommPoller.poll()``, called from the main 
 cell waits, reads that socket directly: comm messages are dispatched at once (in a copied context,
 so the running cell keeps its output parent); anything else (the next cell's ``execute_request``
 when the user pressed "run all") is kept and handed back to the kernel, in order, when the
-poller is closed. ``wait`` sleeps on that socket and a wake-up descriptor together: the agent's
-main-thread pump sleeps there, so a click wakes it at once. Kernels without that thread
-(ipykernel 6) get the same effect through ``jupyter_ui_poll``. Where neither works,
-``available`` is ``False`` and callers fall back to a text prompt.
+poller is closed. A comm message ipykernel had already read from the socket when the cell started
+(it reads one message per pass of its event loop and queues each as a task: the one read right
+after this cell's ``execute_request`` waits behind the cell) is taken from that queue when the
+poller opens and handled too (``_queued_shell_messages``). ``wait`` sleeps on that socket and a
+wake-up descriptor together: the agent's main-thread pump sleeps there, so a click wakes it at
+once. Kernels without that thread (ipykernel 6) get the same effect through ``jupyter_ui_poll``.
+Where neither works, ``available`` is ``False`` and callers fall back to a text prompt.
 
 While a poller is open the kernel stays "busy" for the frontend (``_StayBusy``): JupyterLab 4 sends
 widget messages to a kernel subshell, which handles them on its own thread at once and publishes
@@ -24,8 +27,11 @@ own "idle" still comes when the cell ends).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import functools
+import inspect
 import logging
 import select
 import time
@@ -47,6 +53,61 @@ Claim = Callable[[dict[str, Any]], bool]
 
 def _bytes(frame: Any) -> bytes:
     return bytes(frame.bytes) if hasattr(frame, "bytes") else bytes(frame)
+
+
+def _queued_shell_messages(kernel: Any) -> list[tuple[asyncio.Task[Any], list[Any]]]:
+    """The shell messages ipykernel 7 read from the main thread's socket but has not started
+    handling — each a task not yet run, wrapping ``kernel.shell_main(None, frames)`` — with
+    their frames, in the order they were read.
+
+    The running cell blocks the event loop, so those tasks run only when it ends; a widget poller
+    reading the socket never sees their messages."""
+    try:
+        from ipykernel.utils import _async_in_context
+
+        loop = asyncio.get_running_loop()
+        shell_main = kernel.shell_main
+    except (ImportError, RuntimeError, AttributeError):
+        return []
+
+    async def probe() -> None:
+        pass
+
+    wrapper = _async_in_context(probe).__code__  # how ipykernel wraps each message's handler
+    queued: list[tuple[int, asyncio.Task[Any], list[Any]]] = []
+    for task in asyncio.all_tasks(loop):
+        coroutine: Any = task.get_coro()
+        if getattr(coroutine, "cr_code", None) is not wrapper:
+            continue
+        if inspect.getcoroutinestate(coroutine) != inspect.CORO_CREATED:
+            continue
+        local = coroutine.cr_frame.f_locals
+        handler, args = local.get("f"), local.get("args")
+        if not (
+            isinstance(handler, functools.partial)
+            and handler.func == shell_main
+            and handler.args == (None,)  # the main shell's, not a subshell's
+            and isinstance(args, tuple)
+            and len(args) == 1
+            and isinstance(args[0], list)
+        ):
+            continue
+        number = task.get_name().rpartition("-")[2]  # "Task-N": N counts up as tasks are made
+        queued.append((int(number) if number.isdigit() else 0, task, args[0]))
+    queued.sort(key=lambda found: found[0])
+    return [(task, frames) for _, task, frames in queued]
+
+
+def _drop_queued(task: asyncio.Task[Any]) -> bool:
+    """Cancel ``task`` before it starts, quietly: pyzmq logs an error for a message handler that
+    did not finish, so its done callback goes first. ``False`` (the task is left as it is) when
+    those callbacks cannot be seen."""
+    callbacks = getattr(task, "_callbacks", None)
+    if not isinstance(callbacks, list):
+        return False
+    for callback, _context in list(callbacks):
+        task.remove_done_callback(callback)
+    return task.cancel()
 
 
 def active_poller(kernel: Any) -> KernelCommPoller | None:
@@ -135,6 +196,8 @@ class KernelCommPoller:
         if self.available:
             _ACTIVE[id(kernel)] = self
         self._stay_busy = _StayBusy(kernel)
+        if self._socket is not None and self.available:
+            self._take_queued()
 
     @classmethod
     def for_shell(cls, shell: Any) -> KernelCommPoller | None:
@@ -206,6 +269,16 @@ class KernelCommPoller:
             if claim is None or not self._claimed(message, claim):
                 self._dispatch(frames)
         return handled
+
+    def _take_queued(self) -> None:
+        """Handle the comm messages ipykernel read before this cell ran and queued behind it
+        (a click made while an earlier cell ran, read right after this cell's request): they
+        would otherwise wait for the whole cell. Anything else stays in the kernel's queue."""
+        for task, frames in _queued_shell_messages(self._kernel):
+            message = self._peek(frames)
+            kind = str(message["header"].get("msg_type", "")) if message is not None else ""
+            if kind in _COMM_MESSAGES and _drop_queued(task):
+                self._dispatch(frames)
 
     def _peek(self, frames: list[Any]) -> dict[str, Any] | None:
         """The message's header, its signature checked but not yet recorded as seen (the
