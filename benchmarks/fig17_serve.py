@@ -99,9 +99,10 @@ def run(ctx: BenchContext) -> list[Row]:
             goal_text="≤ 5 ms median",
             note=(
                 "Loopback HTTP, the `mcp` SDK on both sides (its streamable-HTTP client, its "
-                "low-level server under uvicorn), the server on its own loop thread as in the "
-                "kernel. Each sample is the mean of a run of calls; the goal is on their "
-                "median, as issue 27 states it."
+                "low-level server under uvicorn, which parses HTTP with httptools: 3.72 ms "
+                "against 3.90 ms a call with h11, side by side, three runs each), the server "
+                "on its own loop thread as in the kernel. Each sample is the mean of a run of "
+                "calls; the goal is on their median, as issue 27 states it."
             ),
             miss_note=(
                 "The protocol, not the tool (the tool alone is the 'theirs' column): each call is "
