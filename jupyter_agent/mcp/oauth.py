@@ -29,6 +29,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -126,12 +127,23 @@ class TokenFile:
         self._write("client", client_info.model_dump(mode="json", exclude_none=True))
 
 
+@dataclass(frozen=True)
+class RedirectAnswer:
+    """What the authorization server's redirect carried: the code, ``state``, and the RFC 9207
+    ``iss`` (the SDK checks it against the issuer it discovered: a mix-up attack's answer from
+    another server is refused, and a server that promises ``iss`` must send it)."""
+
+    code: str
+    state: str | None
+    iss: str | None
+
+
 class LoopbackRedirect:
     """Receives the authorization server's redirect on ``127.0.0.1`` (one code at a time)."""
 
     def __init__(self) -> None:
         self._server: asyncio.Server | None = None
-        self._result: asyncio.Future[tuple[str, str | None]] | None = None
+        self._result: asyncio.Future[RedirectAnswer] | None = None
         self.port = 0
 
     @property
@@ -152,7 +164,7 @@ class LoopbackRedirect:
     def expect(self) -> None:
         self._result = asyncio.get_running_loop().create_future()
 
-    async def wait(self, timeout: float = AUTHORIZATION_TIMEOUT_S) -> tuple[str, str | None]:
+    async def wait(self, timeout: float = AUTHORIZATION_TIMEOUT_S) -> RedirectAnswer:
         if self._result is None:
             self.expect()
         assert self._result is not None
@@ -171,9 +183,10 @@ class LoopbackRedirect:
             code = query.get("code", [""])[0]
             error = query.get("error", [""])[0]
             state = query.get("state", [None])[0]
+            iss = query.get("iss", [None])[0]
             if target.path == "/callback" and self._result is not None and not self._result.done():
                 if code:
-                    self._result.set_result((code, state))
+                    self._result.set_result(RedirectAnswer(code, state, iss))
                 elif error:
                     self._result.set_exception(
                         MCPServerError(f"the authorization server answered: {error}")
@@ -265,8 +278,8 @@ async def oauth_auth(
             await hooks.open_authorization(authorization_url)
 
         async def receive_code() -> AuthorizationCodeResult:
-            code, state = await redirect.wait()
-            return AuthorizationCodeResult(code=code, state=state)
+            answer = await redirect.wait()
+            return AuthorizationCodeResult(code=answer.code, state=answer.state, iss=answer.iss)
 
         yield OAuthClientProvider(
             server_url=url,
