@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-#: The MCP conformance suite; 0.1.16 needs Node 22 (``fs.globSync``), hence ``NODE_22``.
-CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
+#: The MCP conformance suite (0.2.0-alpha.12: the first releases to carry the 2025-03-26 backcompat
+#: mock fixed to RFC 8414, and the 2026-07-28 requirement set); it needs Node 22, hence ``NODE_22``.
+CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 #: The reference "everything" MCP server (tools that use elicitation, sampling, roots).
 SERVER_EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 #: The reference filesystem MCP server (a media file read as an image).

@@ -1,11 +1,14 @@
 """One MCP server's session, owned by one long-lived task on the agent's event loop.
 
-The SDK's transports and ``ClientSession`` are anyio context managers whose cancel scopes must be
+The SDK's transports and its ``Client`` are anyio context managers whose cancel scopes must be
 left by the task that entered them. So a connection does not enter them in whatever task happens
-to add the server: it starts an *owner task* that opens the transport and the session, lists the
+to add the server: it starts an *owner task* that opens the transport and the client, lists the
 tools, reports ready, and then waits for ``stop``; closing sets that event and awaits the owner,
 which leaves the contexts itself (the SDK then ends the server process, its whole group). Tool
 calls from other tasks only send requests over the session's streams, which any task may do.
+
+The client negotiates the protocol revision (``mode="auto"``): the 2026-07-28 protocol when the
+server speaks it, else the ``initialize`` handshake of the revisions before it.
 
 A server that dies mid-call is marked down; the next call restarts it (once per call) before it
 runs. Every failure is an ``MCPServerError`` or ``ToolFailure`` whose message names the server.
@@ -30,7 +33,7 @@ from .config import MCPServerConfig
 from .schema import MAX_SCHEMA_BYTES_PER_SERVER, MAX_TOOLS_PER_SERVER, schema_bytes
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
+    from mcp import Client, ClientSession
     from mcp.shared.dispatcher import ProgressFnT
     from mcp.types import CallToolResult, ReadResourceResult, Tool
 
@@ -85,7 +88,7 @@ class ServerConnection:
         self.restarts = 0
         #: "starting", "running", "down: …", "stopped".
         self.status = "stopped"
-        self._session: ClientSession | None = None
+        self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
@@ -111,7 +114,7 @@ class ServerConnection:
 
     @property
     def running(self) -> bool:
-        return self._session is not None and self.status == "running"
+        return self._client is not None and self.status == "running"
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -163,7 +166,7 @@ class ServerConnection:
             self._forget_process()
 
     def _forget_process(self) -> None:
-        self._session = None
+        self._client = None
         if self.pid is not None:
             # the SDK has stopped the group by now; this is for the exit that skipped it
             process.untrack(self.pid)
@@ -172,26 +175,29 @@ class ServerConnection:
             self.stderr.close()
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
-        from mcp import ClientSession
+        from mcp import Client
 
         try:
             async with AsyncExitStack() as stack:
-                streams = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(
-                    ClientSession(
-                        streams[0],
-                        streams[1],
-                        message_handler=self._on_message,
-                        **session_callbacks(self.name, self.hooks),
-                    )
+                # mode="auto": the SDK asks a server for the 2026-07-28 protocol first
+                # (server/discover) and falls back to the initialize handshake of the earlier
+                # revisions, so both kinds of server connect. Its response cache is off: tools
+                # are listed at start and on list_changed only.
+                client = Client(
+                    self._transport(),
+                    mode="auto",
+                    message_handler=self._on_message,
+                    cache=None,
+                    **session_callbacks(self.name, self.hooks),
                 )
                 async with asyncio.timeout(self.start_timeout):
-                    result = await session.initialize()
+                    await stack.enter_async_context(client)
+                    session = client.session
                     tools = await self._list_tools(session)
-                self.instructions = result.instructions or ""
-                self.server_name = result.server_info.name if result.server_info else ""
+                self.instructions = client.instructions or ""
+                self.server_name = client.server_info.name if client.server_info else ""
                 self.tools = tools
-                self._session = session
+                self._client = client
                 self.status = "running"
                 ready.set_result(None)
                 await stop.wait()
@@ -203,7 +209,7 @@ class ServerConnection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            self._session = None
+            self._client = None
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
@@ -263,11 +269,11 @@ class ServerConnection:
 
     async def _refresh_tools(self) -> None:
         try:
-            session = self._session
-            if session is None:
+            client = self._client
+            if client is None:
                 return
             async with asyncio.timeout(self.start_timeout):
-                self.tools = await self._list_tools(session)
+                self.tools = await self._list_tools(client.session)
             if self.on_tools_changed is not None:
                 self.on_tools_changed()
         except Exception as exc:  # the old tools stay; the next call shows what is wrong
@@ -352,7 +358,7 @@ class ServerConnection:
         timeout: float,
         progress: ProgressCallback | None = None,
     ) -> CallToolResult:
-        session = await self._live_session()
+        client = await self._live_client()
         on_progress: ProgressFnT | None = None
         if progress is not None:
             report = progress
@@ -364,7 +370,9 @@ class ServerConnection:
 
         try:
             async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
-                return await session.call_tool(tool, arguments, progress_callback=on_progress)
+                # the Client's call: a 2026-07-28 server's input requests (input_required) are
+                # answered through the session's elicitation and sampling hooks, then retried
+                return await client.call_tool(tool, arguments, progress_callback=on_progress)
         except TimeoutError:
             raise ToolFailure(
                 f"MCP server {self.name!r} did not answer {tool} within {timeout:g} s "
@@ -377,10 +385,10 @@ class ServerConnection:
         return await self._on_own_loop(self._read_resource(uri, timeout))
 
     async def _read_resource(self, uri: str, timeout: float) -> ReadResourceResult:
-        session = await self._live_session()
+        client = await self._live_client()
         try:
             async with asyncio.timeout(timeout if math.isfinite(timeout) else None):
-                return await session.read_resource(uri)
+                return await client.session.read_resource(uri)
         except TimeoutError:
             raise ToolFailure(
                 f"MCP server {self.name!r} did not return the resource {uri} within {timeout:g} s"
@@ -388,7 +396,7 @@ class ServerConnection:
         except Exception as exc:
             raise self._call_failure(f"resource {uri}", exc) from None
 
-    async def _live_session(self) -> ClientSession:
+    async def _live_client(self) -> Client:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # one restart, however many calls find the server down
@@ -397,8 +405,8 @@ class ServerConnection:
                     await self.restart()
                 except MCPServerError as exc:
                     raise ToolFailure(f"{exc} (it had stopped; one restart was tried)") from None
-            assert self._session is not None
-            return self._session
+            assert self._client is not None
+            return self._client
 
     def _call_failure(self, what: str, exc: Exception) -> ToolFailure:
         from mcp.shared.exceptions import MCPError
@@ -409,7 +417,7 @@ class ServerConnection:
             return ToolFailure(f"MCP server {self.name!r} refused {what}: {_one_line(exc)}")
         # the connection broke: the server died or closed its end
         self.status = f"down: the connection broke during {what} ({_describe(exc)})"
-        self._session = None
+        self._client = None
         tail = self.stderr.tail() if self.stderr is not None else ""
         said = f" Its last stderr: {tail}" if tail else ""
         return ToolFailure(

@@ -1,24 +1,22 @@
 """The official MCP conformance suite's client scenarios, run against our MCP client.
 
 ``@modelcontextprotocol/conformance`` (pinned in ``npm_packages.py``) starts a test server per
-scenario — plain, elicitation, SSE reconnection and the whole authorization suite: metadata
-discovery variants, client ID metadata documents, scopes and step-up, token endpoint
-authentication, pre-registration, client credentials — and judges what our client
-(``mcp_conformance/client.py``: ``Agent.add_mcp_server`` and registry calls, the user's clicks
-played by the script) did on the wire.
+scenario and judges what our client (``mcp_conformance/client.py``: ``Agent.add_mcp_server`` and
+registry calls, the user's clicks played by the script) did on the wire.
 
-One scenario is expected to fail, and the test says so (it fails if that changes, or if the
-scenario fails for another reason): ``auth/2025-03-26-oauth-metadata-backcompat``. It serves no
-protected-resource metadata, so the client takes the 2025-03-26 path: authorization-server
-metadata at the MCP server's origin, ``http://localhost:PORT/.well-known/oauth-authorization-server``.
-That document says ``"issuer": "http://localhost:PORT/oauth"`` (its endpoints are under
-``/oauth``). RFC 8414 §3.3: the issuer returned MUST be identical to the issuer the well-known
-URL was built from — here the origin, ``http://localhost:PORT`` — or the metadata MUST NOT be
-used; the ``mcp`` SDK's OAuth client refuses it ("issuer mismatch"). Nor can the client check
-the claimed issuer another way: that issuer's own metadata URLs
-(``/.well-known/oauth-authorization-server/oauth`` per RFC 8414 §3.1,
-``/oauth/.well-known/openid-configuration``, and the other orders) all answer 404 in this
-scenario. Passing it means using metadata the RFC says not to use; we keep the check.
+What is run is what the suite itself says conformance is: its ``requirements/2025-11-25.yaml``
+and ``requirements/2026-07-28.yaml`` (the canonical "which scenarios must my implementation pass
+to conform to this revision"), each scenario at its revision's wire — the initialize handshake
+for 2025-11-25, the stateless protocol with per-request ``_meta`` for 2026-07-28 (the client
+negotiates: ``server/discover`` first, the handshake as fallback). Besides those, the two
+2025-03-26 scenarios (servers with no protected-resource metadata), the client-credentials
+extension and the JSON Schema 2020-12 preservation scenario, which the client supports.
+``test_the_run_list_is_the_suites_own`` fails when the installed suite's lists differ from
+these, and says which scenario nobody decided about.
+
+Before 0.2.0-alpha.6 the suite's ``auth/2025-03-26-oauth-metadata-backcompat`` mock served
+metadata whose ``issuer`` broke RFC 8414 §3.3 (``<origin>/oauth`` at the root well-known path),
+which the SDK rightly refuses; the suite fixed its mock (upstream #359), hence the pin.
 """
 
 from __future__ import annotations
@@ -30,40 +28,92 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from npm_packages import CONFORMANCE, node_22, npm_package
 
 pytestmark = pytest.mark.slow
 
 CLIENT = Path(__file__).parents[1] / "mcp_conformance" / "client.py"
 
-SCENARIOS = [
-    "initialize",
-    "tools_call",
-    "elicitation-sep1034-client-defaults",
-    "sse-retry",
-    "auth/metadata-default",
-    "auth/metadata-var1",
-    "auth/metadata-var2",
-    "auth/metadata-var3",
-    "auth/basic-cimd",
-    "auth/scope-from-www-authenticate",
-    "auth/scope-from-scopes-supported",
-    "auth/scope-omitted-when-undefined",
-    "auth/scope-step-up",
-    "auth/scope-retry-limit",
-    "auth/token-endpoint-auth-basic",
-    "auth/token-endpoint-auth-post",
-    "auth/token-endpoint-auth-none",
-    "auth/pre-registration",
+#: The client scenarios each revision requires, as the suite's requirement files list them.
+REQUIRED: dict[str, list[str]] = {
+    "2025-11-25": [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+    ],
+    "2026-07-28": [
+        "tools_call",
+        "request-metadata",
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        "auth/authorization-server-migration",
+        "auth/iss-supported",
+        "auth/iss-not-advertised",
+        "auth/iss-supported-missing",
+        "auth/iss-wrong-issuer",
+        "auth/iss-unexpected",
+        "auth/iss-normalized",
+        "auth/metadata-issuer-mismatch",
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+    ],
+}
+#: Scenarios outside the requirement files that the client supports, run at the suite's default.
+ALSO_RUN = [
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
-    "auth/resource-mismatch",
-    "auth/offline-access-scope",
-    "auth/offline-access-not-supported",
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
+    "json-schema-2020-12-preservation",  # not scored yet (added after the 2026-07-28 release)
 ]
-EXPECTED_FAILURES = {"auth/2025-03-26-oauth-metadata-backcompat"}
+#: The suite's other client scenarios, and why they are not run.
+NOT_RUN = {
+    "auth/enterprise-managed-authorization": "extension (not scored): not supported",
+    "auth/dpop": "extension (not scored): not supported",
+    "auth/dpop-nonce": "extension (not scored): not supported",
+    "auth/wif-jwt-bearer": "extension (not scored): not supported",
+    "sep-2640-client-no-prefetch": "extension (not scored): skills, not supported",
+    "sep-2640-client-verify-digest": "extension (not scored): skills, not supported",
+    "sep-2640-client-verify-size": "extension (not scored): skills, not supported",
+    "sep-2640-client-verify-frontmatter": "extension (not scored): skills, not supported",
+}
+RUNS = [(revision, name) for revision, names in REQUIRED.items() for name in names] + [
+    ("default", name) for name in ALSO_RUN
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +121,16 @@ def conformance() -> list[str]:
     return [str(node_22()), str(npm_package(CONFORMANCE) / "dist" / "index.js")]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_conformance_client_scenario(conformance: list[str], scenario: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("revision", "scenario"), RUNS, ids=[f"{r}/{n}" for r, n in RUNS])
+def test_conformance_client_scenario(
+    conformance: list[str], revision: str, scenario: str, tmp_path: Path
+) -> None:
     env = dict(os.environ)
     env["JUPYTER_AGENT_CONFIG_DIR"] = str(tmp_path / "config")  # tokens of this run only
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
+    at_revision = [] if revision == "default" else ["--spec-version", revision]
     result = subprocess.run(
         [
             *conformance,
@@ -86,6 +139,7 @@ def test_conformance_client_scenario(conformance: list[str], scenario: str, tmp_
             f"{sys.executable} {CLIENT}",
             "--scenario",
             scenario,
+            *at_revision,
             "--timeout",
             "60000",
             "--output-dir",
@@ -99,13 +153,21 @@ def test_conformance_client_scenario(conformance: list[str], scenario: str, tmp_
     )
     output = result.stdout + result.stderr
     summary = re.search(r"Passed: (\d+)/(\d+), (\d+) failed", output)
-    passed = result.returncode == 0 and summary is not None and summary[3] == "0"
-    if scenario in EXPECTED_FAILURES:
-        assert not passed, f"{scenario} passes now: remove it from EXPECTED_FAILURES"
-        # ...and for the reason above, not another one
-        mismatch = re.search(
-            r"issuer mismatch: (http://localhost:\d+)/oauth != (http://localhost:\d+)\b", output
-        )
-        assert mismatch is not None and mismatch[1] == mismatch[2], output[-4000:]
-        return
-    assert passed, output[-4000:]
+    assert result.returncode == 0 and summary is not None and summary[3] == "0", output[-4000:]
+    assert int(summary[1]) > 0, f"no check ran: {output[-2000:]}"
+
+
+def test_the_run_list_is_the_suites_own(conformance: list[str]) -> None:
+    """The lists above are the installed suite's: its requirement files, and a decision (run, or
+    not run with a reason) for every other client scenario it lists."""
+    package = Path(conformance[1]).parents[1]
+    for revision, names in REQUIRED.items():
+        requirements = yaml.safe_load((package / "requirements" / f"{revision}.yaml").read_text())
+        assert names == requirements["client"], revision
+    listed = subprocess.run(
+        [*conformance, "list", "--client"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    every = set(re.findall(r"^\s+- (\S+)", listed, flags=re.MULTILINE))
+    decided = {name for _revision, name in RUNS} | set(NOT_RUN)
+    assert every - decided == set(), "scenarios nobody decided about"
+    assert decided - every == set(), "scenarios the suite no longer has"

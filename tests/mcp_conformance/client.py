@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import threading
+from typing import Any
 
 import httpx
 
@@ -27,11 +28,26 @@ from jupyter_agent.mcp.client_features import Form, FormAnswer
 from jupyter_agent.mcp.config import MCPServerConfig
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 
-SCENARIO_TOOLS = {
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
+#: The calls a scenario judges (server tool names and arguments), where it is not the first tool
+#: with no arguments; a scenario may also hand them out as ``toolCalls`` in its context.
+SCENARIO_CALLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "tools_call": [("add_numbers", {"a": 5, "b": 3})],
+    "sse-retry": [("test_reconnection", {})],
+    "elicitation-sep1034-client-defaults": [("test_client_elicitation_defaults", {})],
+    # a server that asks for input mid-call (input_required) and is answered, then called again
+    "sep-2322-client-request-state": [
+        ("test_mrtr_echo_state", {}),
+        ("test_mrtr_unrelated", {}),
+        ("test_mrtr_no_state", {}),
+        ("test_mrtr_no_result_type", {}),
+    ],
+    # one tool's malformed x-mcp-header must not cost the server its valid tools
+    "http-invalid-tool-headers": [("valid_tool", {"region": "us-west1"})],
 }
+#: Calls whose arguments break the tool's own input schema on purpose (a ``null`` for a boolean,
+#: to see the header left out). The registry refuses such arguments before anything is sent (the
+#: SPEC's rule for every tool), so these go to the MCP client itself, the layer under test.
+BELOW_THE_REGISTRY = {"test_custom_headers_null"}
 
 
 def open_like_a_browser(text: str, url: str) -> None:
@@ -62,6 +78,26 @@ def oauth_settings(scenario: str, context: dict[str, str]) -> dict[str, str]:
     return settings
 
 
+def scenario_calls(
+    scenario: str, context: dict[str, Any], session: NotebookSession, names: list[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The registry calls (our tool names) that play what ``scenario`` checks."""
+    if scenario == "json-schema-2020-12-preservation":
+        # what the model would be shown as the tool's schema, sent back to the server verbatim
+        focal = session.registry.get_tool("conformance__json_schema_2020_12_tool")
+        assert focal is not None, names
+        schema = focal.get_schema()["input_schema"]
+        return [("conformance__json_schema_echo", {"schema": schema})]
+    handed_out = context.get("toolCalls")
+    if handed_out:
+        wanted = [(str(call["name"]), dict(call.get("arguments") or {})) for call in handed_out]
+    else:
+        wanted = SCENARIO_CALLS.get(scenario, [])
+    if wanted:
+        return [(f"conformance__{name}", arguments) for name, arguments in wanted]
+    return [(name, {}) for name in names[:1]]
+
+
 def main(url: str, scenario: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     with tempfile.TemporaryDirectory() as workspace:
@@ -82,12 +118,16 @@ def main(url: str, scenario: str) -> int:
                 mcp.add(config, allow_private_network=True), lambda _event: None
             )
             names = outcome.value
-            wanted = SCENARIO_TOOLS.get(scenario)
-            if wanted is not None:
-                calls = [(f"conformance__{wanted[0]}", wanted[1])]
-            else:
-                calls = [(name, {}) for name in names[:1]]
+            calls = scenario_calls(scenario, context, session, names)
             for name, arguments in calls:
+                server_tool = name.removeprefix("conformance__")
+                if server_tool in BELOW_THE_REGISTRY:
+                    raw = session.bridge.run(
+                        mcp.servers["conformance"].call_tool(server_tool, arguments, 30.0),
+                        lambda _event: None,
+                    ).value
+                    print(f"{name} (MCP client): {'error' if raw.is_error else 'ok'}")
+                    continue
                 result = session.bridge.run(
                     session.registry.call(name, arguments), lambda _event: None
                 ).value
