@@ -254,9 +254,8 @@ class ToolRegistry:
 
         ``copied`` receives a copy of ``args``, the one that was checked.
         """
-        unavailable = self.unavailable(name)
-        if unavailable is not None:
-            return unavailable
+        if name not in self._tools or not self._enabled[name]:
+            return self.unavailable(name)
         if type(args) is not dict and not isinstance(args, Mapping):
             return (
                 f"Error: invalid arguments for {name}: expected a JSON object, "
@@ -266,7 +265,8 @@ class ToolRegistry:
         if problem is not None:
             return f"Error: invalid arguments for {name}: {problem}"
         copied.update(args)
-        validator = self._validator(name)
+        validators = self._validators
+        validator = validators[name] if name in validators else self._validator(name)
         if validator is not None:
             try:
                 if not validator.is_valid(copied):
