@@ -76,24 +76,32 @@ def _carried(structured: Any, parts: list[str | Image], blocks: Sequence[Any]) -
     ``{"content": [the image block]}`` beside the image are all carried.
     """
     texts = [part for part in parts if isinstance(part, str)]
+    # only a text of the same kind can parse to it (no exception to build for every other)
+    opening = "{" if isinstance(structured, dict) else "[" if isinstance(structured, list) else ""
     for text in texts:
+        if opening and not text.lstrip().startswith(opening):
+            continue
         try:
             if json.loads(text) == structured:
                 return True
         except (ValueError, RecursionError):
             continue
-    fields: set[str] = set()
-    for block in blocks:
-        dump = getattr(block, "model_dump", None)
-        if callable(dump):
-            _leaves(dump(by_alias=True, exclude_none=True), fields)
     leaves: list[object] = []
     _leaves(structured, leaves)
     if len(leaves) > MAX_COMPARED_LEAVES:
         return False
+    fields: set[str] | None = None  # the blocks' own fields, dumped only when a text lacks a leaf
     for leaf in leaves:
         if isinstance(leaf, str):
-            if leaf and leaf not in fields and not any(leaf in text for text in texts):
+            if not leaf or any(leaf in text for text in texts):
+                continue
+            if fields is None:
+                fields = set()
+                for block in blocks:
+                    dump = getattr(block, "model_dump", None)
+                    if callable(dump):
+                        _leaves(dump(by_alias=True, exclude_none=True), fields)
+            if leaf not in fields:
                 return False
         else:
             word = re.compile(rf"(?<![\w.]){re.escape(json.dumps(leaf))}(?![\w.])")

@@ -14,11 +14,20 @@ defaults then hurt:
   ``additionalProperties``, which matches the same patterns) match with the ``regex`` module,
   which releases the GIL (``concurrent=True``) and stops at a timeout: the call's deadline.
 
-The whole check runs in a worker thread (``check``), awaited under the call's deadline: the loop
+The check runs in a worker thread (``check``), awaited under the call's deadline: the loop
 keeps running while a large value is checked, and a check that overruns is an error result. A
 process would bound even pure-Python work (``uniqueItems`` over many objects) but costs a spawn
 and a pipe per server; the registry's size caps on arguments keep that work small, so a thread
 plus a regex engine with a timeout is the lighter sufficient choice.
+
+One case stays on the loop, as the registry's own checks do, because it cannot take long: a
+schema of at most ``INLINE_SCHEMA_BYTES`` made only of keywords that cost a comparison or two per
+value (``INLINE_KEYWORDS``: types, properties, ranges, lengths, ``enum``, ``const`` — no
+``pattern``, ``$ref``, combinator or ``uniqueItems``), with arguments that are a flat object of
+at most ``INLINE_MAX_VALUES`` plain values. Its worst case (every value failing against the
+largest ``enum`` such a schema can hold, each error message quoting it) is about 10 ms, once, on
+a call that is refused; the worker's two thread wake-ups cost about 0.1 ms on every call of
+every such tool, a tenth of a stdio round trip.
 
 ``unevaluatedProperties`` together with ``patternProperties`` is the one combination whose
 patterns ``jsonschema`` matches internally with ``re``: such a schema is refused when the server
@@ -55,6 +64,23 @@ MAX_SCHEMA_BYTES_PER_SERVER = 512 * 1024
 MAX_REPORTED_ERRORS = 3
 MAX_COLLECTED_ERRORS = 100
 MAX_MESSAGE_CHARS = 500
+
+#: The largest schema (its JSON) that may be checked on the loop, and the most values.
+INLINE_SCHEMA_BYTES = 8 * 1024
+INLINE_MAX_VALUES = 64
+#: Keywords whose check is a comparison or two per value, or that check nothing at all.
+INLINE_KEYWORDS = frozenset(
+    {
+        # what they check
+        "type", "properties", "required", "additionalProperties", "items", "enum", "const",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+        # annotations (no format checker is given, so "format" asserts nothing)
+        "title", "description", "default", "examples", "$schema", "$id", "$comment",
+        "deprecated", "readOnly", "writeOnly", "format", "contentMediaType", "contentEncoding",
+    }
+)  # fmt: skip
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None)})
 
 # A few threads, separate from the loop's default executor (DNS lookups use that one): a check
 # abandoned at its deadline must not starve anything else.
@@ -167,21 +193,77 @@ def bounded_validator(schema: Mapping[str, Any]) -> Validator:
     return bounded(plain, registry=referencing.Registry())
 
 
-async def check(validator: Validator, arguments: dict[str, Any], timeout: float) -> str | None:
-    """What is wrong with ``arguments`` (one line), or None; checked in a worker thread.
+def checks_inline(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` is small and made only of ``INLINE_KEYWORDS`` (see the module)."""
+    if schema_bytes("", "", schema) > INLINE_SCHEMA_BYTES:
+        return False
+    pending: list[object] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, bool):
+            continue
+        if not isinstance(node, Mapping) or not INLINE_KEYWORDS.issuperset(node):
+            return False
+        properties = node.get("properties", {})
+        if not isinstance(properties, Mapping):
+            return False
+        pending.extend(properties.values())
+        for keyword in ("additionalProperties", "items"):
+            if keyword in node:
+                sub = node[keyword]
+                pending.extend(sub if isinstance(sub, list) else [sub])
+    return True
+
+
+def _flat_and_few(arguments: Mapping[str, Any]) -> bool:
+    return len(arguments) <= INLINE_MAX_VALUES and all(
+        type(value) in _PLAIN_VALUES for value in arguments.values()
+    )
+
+
+async def check(
+    validator: Validator, arguments: dict[str, Any], timeout: float, *, inline: bool = False
+) -> str | None:
+    """What is wrong with ``arguments`` (one line), or None; checked in a worker thread, or on
+    the loop when ``inline`` (the schema passed ``checks_inline``) and the arguments are a flat
+    object of few plain values.
 
     Never raises for bad arguments or a bad schema: an unresolvable ``$ref``, a bad pattern and
     a check that outlives ``timeout`` are all reasons, returned like a violation.
     """
+    if inline and _flat_and_few(arguments):
+        return _problems(validator, arguments, None)
     deadline = time.monotonic() + timeout if math.isfinite(timeout) else None
     loop = asyncio.get_running_loop()
-    work = loop.run_in_executor(_workers, _problems, validator, arguments, deadline)
+    answer: asyncio.Future[str | None] = loop.create_future()
+
+    def work() -> None:
+        # the answer goes straight to the loop (one wake-up), not through run_in_executor's
+        # chained futures; a check the caller stopped waiting for is dropped
+        try:
+            problem = _problems(validator, arguments, deadline)
+        except BaseException as exc:  # _problems returns reasons; this is a bug, passed on
+            loop.call_soon_threadsafe(_settle, answer, None, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, answer, problem, None)
+
+    _workers.submit(work)
     try:
-        if deadline is None:
-            return await work
-        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
+        async with asyncio.timeout(None if deadline is None else deadline - time.monotonic()):
+            return await answer
     except TimeoutError:
         return f"checking them against the server's schema took longer than {timeout:g} s"
+
+
+def _settle(
+    answer: asyncio.Future[str | None], problem: str | None, error: BaseException | None
+) -> None:
+    if answer.done():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(problem)
 
 
 def _problems(

@@ -4,7 +4,8 @@ Its schema is the server's (the registry validates arguments against it like any
 its name is ``{server}__{tool}``, and ``execute`` forwards the call to the server's connection
 and maps the result (``results.py``). Its ``capabilities`` are declared like any tool's:
 ``validates_arguments`` is True: the tool checks the server's schema itself, bounded
-(``schema.py``: nothing fetched, patterns under the call's deadline, off the event loop), and
+(``schema.py``: nothing fetched, patterns under the call's deadline, off the event loop; only a
+small schema of comparison keywords, against a few plain values, is checked on the loop), and
 ``destructive`` follows the server's own hint (a tool is destructive unless it says read-only),
 and ``reports_progress``: the server's progress notifications for the call go to the call's
 progress callback (``tools/progress.py``), so the notebook shows them while the call runs.
@@ -21,7 +22,7 @@ from ..tools.base import Image, ToolCapabilities, ToolOutput
 from ..tools.image_fit import prepare_off_loop
 from ..tools.progress import current_reporter
 from .results import to_output
-from .schema import bounded_validator, check
+from .schema import bounded_validator, check, checks_inline
 
 if TYPE_CHECKING:
     from mcp.types import ReadResourceResult, Tool
@@ -45,6 +46,7 @@ class MCPTool:
         self.description = (tool.description or tool.title or f"{tool.name} (MCP)").strip()
         self.input_schema: dict[str, Any] = dict(tool.input_schema)
         self._validator = bounded_validator(self.input_schema)
+        self._checks_inline = checks_inline(self.input_schema)
         hints = tool.annotations
         self.capabilities = ToolCapabilities(
             destructive=not (hints is not None and hints.read_only_hint),
@@ -63,7 +65,7 @@ class MCPTool:
     async def execute(self, args: dict[str, object]) -> ToolOutput:
         timeout = self._timeout()
         # the check takes milliseconds unless a pattern is hostile, and then it ends the call
-        problem = await check(self._validator, dict(args), timeout)
+        problem = await check(self._validator, dict(args), timeout, inline=self._checks_inline)
         if problem is not None:
             raise ToolInputError(problem)
         result = await self.connection.call_tool(

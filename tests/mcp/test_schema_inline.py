@@ -1,0 +1,141 @@
+"""Which server schemas are checked on the event loop, and that doing so cannot stall it.
+
+``schema.check`` runs in a worker thread under the call's deadline, except for a small schema
+made only of comparison keywords against a flat object of few plain values (``checks_inline``):
+there the worker's two thread wake-ups would cost more than the check. These tests pin which
+schemas qualify, that the two paths judge the same arguments the same way, and the worst case
+of the inline path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from jupyter_agent.mcp.schema import (
+    INLINE_MAX_VALUES,
+    INLINE_SCHEMA_BYTES,
+    bounded_validator,
+    check,
+    checks_inline,
+    schema_bytes,
+)
+
+PLAIN = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "maxLength": 10, "description": "what to say"},
+        "count": {"type": "integer", "minimum": 1, "maximum": 5},
+        "unit": {"enum": ["m", "ft"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+
+def with_property(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"x": schema}}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        with_property({"type": "string", "pattern": "^(a+)+$"}),
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+        with_property({"$ref": "#/$defs/x"}) | {"$defs": {"x": {"type": "string"}}},
+        with_property({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+        with_property({"type": "array", "uniqueItems": True}),
+        with_property({"type": "array", "contains": {"type": "string"}}),
+        {"type": "object", "additionalProperties": {"type": "string", "pattern": "x"}},
+        with_property({"type": "array", "items": {"not": {"type": "string"}}}),
+        {"type": "object", "properties": {"x": {"type": "string"}}, "if": {"required": ["x"]}},
+    ],
+)
+def test_a_schema_with_costly_or_fetching_keywords_is_checked_in_the_worker(
+    schema: dict[str, Any],
+) -> None:
+    assert not checks_inline(schema)
+
+
+def test_a_plain_schema_is_checked_on_the_loop() -> None:
+    assert checks_inline(PLAIN)
+    assert checks_inline({"type": "object"})
+
+
+def test_a_large_schema_is_checked_in_the_worker() -> None:
+    words = [f"word{i}" for i in range(INLINE_SCHEMA_BYTES // 8)]
+    schema = with_property({"enum": words})
+    assert schema_bytes("", "", schema) > INLINE_SCHEMA_BYTES
+    assert not checks_inline(schema)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"text": "hi"},
+        {"text": "hi", "count": 3, "unit": "m"},
+        {"text": "far too long for it"},
+        {"count": 9},
+        {"text": "hi", "unit": "yd"},
+        {"text": "hi", "surprise": True},
+        {"text": "hi", "tags": ["a", 2]},
+        {"text": None},
+    ],
+)
+async def test_both_paths_judge_the_same(arguments: dict[str, Any]) -> None:
+    validator = bounded_validator(PLAIN)
+    on_loop = await check(validator, arguments, 5.0, inline=True)
+    in_worker = await check(validator, arguments, 5.0, inline=False)
+    assert on_loop == in_worker
+
+
+async def test_the_worst_inline_check_takes_a_few_milliseconds() -> None:
+    """Every value against the largest enum a schema that qualifies can hold."""
+    words = [f"w{i:05d}" for i in range(INLINE_SCHEMA_BYTES // 10)]
+    schema = {"type": "object", "additionalProperties": {"enum": words}}
+    while schema_bytes("", "", schema) > INLINE_SCHEMA_BYTES:
+        words.pop()
+    assert checks_inline(schema)
+    validator = bounded_validator(schema)
+    arguments = {f"k{i}": "not in it" for i in range(INLINE_MAX_VALUES)}
+    started = time.perf_counter()
+    problem = await check(validator, arguments, 5.0, inline=True)
+    elapsed = time.perf_counter() - started
+    assert problem is not None and "is not one of" in problem
+    assert elapsed < 0.04, f"{elapsed * 1000:.1f} ms on the loop"  # ~10 ms here
+
+
+async def test_nested_or_many_arguments_go_to_the_worker_even_for_a_plain_schema() -> None:
+    """The inline path is for a flat object of few values; anything else goes to the worker,
+    where a slow check cannot hold the loop (seen here as the loop ticking meanwhile)."""
+    validator = bounded_validator({"type": "object"})
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)  # the ticker starts
+    try:
+        for arguments in (
+            {f"k{i}": i for i in range(INLINE_MAX_VALUES + 1)},
+            {"nested": {"a": 1}},
+            {"listed": [1, 2]},
+        ):
+            ticks = 0
+            assert await check(validator, arguments, 5.0, inline=True) is None
+            assert ticks >= 1, f"checked on the loop: {list(arguments)[:3]}"
+        ticks = 0
+        assert await check(validator, {"a": 1}, 5.0, inline=True) is None
+        assert ticks == 0  # and a flat, small one was checked on the loop, without a wait
+    finally:
+        ticker.cancel()
