@@ -49,6 +49,10 @@ STARTUP_FLOOR_S = 5.0
 CLOSE_TIMEOUT_S = 15.0
 
 
+async def _no_output_check(name: str, result: CallToolResult) -> None:
+    """In place of ``ClientSession.validate_tool_result`` (see ``ServerConnection._own``)."""
+
+
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
@@ -193,6 +197,11 @@ class ServerConnection:
                 async with asyncio.timeout(self.start_timeout):
                     await stack.enter_async_context(client)
                     session = client.session
+                    # The SDK would check each result's structuredContent against the tool's
+                    # outputSchema with stock jsonschema, on the loop: a server's pattern there
+                    # is matched by `re` with no time limit. The result reaches the model as
+                    # data either way (results.py), so that check is left out.
+                    session.validate_tool_result = _no_output_check  # type: ignore[method-assign]
                     tools = await self._list_tools(session)
                 self.instructions = client.instructions or ""
                 self.server_name = client.server_info.name if client.server_info else ""

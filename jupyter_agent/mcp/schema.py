@@ -22,12 +22,12 @@ plus a regex engine with a timeout is the lighter sufficient choice.
 
 One case stays on the loop, as the registry's own checks do, because it cannot take long: a
 schema of at most ``INLINE_SCHEMA_BYTES`` made only of keywords that cost a comparison or two per
-value (``INLINE_KEYWORDS``: types, properties, ranges, lengths, ``enum``, ``const`` — no
-``pattern``, ``$ref``, combinator or ``uniqueItems``), with arguments that are a flat object of
-at most ``INLINE_MAX_VALUES`` plain values. Its worst case (every value failing against the
-largest ``enum`` such a schema can hold, each error message quoting it) is about 10 ms, once, on
-a call that is refused; the worker's two thread wake-ups cost about 0.1 ms on every call of
-every such tool, a tenth of a stdio round trip.
+value (``INLINE_KEYWORDS``: types named, properties, ranges, lengths, an ``enum`` of at most
+``INLINE_MAX_VALUES`` plain values, a plain ``const`` — no ``pattern``, ``$ref``, combinator,
+``uniqueItems`` or Draft 3 type-schema), with arguments that are a flat object of at most
+``INLINE_MAX_VALUES`` plain values (integers below 2**64). Its worst case is a few milliseconds
+(``tests/mcp/test_schema_inline.py`` pins it); the worker's two thread wake-ups cost about
+0.1 ms on every call of every such tool, a tenth of a stdio round trip.
 
 ``unevaluatedProperties`` together with ``patternProperties`` is the one combination whose
 patterns ``jsonschema`` matches internally with ``re``: such a schema is refused when the server
@@ -68,6 +68,8 @@ MAX_MESSAGE_CHARS = 500
 #: The largest schema (its JSON) that may be checked on the loop, and the most values.
 INLINE_SCHEMA_BYTES = 8 * 1024
 INLINE_MAX_VALUES = 64
+#: What an inline check's patterns may take, were one to be reached (none can be).
+INLINE_BACKSTOP_S = 0.1
 #: Keywords whose check is a comparison or two per value, or that check nothing at all.
 INLINE_KEYWORDS = frozenset(
     {
@@ -81,6 +83,8 @@ INLINE_KEYWORDS = frozenset(
     }
 )  # fmt: skip
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None)})
+#: The dialect of a schema that names none.
+_DEFAULT_DIALECT = jsonschema_validators.Draft202012Validator
 
 # A few threads, separate from the loop's default executor (DNS lookups use that one): a check
 # abandoned at its deadline must not starve anything else.
@@ -167,6 +171,21 @@ def _uses(schema: object, keyword: str) -> bool:
     return False
 
 
+def _nested_dialect(schema: Mapping[str, Any]) -> bool:
+    """Whether an object below the root names a dialect (``"$schema": "…"``): ``jsonschema``
+    checks such a subschema with that dialect's stock class, without this module's overrides."""
+    pending: list[object] = [value for key, value in schema.items() if key != "$schema"]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping):
+            if isinstance(node.get("$schema"), str):
+                return True
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
+
+
 def bounded_validator(schema: Mapping[str, Any]) -> Validator:
     """A validator for ``schema`` that fetches nothing and matches patterns with a timeout.
 
@@ -174,13 +193,16 @@ def bounded_validator(schema: Mapping[str, Any]) -> Validator:
     checked unbounded.
     """
     plain = dict(schema)
-    base = jsonschema_validators.validator_for(
-        plain, default=jsonschema_validators.Draft202012Validator
-    )
+    base = jsonschema_validators.validator_for(plain, default=_DEFAULT_DIALECT)
     try:
         base.check_schema(plain)
     except jsonschema_exceptions.SchemaError as exc:
         raise ValueError(f"invalid input schema: {exc.message}") from None
+    if _nested_dialect(plain):
+        raise ValueError(
+            "its schema switches JSON Schema dialect inside itself (a nested $schema), which "
+            "would check that part without the bounds (patterns with no time limit)"
+        )
     if _uses(plain, "unevaluatedProperties") and _uses(plain, "patternProperties"):
         raise ValueError(
             "its schema combines unevaluatedProperties with patternProperties, which cannot be "
@@ -197,6 +219,10 @@ def checks_inline(schema: Mapping[str, Any]) -> bool:
     """Whether ``schema`` is small and made only of ``INLINE_KEYWORDS`` (see the module)."""
     if schema_bytes("", "", schema) > INLINE_SCHEMA_BYTES:
         return False
+    if jsonschema_validators.validator_for(schema, default=_DEFAULT_DIALECT) is (
+        jsonschema_validators.Draft3Validator
+    ):
+        return False  # its "type" may hold schemas, its "required" is a boolean: not worth it
     pending: list[object] = [schema]
     while pending:
         node = pending.pop()
@@ -204,6 +230,16 @@ def checks_inline(schema: Mapping[str, Any]) -> bool:
             continue
         if not isinstance(node, Mapping) or not INLINE_KEYWORDS.issuperset(node):
             return False
+        kind = node.get("type", "object")
+        if not isinstance(kind, str) and not (
+            isinstance(kind, list) and all(isinstance(name, str) for name in kind)
+        ):
+            return False  # a type that is a schema (Draft 3) would be checked, unbounded
+        choices = node.get("enum", [])
+        if not isinstance(choices, list) or len(choices) > INLINE_MAX_VALUES:
+            return False  # each value is compared with each choice, in Python
+        if not all(type(choice) in _PLAIN_VALUES for choice in [*choices, node.get("const")]):
+            return False  # a nested choice is compared (and quoted) all the way down
         properties = node.get("properties", {})
         if not isinstance(properties, Mapping):
             return False
@@ -217,8 +253,13 @@ def checks_inline(schema: Mapping[str, Any]) -> bool:
 
 def _flat_and_few(arguments: Mapping[str, Any]) -> bool:
     return len(arguments) <= INLINE_MAX_VALUES and all(
-        type(value) in _PLAIN_VALUES for value in arguments.values()
+        type(value) in _PLAIN_VALUES and (type(value) is not int or -_BIG < value < _BIG)
+        for value in arguments.values()
     )
+
+
+#: Integers past this are checked in the worker: arithmetic on thousands of digits is not free.
+_BIG = 2**64
 
 
 async def check(
@@ -232,7 +273,8 @@ async def check(
     a check that outlives ``timeout`` are all reasons, returned like a violation.
     """
     if inline and _flat_and_few(arguments):
-        return _problems(validator, arguments, None)
+        # a backstop only: no pattern can be reached from a schema that passed checks_inline
+        return _problems(validator, arguments, time.monotonic() + INLINE_BACKSTOP_S)
     deadline = time.monotonic() + timeout if math.isfinite(timeout) else None
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str | None] = loop.create_future()
@@ -247,12 +289,16 @@ async def check(
         else:
             loop.call_soon_threadsafe(_settle, answer, problem, None)
 
-    _workers.submit(work)
+    job = _workers.submit(work)
     try:
         async with asyncio.timeout(None if deadline is None else deadline - time.monotonic()):
             return await answer
     except TimeoutError:
+        job.cancel()  # still queued behind busy workers: it never starts
         return f"checking them against the server's schema took longer than {timeout:g} s"
+    except asyncio.CancelledError:
+        job.cancel()
+        raise
 
 
 def _settle(
@@ -274,6 +320,7 @@ def _problems(
     _deadline.at = deadline
     try:
         collected = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS))
+        errors = sorted(collected, key=jsonschema_exceptions.relevance)
     except SchemaTimeout as exc:
         return f"checking them against the server's schema took longer than the call may ({exc})"
     except referencing.exceptions.Unresolvable as exc:
@@ -287,9 +334,8 @@ def _problems(
         return f"they could not be checked ({type(exc).__name__}); send plain JSON values"
     finally:
         _deadline.at = None
-    if not collected:
+    if not errors:
         return None
-    errors = sorted(collected, key=jsonschema_exceptions.relevance)
     parts = []
     for error in errors[:MAX_REPORTED_ERRORS]:
         where = "/".join(str(part) for part in error.absolute_path)

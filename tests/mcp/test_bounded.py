@@ -20,7 +20,7 @@ import pytest
 from loop_watch import LoopWatch
 
 from jupyter_agent.agent.agent import Agent
-from jupyter_agent.errors import MCPServerError
+from jupyter_agent.errors import MCPConfigError, MCPServerError
 from jupyter_agent.mcp.schema import MAX_TOOLS_PER_SERVER
 
 pytest.importorskip("mcp")
@@ -135,3 +135,37 @@ async def test_megabytes_of_schemas_are_refused_naming_the_cap(agent: Agent) -> 
     with pytest.raises(MCPServerError, match=r"more than 512 KB of schemas"):
         await add_hostile(agent, "big-schemas", name="big")
     assert not any(name.startswith("big__") for name in agent.registry.get_tool_names())
+
+
+@pytest.mark.timeout(60)
+async def test_a_draft3_type_cannot_smuggle_a_pattern_onto_the_loop(agent: Agent) -> None:
+    """Draft 3 lets ``type`` be a list of schemas; one holding a ``pattern`` was checked on the
+    loop with no time limit (5.5 s for 25 characters, doubling with each one more)."""
+    await add_hostile(agent, "schemas")
+    agent.tool_timeout = 2
+    async with LoopWatch() as watch:
+        result = await agent.registry.call("hostile__draft3_type", {"q": "a" * 25 + "!"})
+    assert watch.longest < 1.0
+    assert result.is_error and result.content.startswith(
+        "Error: invalid arguments for hostile__draft3_type"
+    ), result.content
+
+
+async def test_a_nested_dialect_is_refused_when_the_server_is_added(agent: Agent) -> None:
+    """A ``$schema`` inside a schema made ``jsonschema`` check that part with the dialect's stock
+    class, without the bounds: its pattern ran under ``re``, past any deadline."""
+    with pytest.raises(MCPConfigError, match="nested \\$schema"):
+        await add_hostile(agent, "nested-dialect")
+    assert not agent.registry.has_tool("hostile__nested_dialect")
+
+
+@pytest.mark.timeout(60)
+async def test_an_output_schema_pattern_does_not_freeze_the_loop(agent: Agent) -> None:
+    """The SDK checked a result's structured content against the tool's ``outputSchema`` with
+    ``re`` on the loop (2.8 s for this one, and the server was then marked down)."""
+    await add_hostile(agent, "schemas")
+    async with LoopWatch() as watch:
+        result = await agent.registry.call("hostile__redos_output", {})
+    assert watch.longest < 1.0
+    assert not result.is_error, result.content
+    assert "called redos_output" in result.content

@@ -8,6 +8,7 @@
 - ``many-tools N``: N small tools, over as many ``tools/list`` pages as it takes.
 - ``big-schemas``: a few tools whose descriptions add up to megabytes.
 - ``garbage``: prints lines that are not JSON-RPC on stdout and never answers.
+- ``nested-dialect``: one tool whose schema names another JSON Schema dialect inside itself.
 """
 
 from __future__ import annotations
@@ -56,6 +57,23 @@ def schemas_tools(ref_url: str) -> list[types.Tool]:
             },
         ),
         _tool(
+            "draft3_type",  # Draft 3 lets "type" hold schemas: a pattern hides in one
+            {
+                "$schema": "http://json-schema.org/draft-03/schema#",
+                "type": "object",
+                "properties": {"q": {"type": [{"pattern": "^(a|a)*$"}]}},
+            },
+        ),
+        types.Tool(
+            name="redos_output",  # its result's structured content meets a catastrophic pattern
+            description="the redos_output tool",
+            input_schema={"type": "object"},
+            output_schema={
+                "type": "object",
+                "properties": {"s": {"type": "string", "pattern": "^(a|a)*$"}},
+            },
+        ),
+        _tool(
             "local_ref",
             {
                 "type": "object",
@@ -86,6 +104,22 @@ def main(argv: list[str]) -> None:
         tools = many_tools(int(args[1]))
     elif mode == "big-schemas":
         tools = big_tools()
+    elif mode == "nested-dialect":
+        tools = [
+            _tool(
+                "nested_dialect",
+                {
+                    "type": "object",
+                    "properties": {
+                        "q": {
+                            "$schema": "http://json-schema.org/draft-07/schema#",
+                            "type": "string",
+                            "pattern": "^(a|a)*$",
+                        }
+                    },
+                },
+            )
+        ]
     else:
         tools = schemas_tools(args[1] if len(args) > 1 else "http://127.0.0.1:9/schema.json")
 
@@ -97,7 +131,8 @@ def main(argv: list[str]) -> None:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"called {params.name}")]
+            content=[types.TextContent(type="text", text=f"called {params.name}")],
+            structured_content={"s": "a" * 30 + "!"} if params.name == "redos_output" else None,
         )
 
     server: Any = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
