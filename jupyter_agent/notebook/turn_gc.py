@@ -16,9 +16,9 @@ still run, and still free the turn's own cyclic garbage. When the turn ends, how
 generation; the thresholds are never touched. If CPython ran a full collection during the turn
 (of the turn's objects only), or the objects that outlived turns reached a quarter of the heap
 (CPython's own rule, which cannot see them: ``_Ledger``), the whole heap is collected after the
-cell: on
-the kernel's event loop once the cell's code has returned (its Stop button is gone by then),
-at once where no loop runs (a terminal). A cycle among objects older than the turn that becomes
+cell: on the kernel's event loop once the kernel has been idle for ``IDLE_S`` (no turn begun;
+cells run back to back wait until they are done, up to ``MAX_POSTPONE_S``), at once where no
+loop runs (a terminal). A cycle among objects older than the turn that becomes
 garbage during it waits until then; so that a long turn cannot hold much memory that way, the
 heap is thawed and collected at once if the process grew by more than ``MAX_GROWTH`` bytes
 during the turn (looked at from the pump's idle work).
@@ -109,6 +109,8 @@ class TurnGC:
         self._full_before = 0
 
     def __enter__(self) -> TurnGC:
+        global _turns_begun
+        _turns_begun += 1
         if gc.isenabled() and gc.get_freeze_count() == 0:
             self._full_before = _full_collections()
             gc.freeze()
@@ -161,12 +163,55 @@ def _full_collections() -> int:
     return int(gc.get_stats()[2]["collections"])
 
 
-def collect_after_cell() -> None:
-    """A full collection once the running cell is over: on the kernel's event loop when there
-    is one (it runs after the cell's reply, when the turn's widgets are gone), else at once."""
+#: Seconds without a new turn before the deferred full collection runs (see ``collect_after_cell``).
+IDLE_S = 0.5
+#: ... but a collection postponed this long by turn after turn runs at the next chance anyway.
+MAX_POSTPONE_S = 30.0
+
+
+class _Pending:
+    """The one deferred collection waiting for the kernel to be idle, if any."""
+
+    def __init__(self) -> None:
+        self.handle: asyncio.TimerHandle | None = None
+        self.since = 0.0  # when it was first deferred
+        self.turns = 0  # turns begun when it was last scheduled
+        self.idle_s = IDLE_S
+        self.max_postpone_s = MAX_POSTPONE_S
+
+
+_PENDING = _Pending()
+_turns_begun = 0
+
+
+def collect_after_cell(*, idle_s: float = IDLE_S, max_postpone_s: float = MAX_POSTPONE_S) -> None:
+    """A full collection once the kernel is idle: on its event loop, ``idle_s`` after the cell
+    when no turn has begun meanwhile (``Run All`` and back-to-back cells wait until they are
+    done, up to ``max_postpone_s``), so that the 0.1–0.5 s it stops the kernel falls while the
+    user reads the answer rather than on a click as the next cell starts; at once where no loop
+    runs (a terminal)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         gc.collect()
+        return
+    if _PENDING.handle is None:
+        _PENDING.since = time.monotonic()
     else:
-        loop.call_soon(gc.collect)
+        _PENDING.handle.cancel()
+    _PENDING.idle_s, _PENDING.max_postpone_s = idle_s, max_postpone_s
+    _schedule(loop)
+
+
+def _schedule(loop: asyncio.AbstractEventLoop) -> None:
+    _PENDING.turns = _turns_begun
+    _PENDING.handle = loop.call_later(_PENDING.idle_s, _collect_if_idle, loop)
+
+
+def _collect_if_idle(loop: asyncio.AbstractEventLoop) -> None:
+    overdue = time.monotonic() - _PENDING.since > _PENDING.max_postpone_s
+    if _turns_begun != _PENDING.turns and not overdue:
+        _schedule(loop)  # a turn ran meanwhile: wait for another quiet spell
+        return
+    _PENDING.handle = None
+    gc.collect()

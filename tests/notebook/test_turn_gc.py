@@ -5,6 +5,7 @@ after the cell, however the cell ended."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -24,7 +25,7 @@ from IPython.utils.capture import capture_output
 from jupyter_agent.notebook.cell_turn import CellTurn
 from jupyter_agent.notebook.extension import get_magics
 from jupyter_agent.notebook.magics import AgentMagics
-from jupyter_agent.notebook.turn_gc import TurnGC
+from jupyter_agent.notebook.turn_gc import IDLE_S, TurnGC, collect_after_cell
 
 CALLS = 12
 #: Each call keeps this many new objects alive: together more than a quarter of the process's
@@ -260,3 +261,62 @@ def test_dead_cycles_older_than_a_turn_are_freed_in_a_session_of_only_turns(
     assert any(not frozen for _ms, frozen in full.seen)  # the whole heap was collected
     for name in ("Cyc", "weakref", "_refs", "c"):
         magics.shell.user_ns.pop(name, None)
+
+
+def test_the_deferred_collection_waits_until_no_turn_has_begun_for_a_while() -> None:
+    """On the kernel's loop the deferred full collection waits for a quiet spell: a cell run
+    right after (Run All, a burst) starts without it, so a click as that cell starts is not
+    held up by a whole-heap collection (figure 19's last tail: 134 ms). On the old code it ran
+    at the loop's next turn, before the next cell."""
+
+    async def main() -> tuple[float, list[float]]:
+        collected: list[float] = []
+
+        def note(phase: str, info: dict[str, Any]) -> None:
+            if phase == "stop" and info["generation"] == 2:
+                collected.append(time.monotonic())
+
+        gc.callbacks.append(note)
+        gc.disable()  # no collection but the one under test
+        try:
+            collect_after_cell()
+            with TurnGC():  # the next cell's turn begins (and ends) before the loop runs again
+                pass
+            turn_ended = time.monotonic()
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if collected:
+                    break
+            return turn_ended, collected
+        finally:
+            gc.enable()
+            gc.callbacks.remove(note)
+
+    turn_ended, collected = asyncio.run(main())
+    assert len(collected) == 1, collected
+    assert collected[0] - turn_ended >= IDLE_S  # a whole quiet spell after the last turn
+
+
+def test_turns_back_to_back_postpone_the_collection_only_so_long() -> None:
+    async def main() -> int:
+        collected = 0
+
+        def note(phase: str, info: dict[str, Any]) -> None:
+            nonlocal collected
+            collected += phase == "stop" and info["generation"] == 2
+
+        gc.callbacks.append(note)
+        gc.disable()
+        try:
+            collect_after_cell(idle_s=0.1, max_postpone_s=0.3)
+            deadline = time.monotonic() + 2.0
+            while not collected and time.monotonic() < deadline:
+                with TurnGC():  # a turn every 20 ms: never a quiet spell of 0.1 s
+                    pass
+                await asyncio.sleep(0.02)
+            return collected
+        finally:
+            gc.enable()
+            gc.callbacks.remove(note)
+
+    assert asyncio.run(main()) == 1
