@@ -115,8 +115,6 @@ class TurnGC:
             self._full_before = _full_collections()
             gc.freeze()
             self.frozen = True
-            if not _LEDGER.heap:
-                _LEDGER.heap = gc.get_freeze_count()
             self._start_size = resident_bytes()
             self._next_check = time.monotonic() + self.check_every
         return self
@@ -149,6 +147,10 @@ class TurnGC:
     ) -> None:
         if not self.frozen:
             return
+        if not _LEDGER.heap:
+            # the heap the turn found, counted now rather than as it began: counting the frozen
+            # objects walks them all (~10 ms for 200,000), which the first token need not wait for
+            _LEDGER.heap = gc.get_freeze_count()
         _LEDGER.outlived += len(gc.get_objects())  # the turn's objects still alive (not frozen)
         self._thaw()
         # A full collection of the whole heap is run after the cell when one was due: CPython
