@@ -133,51 +133,51 @@ def test_a_long_or_nested_choice_is_checked_in_the_worker(schema: dict[str, Any]
     assert not checks_inline(schema)
 
 
-async def test_huge_integers_go_to_the_worker() -> None:
-    validator = bounded_validator({"type": "object", "additionalProperties": {"multipleOf": 3}})
-    ticks = 0
+class Ticks:
+    """Counts the event loop's turns while it is entered: a check that awaited the worker let
+    the loop run meanwhile; one made on the loop did not."""
 
-    async def tick() -> None:
-        nonlocal ticks
+    def __init__(self) -> None:
+        self.count = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
         while True:
-            ticks += 1
+            self.count += 1
             await asyncio.sleep(0)
 
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0)
-    try:
+    async def __aenter__(self) -> Ticks:
+        self._task = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)  # the ticker starts
+        self.count = 0
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def test_huge_integers_go_to_the_worker() -> None:
+    validator = bounded_validator({"type": "object", "additionalProperties": {"multipleOf": 3}})
+    async with Ticks() as ticks:
         problem = await check(validator, {"n": 10**4000 + 1}, 5.0, inline=True)
-    finally:
-        ticker.cancel()
     assert problem is not None and problem.startswith("n: 1000")  # the message quotes it, cut
-    assert ticks >= 1
+    assert ticks.count >= 1
 
 
 async def test_nested_or_many_arguments_go_to_the_worker_even_for_a_plain_schema() -> None:
     """The inline path is for a flat object of few values; anything else goes to the worker,
     where a slow check cannot hold the loop (seen here as the loop ticking meanwhile)."""
     validator = bounded_validator({"type": "object"})
-    ticks = 0
-
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0)  # the ticker starts
-    try:
+    async with Ticks() as ticks:
         for arguments in (
             {f"k{i}": i for i in range(INLINE_MAX_VALUES + 1)},
             {"nested": {"a": 1}},
             {"listed": [1, 2]},
         ):
-            ticks = 0
+            ticks.count = 0
             assert await check(validator, arguments, 5.0, inline=True) is None
-            assert ticks >= 1, f"checked on the loop: {list(arguments)[:3]}"
-        ticks = 0
+            assert ticks.count >= 1, f"checked on the loop: {list(arguments)[:3]}"
+        ticks.count = 0
         assert await check(validator, {"a": 1}, 5.0, inline=True) is None
-        assert ticks == 0  # and a flat, small one was checked on the loop, without a wait
-    finally:
-        ticker.cancel()
+        assert ticks.count == 0  # and a flat, small one was checked on the loop, without a wait
