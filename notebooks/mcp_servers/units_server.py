@@ -9,9 +9,10 @@ server's form without Node.js or the network.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
@@ -77,12 +78,20 @@ class UnitsChoice(BaseModel):
     decimals: int = Field(default=1, title="Decimals", description="digits after the point")
 
 
+def ask_for_units() -> Elicit[UnitsChoice]:
+    """The question ``choose_units`` puts to the user (the SDK asks it the way the connection's
+    protocol does: a request to the client mid-call up to 2025-11-25, an ``input_required``
+    answer the client fills in and retries with from 2026-07-28)."""
+    return Elicit("Which units should answers be given in?", UnitsChoice)
+
+
 @server.tool()
-async def choose_units(ctx: Context) -> str:
+async def choose_units(
+    answer: Annotated[ElicitationResult[UnitsChoice], Resolve(ask_for_units)],
+) -> str:
     """Ask the user in a small form which units (metric or imperial) and how many decimals
     they want answers in; the user may decline to say."""
-    answer = await ctx.elicit("Which units should answers be given in?", schema=UnitsChoice)
-    if answer.action == "accept":
+    if isinstance(answer, AcceptedElicitation):
         choice = answer.data
         return f"The user chose {choice.system} units, {choice.decimals} decimal(s)."
     if answer.action == "decline":
