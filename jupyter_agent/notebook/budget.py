@@ -22,7 +22,7 @@ from ..agent.results import CHARS_PER_TOKEN
 from ..agent.tokens import messages_tokens
 from ..events import TextDelta, Usage
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent, ReplyCapped
-from .pricing import Price, estimate_cost, price_for
+from .pricing import Price, estimate_cost, money, price_for
 
 #: Output tokens assumed for a provider that does not say its ``max_tokens``.
 DEFAULT_OUTPUT_TOKENS = 8192
@@ -37,7 +37,8 @@ def request_cost_bound(
         return 0.0
     schema_chars = len(request.system) + len(json.dumps(request.tools, ensure_ascii=False))
     input_tokens = messages_tokens(request.messages) + schema_chars // CHARS_PER_TOKEN
-    return (input_tokens * price.input + max_tokens * price.output) / 1_000_000
+    rates = price.for_prompt(input_tokens)  # a long prompt may bill the whole request higher
+    return (input_tokens * rates.input + max_tokens * rates.output) / 1_000_000
 
 
 @dataclass
@@ -56,16 +57,17 @@ class SpendGuard:
         """Why a request that could cost ``estimate`` is not sent, or ``None``."""
         if self.cell is not None and self.spent + estimate > self.cell:
             return (
-                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and this cell's "
-                f"budget is ${self.cell:.2f} (${self.spent:.2f} spent). Run the cell with a "
-                "larger --budget, or change AgentMagics.budget, to go on."
+                f"■ Stopped: the next request could cost up to {money(estimate)}, and this "
+                f"cell's budget is {money(self.cell)} ({money(self.spent)} spent). Run the cell "
+                "with a larger --budget, or change AgentMagics.budget, to go on."
             )
         if self.session_left is not None and self.spent + estimate > self.session_left:
             left = max(self.session_left - self.spent, 0.0)
-            cap = f"${self.session_cap:.2f}" if self.session_cap is not None else "its cap"
+            cap = money(self.session_cap) if self.session_cap is not None else "its cap"
             return (
-                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and the session "
-                f"budget ({cap}) has ${left:.2f} left. Raise AgentMagics.session_budget to go on."
+                f"■ Stopped: the next request could cost up to {money(estimate)}, and the "
+                f"session budget ({cap}) has {money(left)} left. Raise "
+                "AgentMagics.session_budget to go on."
             )
         return None
 

@@ -67,7 +67,7 @@ from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
-from .pricing import estimate_cost, user_prices
+from .pricing import UsageLedger, money, user_prices
 from .prompt_vars import expand_variables
 from .settings import (
     DEFAULT_CHAT,
@@ -183,7 +183,8 @@ class NotebookSession:
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
         self.on_rebuild: list[Callable[[Agent], None]] = []
-        self.usage_by_model: dict[str, Usage] = {}
+        #: What every model request of the session used, per model and prompt-size tier.
+        self.ledger = UsageLedger()
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -597,10 +598,7 @@ class NotebookSession:
                 if event.model:
                     final["model"] = event.model
             elif isinstance(event, TurnFinished):
-                model_name = str(final["model"])
-                self.usage_by_model[model_name] = (
-                    self.usage_by_model.get(model_name, Usage()) + event.usage
-                )
+                self.ledger.add(str(final["model"]), event.usage)
             elif isinstance(event, AgentFinished):
                 final["text"] = event.text
             if on_event is not None:
@@ -625,13 +623,14 @@ class NotebookSession:
 
     # -- the spend cap ------------------------------------------------------------------------
 
+    @property
+    def usage_by_model(self) -> dict[str, Usage]:
+        """The tokens each model used this session (every request added up)."""
+        return self.ledger.totals()
+
     def spent(self) -> float:
         """Dollars this session's replies cost, estimated from the price table."""
-        prices = user_prices(self.settings.prices)
-        return sum(
-            estimate_cost(model, usage, prices) or 0.0
-            for model, usage in self.usage_by_model.items()
-        )
+        return self.ledger.total_cost(user_prices(self.settings.prices))
 
     def _spend_guard(self, budget: float | None) -> SpendGuard | None:
         """The caps of one cell (``budget``, else the setting) and of the session, if any."""
@@ -649,11 +648,11 @@ class NotebookSession:
         if cell is None and cap is None and not self._budget_used:
             return ""
         spent = self.spent()
-        parts = [f"spent: ${spent:.4f} this session (estimated)"]
+        parts = [f"spent: {money(spent)} this session (estimated)"]
         if cap is not None:
-            parts.append(f"session budget ${cap:.2f}, left ${max(cap - spent, 0.0):.2f}")
+            parts.append(f"session budget {money(cap)}, left {money(max(cap - spent, 0.0))}")
         if cell is not None:
-            parts.append(f"cell budget ${cell:.2f}")
+            parts.append(f"cell budget {money(cell)}")
         return "; ".join(parts)
 
     def _note_offline(self, provider: Provider) -> None:
@@ -707,7 +706,7 @@ class NotebookSession:
     # -- usage, saving, describing ------------------------------------------------------------
 
     def usage_report(self) -> str:
-        report = usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        report = usage_report(self.ledger, user_prices(self.settings.prices))
         budgets = self.budget_report()
         return f"{report}\n{budgets}" if budgets else report
 
