@@ -185,6 +185,8 @@ class NotebookSession:
         self.on_rebuild: list[Callable[[Agent], None]] = []
         #: What every model request of the session used, per model and prompt-size tier.
         self.ledger = UsageLedger()
+        #: The spend guard of the turn that runs, if it has caps.
+        self._turn_guard: SpendGuard | None = None
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -418,7 +420,9 @@ class NotebookSession:
 
         hooks = manager.hooks
         hooks.ask = mcp_form_asker(self._questions())
-        hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
+        hooks.sample = make_sampler(
+            lambda: self.provider(), self._approval_handler, spend=self._sampling_spend
+        )
         hooks.open_authorization = self._open_authorization
 
     async def _open_authorization(self, url: str) -> None:
@@ -572,6 +576,7 @@ class NotebookSession:
         guard = self._spend_guard(budget)
         if guard is not None:  # requests that could pass the budget are not sent
             agent.provider = BudgetedProvider(agent.provider, guard)
+        self._turn_guard = guard  # an MCP server's sampling during the turn counts here too
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
         self._note_ignored_model(
@@ -616,6 +621,8 @@ class NotebookSession:
                 )
         except ProviderError as exc:
             raise ModelRequestError(_one_line(str(exc))) from None
+        finally:
+            self._turn_guard = None
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
@@ -631,6 +638,16 @@ class NotebookSession:
     def spent(self) -> float:
         """Dollars this session's replies cost, estimated from the price table."""
         return self.ledger.total_cost(user_prices(self.settings.prices))
+
+    def _sampling_spend(self, provider: Provider) -> Provider:
+        """``provider`` for an MCP server's sampling request: behind the running cell's guard
+        (or, outside a cell, the caps of one), its cost in the session's usage."""
+        guard = self._turn_guard
+        if guard is None:
+            guard = self._spend_guard(None) or SpendGuard(
+                None, None, None, user_prices(self.settings.prices)
+            )
+        return BudgetedProvider(provider, guard, on_usage=self.ledger.add)
 
     def _spend_guard(self, budget: float | None) -> SpendGuard | None:
         """The caps of one cell (``budget``, else the setting) and of the session, if any."""
