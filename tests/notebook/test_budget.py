@@ -142,3 +142,20 @@ def test_real_math_in_an_answer_is_still_math() -> None:
     markup = markdown_html("The area is $\\pi r^2$, which costs $5 or $6.")
     assert '<span class="math">' in markup  # typeset by the front end, as before
     assert "$" not in _text_outside_ignored_spans(markup.split("</span>", 1)[1]), markup
+
+
+def test_the_cost_bound_of_a_long_prompt_uses_the_models_higher_tier() -> None:
+    """Haiku 5.5 bills a prompt above 100K tokens at five times its base rates: the spend cap's
+    estimate before sending must too (it priced every prompt at the base rate)."""
+    from jupyter_agent.notebook.budget import request_cost_bound
+    from jupyter_agent.providers.base import ModelRequest
+
+    long_prompt = ModelRequest(
+        system="", messages=[{"role": "user", "content": "x" * 600_000}], tools=[]
+    )
+    bound = request_cost_bound("claude-haiku-5-5", long_prompt, 1_000, {})
+    assert bound == pytest.approx((150_004 * 0.50 + 1_000 * 2.50) / 1e6, rel=1e-3)
+    short_prompt = ModelRequest(system="", messages=[{"role": "user", "content": "x"}], tools=[])
+    assert request_cost_bound("claude-haiku-5-5", short_prompt, 1_000, {}) == pytest.approx(
+        (4 * 0.10 + 1_000 * 0.50) / 1e6, rel=1e-2
+    )
