@@ -16,8 +16,8 @@ breaks one gets the answer the real server gives:
   from the scripted chunks (text, whole tool calls, ``finish_reason``, usage).
 * **``drops_streamed_tool_calls=True``** plays the Ollama versions that lose tool calls while
   streaming (ollama/ollama#12557, #9632; the calls of the final ``done`` frame dropped by the
-  OpenAI layer): a streamed reply whose script has tool calls arrives with its text, a delta that
-  announces ``tool_calls`` but carries none, and ``finish_reason: "stop"``; the same request
+  OpenAI layer): a streamed reply whose script has tool calls arrives with its text, each call's
+  head (its index and id, no function) and ``finish_reason: "stop"``; the same request
   asked again with ``stream: false`` gets that reply whole, calls included (the model's answer to
   one prompt, not the next scripted one).
 """
@@ -167,18 +167,23 @@ def completion_of(chunks: list[Chunk]) -> dict[str, Any]:
 
 
 def without_tool_calls(chunks: list[Chunk]) -> list[Chunk]:
-    """``chunks`` as an Ollama that drops streamed tool calls sends them: the text, one delta
-    that announces ``tool_calls`` with none in it, and ``finish_reason: "stop"``."""
+    """``chunks`` as an Ollama that drops streamed tool calls sends them: the text, each call
+    announced by its head (index, id, type) with no function in it, and ``finish_reason:
+    "stop"``."""
     dropped = []
-    announced = False
     for part in chunks:
         choices = []
         for choice in part["choices"]:
             delta = {k: v for k, v in choice["delta"].items() if k != "tool_calls"}
-            if "tool_calls" in choice["delta"] and not announced:
-                delta["tool_calls"], announced = [], True
+            heads = [
+                {k: v for k, v in fragment.items() if k in ("index", "id", "type")}
+                for fragment in choice["delta"].get("tool_calls") or []
+                if "id" in fragment
+            ]
+            if heads:
+                delta["tool_calls"] = heads
             elif "tool_calls" in choice["delta"] and not delta:
-                continue
+                continue  # an arguments fragment: lost
             finish = "stop" if choice.get("finish_reason") else None
             choices.append({**choice, "delta": delta, "finish_reason": finish})
         if choices or not part["choices"]:

@@ -393,7 +393,7 @@ class _Reply:
         self.calls = _ToolCallAssembler()
         self.finish_reason: str | None = None
         self.usage = Usage()
-        #: A delta carried a ``tool_calls`` field (empty or not).
+        #: A delta carried a tool call's fragment (perhaps only its head: index, id).
         self.calls_announced = False
 
     def add_chunk(self, chunk: Any) -> list[str]:
@@ -407,7 +407,7 @@ class _Reply:
             if delta.content:
                 self.text.append(delta.content)
                 added.append(delta.content)
-            if delta.tool_calls is not None:
+            if delta.tool_calls:  # a call's fragment; an empty list announces nothing
                 self.calls_announced = True
             for fragment in delta.tool_calls or []:
                 self.calls.add(fragment)
@@ -435,8 +435,8 @@ class _Reply:
             self.finish_reason = choice.finish_reason or "stop"
 
     def dropped_tool_calls(self) -> bool:
-        """Whether tool calls were announced (a ``tool_calls`` delta, or that finish reason)
-        and none came whole: what an Ollama that loses streamed calls sends."""
+        """Whether tool calls were announced (a call's fragment, or that finish reason) and
+        none came with its function: what an Ollama that loses streamed calls sends."""
         delivered = any(call.name for call in self.calls.calls)
         announced = self.calls_announced or self.finish_reason in ("tool_calls", "function_call")
         return announced and not delivered

@@ -110,3 +110,17 @@ async def test_a_plain_answer_is_not_asked_again(tmp_path: Path) -> None:
     server = FakeChatServer(text_reply("Just text."), drops_streamed_tool_calls=True)
     assert await _agent(server.provider(), tmp_path).chat("hi") == "Just text."
     assert len(server.requests) == 1
+
+
+async def test_an_empty_tool_calls_field_in_a_text_reply_is_not_an_announcement(
+    tmp_path: Path,
+) -> None:
+    """Some servers put ``"tool_calls": []`` in every delta: a plain answer is not asked twice."""
+    noisy = [
+        chunk({"role": "assistant", "content": "", "tool_calls": []}),
+        chunk({"content": "Plain.", "tool_calls": []}),
+        chunk({}, "stop"),
+    ]
+    server = FakeChatServer(noisy)
+    assert await _agent(server.provider(), tmp_path).chat("hi") == "Plain."
+    assert len(server.requests) == 1
