@@ -5,8 +5,9 @@ Prices are US dollars per million tokens, taken from Anthropic's published price
 base input, output, 5-minute cache writes (what the agent's ``cache_control: ephemeral``
 breakpoints write) and cache hits, per model. A model name matches its entry exactly or by prefix
 (``claude-sonnet-4-5-20250929`` is ``claude-sonnet-4-5``), longest prefix first. Every model of the
-installed ``anthropic`` SDK's model list is either priced here or listed in ``UNPRICED`` with the
-reason (tests check both), so a new default model never shows a silent "?" again.
+installed ``anthropic`` SDK's model list has a row of its own here (``listed_price``: not a
+family's prefix, which priced Fable 5.2 as Fable 5) or is listed in ``UNPRICED`` with the reason
+(tests check both), so a new model fails the tests until someone looks its price up.
 
 Some models bill a whole request at a higher tier when its prompt is long (Claude Haiku 5.5:
 prompts above 100,000 tokens, cache reads and writes counted). A tier is chosen per request, so
@@ -24,6 +25,7 @@ budget does not read $0.00.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -127,7 +129,9 @@ PRICES: dict[str, Price] = {
     # cache hits cut from $0.20 to $0.10 on 2026-10-07
     "claude-sonnet-5-5": _row(_SONNET_5_5_PAGE, 2.0, 10.0, 2.50, 0.10),
     "claude-sonnet-5": _row(_SONNET_5_PAGE, 2.0, 10.0, 2.50, 0.20),
-    "claude-sonnet-4": _row(SOURCE, *_SONNET_4_X),  # 4, 4.5, 4.6
+    "claude-sonnet-4-6": _row(SOURCE, *_SONNET_4_X),
+    "claude-sonnet-4-5": _row(SOURCE, *_SONNET_4_X),
+    "claude-sonnet-4": _row(SOURCE, *_SONNET_4_X),  # 4 (claude-sonnet-4-20250514, -4-0)
     "claude-3-7-sonnet": _row(SOURCE, *_SONNET_4_X),
     "claude-haiku-5-5": _HAIKU_5_5,
     "claude-haiku-4-5": _row(SOURCE, 1.0, 5.0, 1.25, 0.10),
@@ -139,6 +143,19 @@ PRICES: dict[str, Price] = {
 UNPRICED: dict[str, str] = {
     "claude-mythos-preview": "invitation-only research preview; no public list price",
 }
+
+
+#: A dated snapshot of a model (``claude-sonnet-4-5-20250929``).
+_SNAPSHOT = re.compile(r"-\d{8}$")
+
+
+def listed_price(model: str) -> Price | None:
+    """The built-in row of ``model`` itself (or of the model a dated snapshot is of), without
+    falling back on a family's prefix: what the table says of this very model."""
+    if model in PRICES:
+        return PRICES[model]
+    base = _SNAPSHOT.sub("", model)
+    return PRICES.get(base) if base != model else None
 
 
 def price_for(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
