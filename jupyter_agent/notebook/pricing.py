@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -229,23 +230,31 @@ TIER_BOUNDS: tuple[int, ...] = tuple(
 
 class UsageLedger:
     """What a session's requests used, per model, kept apart by prompt length so that each
-    request is priced at its own tier however the prices change later (``AgentMagics.prices``)."""
+    request is priced at its own tier however the prices change later (``AgentMagics.prices``).
+    Requests are counted from the kernel's main thread (a turn's replies) and from the session's
+    loop (an MCP server's sampling), hence the lock."""
 
     def __init__(self) -> None:
         #: model → the longest tier bound its requests' prompts passed (0: none) → their usage
         self._usage: dict[str, dict[int, Usage]] = {}
+        self._lock = threading.Lock()
 
     def add(self, model: str, usage: Usage) -> None:
         """Count one request's ``usage`` on ``model``."""
         size = prompt_tokens(usage)
         bound = max((b for b in TIER_BOUNDS if size > b), default=0)
-        tiers = self._usage.setdefault(model, {})
-        tiers[bound] = tiers.get(bound, Usage()) + usage
+        with self._lock:
+            tiers = self._usage.setdefault(model, {})
+            tiers[bound] = tiers.get(bound, Usage()) + usage
+
+    def _snapshot(self) -> dict[str, dict[int, Usage]]:
+        with self._lock:
+            return {model: dict(tiers) for model, tiers in self._usage.items()}
 
     def totals(self) -> dict[str, Usage]:
         """The usage of each model, all requests added up (in the order models were first used)."""
         totals: dict[str, Usage] = {}
-        for model, tiers in self._usage.items():
+        for model, tiers in self._snapshot().items():
             total = Usage()
             for usage in tiers.values():
                 total = total + usage
@@ -259,12 +268,12 @@ class UsageLedger:
             return None
         return sum(
             _cost(price.for_prompt(bound + 1 if bound else 0), usage)
-            for bound, usage in self._usage.get(model, {}).items()
+            for bound, usage in self._snapshot().get(model, {}).items()
         )
 
     def total_cost(self, prices: Mapping[str, Price] | None = None) -> float:
         """Dollars for every priced model's requests (an unpriced model adds nothing)."""
-        return sum(self.cost(model, prices) or 0.0 for model in self._usage)
+        return sum(self.cost(model, prices) or 0.0 for model in self._snapshot())
 
 
 def money(dollars: float) -> str:
