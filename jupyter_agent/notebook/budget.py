@@ -8,21 +8,24 @@ past its budget, the request is not sent: ``BudgetedProvider`` answers in its pl
 reply that says so, and the turn ends there cleanly (the conversation stays valid; the next cell
 goes on from it). What each reply really cost (its reported usage) is what counts as spent.
 
-A model without a price (the offline demo model, a local server) costs nothing here.
+A model without a price (the offline demo model, a local server) costs nothing here. An MCP
+server's sampling request goes through the same guard (``purpose == "sampling"``): counted, and
+refused with a ``ProviderError`` — the server gets it as the error of its request.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..agent.results import CHARS_PER_TOKEN
 from ..agent.tokens import messages_tokens
+from ..errors import ProviderError
 from ..events import TextDelta, Usage
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent, ReplyCapped
-from .pricing import Price, estimate_cost, price_for
+from .pricing import Price, estimate_cost, money, price_for
 
 #: Output tokens assumed for a provider that does not say its ``max_tokens``.
 DEFAULT_OUTPUT_TOKENS = 8192
@@ -37,7 +40,8 @@ def request_cost_bound(
         return 0.0
     schema_chars = len(request.system) + len(json.dumps(request.tools, ensure_ascii=False))
     input_tokens = messages_tokens(request.messages) + schema_chars // CHARS_PER_TOKEN
-    return (input_tokens * price.input + max_tokens * price.output) / 1_000_000
+    rates = price.for_prompt(input_tokens)  # a long prompt may bill the whole request higher
+    return (input_tokens * rates.input + max_tokens * rates.output) / 1_000_000
 
 
 @dataclass
@@ -56,16 +60,17 @@ class SpendGuard:
         """Why a request that could cost ``estimate`` is not sent, or ``None``."""
         if self.cell is not None and self.spent + estimate > self.cell:
             return (
-                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and this cell's "
-                f"budget is ${self.cell:.2f} (${self.spent:.2f} spent). Run the cell with a "
-                "larger --budget, or change AgentMagics.budget, to go on."
+                f"■ Stopped: the next request could cost up to {money(estimate)}, and this "
+                f"cell's budget is {money(self.cell)} ({money(self.spent)} spent). Run the cell "
+                "with a larger --budget, or change AgentMagics.budget, to go on."
             )
         if self.session_left is not None and self.spent + estimate > self.session_left:
             left = max(self.session_left - self.spent, 0.0)
-            cap = f"${self.session_cap:.2f}" if self.session_cap is not None else "its cap"
+            cap = money(self.session_cap) if self.session_cap is not None else "its cap"
             return (
-                f"■ Stopped: the next request could cost up to ${estimate:.2f}, and the session "
-                f"budget ({cap}) has ${left:.2f} left. Raise AgentMagics.session_budget to go on."
+                f"■ Stopped: the next request could cost up to {money(estimate)}, and the "
+                f"session budget ({cap}) has {money(left)} left. Raise "
+                "AgentMagics.session_budget to go on."
             )
         return None
 
@@ -75,11 +80,18 @@ class SpendGuard:
 
 class BudgetedProvider:
     """``provider`` behind a ``SpendGuard``: a request that could pass the budget is answered
-    with a reply saying so instead of being sent."""
+    with a reply saying so instead of being sent. ``on_usage(model, usage)``: told what each
+    reply used (the session's ledger, for requests it does not otherwise see)."""
 
-    def __init__(self, provider: Provider, guard: SpendGuard) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        guard: SpendGuard,
+        on_usage: Callable[[str, Usage], None] | None = None,
+    ) -> None:
         self.inner = provider
         self.guard = guard
+        self.on_usage = on_usage
         self.name: str = provider.name
         self.model: str = provider.model
 
@@ -95,6 +107,8 @@ class BudgetedProvider:
         refusal = self.guard.refusal(estimate)
         if refusal is not None:
             self.guard.stopped = refusal
+            if request.purpose == "sampling":  # an MCP server's request: its error, not a reply
+                raise ProviderError(refusal.removeprefix("■ Stopped: "))
             if request.purpose == "summary":  # compaction: no summary rather than a wrong one
                 yield ModelResponse([{"type": "text", "text": ""}], "end_turn", model=model)
                 return
@@ -104,6 +118,8 @@ class BudgetedProvider:
         async for event in self.inner.stream(request):
             if isinstance(event, ModelResponse):
                 self.guard.record(event.model or model, event.usage)
+                if self.on_usage is not None:
+                    self.on_usage(event.model or model, event.usage)
             yield event
 
     async def aclose(self) -> None:

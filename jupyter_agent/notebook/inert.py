@@ -131,6 +131,19 @@ _VIEW_STYLE_PROPERTIES = frozenset(
 _THUMBNAIL_PREFIX = "data:image/png;base64,"
 
 
+#: The classes of the element a dollar sign that is not math sits in: JupyterLab and Notebook 7
+#: typeset HTML output with MathJax, which would pair any two ``$`` of a text (``$0.14, and ...
+#: $0.01``) as math; it skips an element of these classes (MathJax 3, and 2's name).
+_NOT_MATH = "mathjax_ignore tex2jax_ignore"
+_FENCED_DOLLAR = f'<span class="{_NOT_MATH}">$</span>'
+
+
+def _fence_dollars(escaped: str) -> str:
+    """Escaped text with each ``$`` in an element LaTeX typesetters skip. Math the Markdown has
+    (``$x^2$``, ``$$...$$``) was already taken by the parser and is sent as ``\\(...\\)``."""
+    return escaped.replace("$", _FENCED_DOLLAR)
+
+
 def _markdown_attribute(tag: str, name: str, value: str) -> str | None:
     if name == "href" and not _allowed_link(value):
         return None
@@ -159,7 +172,7 @@ def _clean_markdown_html(markup: str) -> str:
         clean_content_tags={"script", "style"},
         attributes=_MARKDOWN_ATTRIBUTES,
         tag_attribute_values=_MARKDOWN_VALUES,
-        allowed_classes={"span": {"math"}, "div": {"math"}},
+        allowed_classes={"span": {"math", *_NOT_MATH.split()}, "div": {"math"}},
         url_schemes=set(_LINK_SCHEMES),
         attribute_filter=_markdown_attribute,
     )
@@ -196,6 +209,16 @@ def _markdown() -> Any:
     class InertRenderer(mistune.HTMLRenderer):
         def __init__(self) -> None:
             super().__init__(escape=True)
+
+        # text, and raw HTML shown as text: a dollar sign is a dollar sign (``_fence_dollars``)
+        def text(self, text: str) -> str:
+            return _fence_dollars(str(super().text(text)))
+
+        def inline_html(self, html: str) -> str:
+            return _fence_dollars(str(super().inline_html(html)))
+
+        def block_html(self, html: str) -> str:
+            return _fence_dollars(str(super().block_html(html)))
 
         def safe_url(self, url: str) -> str:
             return html.escape(url) if _allowed_link(url) else ""

@@ -67,7 +67,7 @@ from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .kernel_tools import kernel_tools
-from .pricing import estimate_cost, user_prices
+from .pricing import UsageLedger, money, user_prices
 from .prompt_vars import expand_variables
 from .settings import (
     DEFAULT_CHAT,
@@ -183,7 +183,10 @@ class NotebookSession:
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
         self.on_rebuild: list[Callable[[Agent], None]] = []
-        self.usage_by_model: dict[str, Usage] = {}
+        #: What every model request of the session used, per model and prompt-size tier.
+        self.ledger = UsageLedger()
+        #: The spend guard of the turn that runs, if it has caps.
+        self._turn_guard: SpendGuard | None = None
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -417,7 +420,9 @@ class NotebookSession:
 
         hooks = manager.hooks
         hooks.ask = mcp_form_asker(self._questions())
-        hooks.sample = make_sampler(lambda: self.provider(), self._approval_handler)
+        hooks.sample = make_sampler(
+            lambda: self.provider(), self._approval_handler, spend=self._sampling_spend
+        )
         hooks.open_authorization = self._open_authorization
 
     async def _open_authorization(self, url: str) -> None:
@@ -571,6 +576,7 @@ class NotebookSession:
         guard = self._spend_guard(budget)
         if guard is not None:  # requests that could pass the budget are not sent
             agent.provider = BudgetedProvider(agent.provider, guard)
+        self._turn_guard = guard  # an MCP server's sampling during the turn counts here too
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
         self._note_ignored_model(
@@ -597,10 +603,7 @@ class NotebookSession:
                 if event.model:
                     final["model"] = event.model
             elif isinstance(event, TurnFinished):
-                model_name = str(final["model"])
-                self.usage_by_model[model_name] = (
-                    self.usage_by_model.get(model_name, Usage()) + event.usage
-                )
+                self.ledger.add(str(final["model"]), event.usage)
             elif isinstance(event, AgentFinished):
                 final["text"] = event.text
             if on_event is not None:
@@ -618,6 +621,8 @@ class NotebookSession:
                 )
         except ProviderError as exc:
             raise ModelRequestError(_one_line(str(exc))) from None
+        finally:
+            self._turn_guard = None
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
         text = final["text"] if final["text"] is not None else "".join(streamed)
@@ -625,13 +630,24 @@ class NotebookSession:
 
     # -- the spend cap ------------------------------------------------------------------------
 
+    @property
+    def usage_by_model(self) -> dict[str, Usage]:
+        """The tokens each model used this session (every request added up)."""
+        return self.ledger.totals()
+
     def spent(self) -> float:
         """Dollars this session's replies cost, estimated from the price table."""
-        prices = user_prices(self.settings.prices)
-        return sum(
-            estimate_cost(model, usage, prices) or 0.0
-            for model, usage in self.usage_by_model.items()
-        )
+        return self.ledger.total_cost(user_prices(self.settings.prices))
+
+    def _sampling_spend(self, provider: Provider) -> Provider:
+        """``provider`` for an MCP server's sampling request: behind the running cell's guard
+        (or, outside a cell, the caps of one), its cost in the session's usage."""
+        guard = self._turn_guard
+        if guard is None:
+            guard = self._spend_guard(None) or SpendGuard(
+                None, None, None, user_prices(self.settings.prices)
+            )
+        return BudgetedProvider(provider, guard, on_usage=self.ledger.add)
 
     def _spend_guard(self, budget: float | None) -> SpendGuard | None:
         """The caps of one cell (``budget``, else the setting) and of the session, if any."""
@@ -649,11 +665,11 @@ class NotebookSession:
         if cell is None and cap is None and not self._budget_used:
             return ""
         spent = self.spent()
-        parts = [f"spent: ${spent:.4f} this session (estimated)"]
+        parts = [f"spent: {money(spent)} this session (estimated)"]
         if cap is not None:
-            parts.append(f"session budget ${cap:.2f}, left ${max(cap - spent, 0.0):.2f}")
+            parts.append(f"session budget {money(cap)}, left {money(max(cap - spent, 0.0))}")
         if cell is not None:
-            parts.append(f"cell budget ${cell:.2f}")
+            parts.append(f"cell budget {money(cell)}")
         return "; ".join(parts)
 
     def _note_offline(self, provider: Provider) -> None:
@@ -707,7 +723,7 @@ class NotebookSession:
     # -- usage, saving, describing ------------------------------------------------------------
 
     def usage_report(self) -> str:
-        report = usage_report(self.usage_by_model, user_prices(self.settings.prices))
+        report = usage_report(self.ledger, user_prices(self.settings.prices))
         budgets = self.budget_report()
         return f"{report}\n{budgets}" if budgets else report
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..events import Usage
-from .pricing import SOURCE, SOURCE_DATE, UNPRICED, Price, estimate_cost
+from .pricing import SOURCE, SOURCE_DATE, UNPRICED, Price, UsageLedger, money
 
 #: Model names the offline provider reports (``OfflineProvider.model``): nothing to count or pay.
 OFFLINE_MODEL_PREFIX = "offline"
@@ -23,8 +23,10 @@ def _row(name: str, usage: Usage, cost_text: str) -> str:
     return f"{name:<28} {usage.input_tokens:>9} {usage.output_tokens:>9} {cache:>13} {cost_text:>9}"
 
 
-def usage_report(usage_by_model: Mapping[str, Usage], prices: Mapping[str, Price]) -> str:
-    """The usage table for ``usage_by_model`` priced with the list prices and ``prices``."""
+def usage_report(ledger: UsageLedger, prices: Mapping[str, Price]) -> str:
+    """The usage table for ``ledger`` priced with the list prices and ``prices`` (each request
+    at its own tier)."""
+    usage_by_model = ledger.totals()
     if not usage_by_model:
         return "No tokens used yet in this session."
     lines = [_HEADER]
@@ -33,16 +35,14 @@ def usage_report(usage_by_model: Mapping[str, Usage], prices: Mapping[str, Price
     offline = [model for model in usage_by_model if model.startswith(OFFLINE_MODEL_PREFIX)]
     for model, usage in usage_by_model.items():
         total = total + usage
-        cost = estimate_cost(model, usage, prices)
+        cost = ledger.cost(model, prices)
         if cost is None:
             total_cost = None
         elif total_cost is not None:
             total_cost += cost
-        lines.append(_row(model, usage, "unpriced" if cost is None else f"${cost:.4f}"))
+        lines.append(_row(model, usage, "unpriced" if cost is None else money(cost)))
     if len(usage_by_model) > 1:
-        lines.append(
-            _row("total", total, "unpriced" if total_cost is None else f"${total_cost:.4f}")
-        )
+        lines.append(_row("total", total, "unpriced" if total_cost is None else money(total_cost)))
     lines.append(
         "input, output: tokens sent to and received from the model; cache r/w: input tokens "
         "read from / written to the prompt cache;"

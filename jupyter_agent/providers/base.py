@@ -27,7 +27,8 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     #: ``"chat"``, or ``"summary"`` when the agent asks for a summary of the conversation to
-    #: compact it (no tools; the offline model answers it with a deterministic digest).
+    #: compact it (no tools; the offline model answers it with a deterministic digest), or
+    #: ``"sampling"`` for an MCP server's completion request (no tools).
     purpose: str = "chat"
 
 

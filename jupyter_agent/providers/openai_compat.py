@@ -7,7 +7,10 @@ argument fragments assembled into ``tool_use`` blocks, ``finish_reason`` → ``s
 Servers bend the wire format: Ollama and some llama.cpp builds send parallel calls without an
 ``index`` (or all at ``index: 0``), told apart only by a new ``id`` (``_ToolCallAssembler``); a
 stream that stops before its ``finish_reason`` is an error, not a short reply; a server that
-cannot do tool calls is named as such.
+cannot do tool calls is named as such; a stream that announces tool calls but delivers none
+(Ollama versions that lose them while streaming: ollama/ollama#12557, #9632) is asked once more
+without streaming. OpenAI's reasoning models (gpt-5.x, the o-series) refuse ``max_tokens`` and
+take ``max_completion_tokens``; so does any server whose 400 names ``max_tokens`` (remembered).
 A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``); a
 client passed in sends through a copy whose retry waits are capped (``_retry_wait.py``).
 The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
@@ -19,14 +22,15 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import uuid
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
-from ..events import TextDelta, Usage
+from ..events import TextDelta, TextReset, Usage
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, capped_copy
 from .base import ModelRequest, ModelResponse, ProviderEvent
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gpt-5.4-mini"
 #: Local servers do not check the key, but the SDK wants one.
 PLACEHOLDER_API_KEY = "not-needed"
+#: OpenAI's reasoning models (gpt-5.x, o1, o3, o4-mini, ...), also behind a router's
+#: ``vendor/`` prefix: they refuse ``max_tokens`` and take ``max_completion_tokens``.
+REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:gpt-5|o[1-9])(?:[.\-]|$)", re.IGNORECASE)
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -247,6 +254,11 @@ class OpenAIProvider:
             or DEFAULT_MODEL
         )
         self.max_tokens = max_tokens
+        #: The field the reply's cap goes in: ``max_completion_tokens`` for a reasoning model or
+        #: a server that refused ``max_tokens``, else ``max_tokens`` (what every server knows).
+        self.max_tokens_field = (
+            "max_completion_tokens" if REASONING_MODEL.match(self.model) else "max_tokens"
+        )
         #: Ask for token usage in the last chunk (``stream_options``); turn off for servers
         #: that refuse the option.
         self.stream_usage = stream_usage
@@ -279,46 +291,28 @@ class OpenAIProvider:
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
         if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
+            params[self.max_tokens_field] = self.max_tokens
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         openai_module = _import_openai()
         params = self.build_params(request)
-        text: list[str] = []
-        calls = _ToolCallAssembler()
-        finish_reason: str | None = None
-        usage = Usage()
-        model = self.model
-        client = self.client
-        if self._loops.moved():  # a new asyncio.run: see _event_loops.py
-            if self._owns_client:
-                client = self.client = _capped_client_class()(**self._client_options)
-            else:
-                message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="OpenAIProvider")
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-        if not isinstance(client, RetryWaitCap):
-            # a client passed in: a copy of it whose retry waits are capped (_retry_wait.py)
-            if self._capped is None or self._capped[0] is not client:
-                wait = float(self._client_options["max_retry_wait"])
-                self._capped = (client, capped_copy(client, wait))
-            client = self._capped[1]
+        client = self._sending_client()
+        reply = _Reply(self.model)
         try:
-            stream = await client.chat.completions.create(**cast(Any, params))
+            stream = await self._create(client, params)
             async with stream:
                 async for chunk in stream:
-                    model = chunk.model or model
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices:
-                        delta = choice.delta
-                        if delta.content:
-                            text.append(delta.content)
-                            yield TextDelta(delta.content)
-                        for fragment in delta.tool_calls or []:
-                            calls.add(fragment)
-                        if choice.finish_reason:
-                            finish_reason = choice.finish_reason
+                    for text in reply.add_chunk(chunk):
+                        yield TextDelta(text)
+            if reply.finish_reason is not None and reply.dropped_tool_calls():
+                # announced, never sent (ollama/ollama#12557): the complete reply has them
+                streamed_text = bool(reply.text)
+                reply = await self._complete(client, params)
+                if streamed_text:
+                    yield TextReset()
+                if reply.text:
+                    yield TextDelta("".join(reply.text))
         except openai_module.APIStatusError as exc:
             message = _describe_status_error(exc, self.client.base_url)
             if request.tools and _refuses_tools(exc):
@@ -337,24 +331,128 @@ class OpenAIProvider:
         except openai_module.OpenAIError as exc:
             raise ProviderError(f"OpenAI-compatible request failed: {exc}") from exc
 
-        if finish_reason is None:
+        if reply.finish_reason is None:
             raise ProviderError(
                 f"The OpenAI-compatible server at {client.base_url} ended the stream before the "
                 "reply was complete (no finish_reason). Try again."
             )
-        content: list[dict[str, Any]] = []
-        if text:
-            content.append({"type": "text", "text": "".join(text)})
-        content.extend(pending.block() for pending in calls.calls)
-        stop_reason = _STOP_REASONS.get(finish_reason, finish_reason)
-        if calls.calls and stop_reason == "end_turn":
-            stop_reason = "tool_use"  # some servers say "stop" after tool calls
-        yield ModelResponse(content, stop_reason, usage, model)
+        yield reply.response()
+
+    def _sending_client(self) -> Any:
+        """The client requests go through: rebuilt on a new event loop if this provider built
+        it, else a copy of the client passed in whose retry waits are capped."""
+        client = self.client
+        if self._loops.moved():  # a new asyncio.run: see _event_loops.py
+            if self._owns_client:
+                client = self.client = _capped_client_class()(**self._client_options)
+            else:
+                message = CLIENT_ON_NEW_LOOP_WARNING.format(provider="OpenAIProvider")
+                warnings.warn(message, RuntimeWarning, stacklevel=3)
+        if not isinstance(client, RetryWaitCap):
+            # a client passed in: a copy of it whose retry waits are capped (_retry_wait.py)
+            if self._capped is None or self._capped[0] is not client:
+                wait = float(self._client_options["max_retry_wait"])
+                self._capped = (client, capped_copy(client, wait))
+            client = self._capped[1]
+        return client
+
+    async def _create(self, client: Any, params: dict[str, Any]) -> Any:
+        """``chat.completions.create(**params)``; a 400 that names ``max_tokens`` is answered by
+        sending the cap as ``max_completion_tokens`` — this time and from now on."""
+        openai_module = _import_openai()
+        try:
+            return await client.chat.completions.create(**params)
+        except openai_module.BadRequestError as exc:
+            if "max_tokens" not in params or not _refuses_max_tokens(exc):
+                raise
+            self.max_tokens_field = "max_completion_tokens"
+            params["max_completion_tokens"] = params.pop("max_tokens")
+            return await client.chat.completions.create(**params)
+
+    async def _complete(self, client: Any, params: dict[str, Any]) -> _Reply:
+        """The same request without streaming: one complete reply."""
+        whole = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+        completion = await self._create(client, {**whole, "stream": False})
+        reply = _Reply(completion.model or self.model)
+        reply.add_completion(completion)
+        return reply
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it (a client passed in is yours)."""
         if self._owns_client and not self._loops.elsewhere():
             await self.client.close()
+
+
+class _Reply:
+    """A reply as it arrives: text, tool calls, ``finish_reason``, usage — streamed chunk by
+    chunk (``add_chunk``) or whole (``add_completion``)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.text: list[str] = []
+        self.calls = _ToolCallAssembler()
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        #: A delta carried a tool call's fragment (perhaps only its head: index, id).
+        self.calls_announced = False
+
+    def add_chunk(self, chunk: Any) -> list[str]:
+        """Take one streamed chunk in; the text it adds."""
+        added: list[str] = []
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                self.text.append(delta.content)
+                added.append(delta.content)
+            if delta.tool_calls:  # a call's fragment; an empty list announces nothing
+                self.calls_announced = True
+            for fragment in delta.tool_calls or []:
+                self.calls.add(fragment)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return added
+
+    def add_completion(self, completion: Any) -> None:
+        """Take a whole ``chat.completion`` in (its first choice)."""
+        if completion.usage is not None:
+            self.usage = _usage(completion.usage)
+        for choice in completion.choices[:1]:
+            message = choice.message
+            if message.content:
+                self.text.append(message.content)
+            for call in message.tool_calls or []:
+                function = getattr(call, "function", None)
+                self.calls.calls.append(
+                    _PendingCall(
+                        call.id or "",
+                        getattr(function, "name", "") or "",
+                        getattr(function, "arguments", "") or "",
+                    )
+                )
+            self.finish_reason = choice.finish_reason or "stop"
+
+    def dropped_tool_calls(self) -> bool:
+        """Whether tool calls were announced (a call's fragment, or that finish reason) and
+        none came with its function: what an Ollama that loses streamed calls sends."""
+        delivered = any(call.name for call in self.calls.calls)
+        announced = self.calls_announced or self.finish_reason in ("tool_calls", "function_call")
+        return announced and not delivered
+
+    def response(self) -> ModelResponse:
+        content: list[dict[str, Any]] = []
+        if self.text:
+            content.append({"type": "text", "text": "".join(self.text)})
+        calls = [pending for pending in self.calls.calls if pending.name]
+        content.extend(pending.block() for pending in calls)
+        stop_reason = _STOP_REASONS.get(self.finish_reason or "", self.finish_reason)
+        if calls and stop_reason == "end_turn":
+            stop_reason = "tool_use"  # some servers say "stop" after tool calls
+        if not calls and stop_reason == "tool_use":
+            stop_reason = "end_turn"  # calls announced and never sent: nothing to run
+        return ModelResponse(content, stop_reason, self.usage, self.model)
 
 
 def _usage(usage: Any) -> Usage:
@@ -366,6 +464,17 @@ def _usage(usage: Any) -> Usage:
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_input_tokens=cached,
     )
+
+
+def _refuses_max_tokens(exc: Any) -> bool:
+    """Whether a 400 says the server does not take ``max_tokens`` (OpenAI: ``unsupported
+    parameter ... Use 'max_completion_tokens' instead``; others name it their own way)."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body) if isinstance(body, dict) else {}
+    if isinstance(error, dict) and error.get("param") == "max_tokens":
+        return True
+    said = str(exc.body if exc.body is not None else exc.message)
+    return "max_tokens" in said and ("max_completion_tokens" in said or "support" in said.lower())
 
 
 def _refuses_tools(exc: Any) -> bool:

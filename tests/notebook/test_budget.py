@@ -83,3 +83,79 @@ def test_budget_option_and_usage_in_the_notebook(
     run_ok(shell, "%agent usage")
     out = capsys.readouterr().out
     assert "session budget $5.00" in out
+
+
+# -- issue 34, point 5: amounts as written, never read as LaTeX -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("dollars", "shown"),
+    [
+        (0.001, "$0.001"),  # was "$0.00"
+        (0.0003, "$0.0003"),
+        (0.14, "$0.14"),
+        (0.125, "$0.125"),
+        (0.1413, "$0.141"),
+        (6.0, "$6.00"),
+        (0.0, "$0.00"),
+        (1250.5, "$1,250.50"),
+    ],
+)
+def test_money_has_enough_digits(dollars: float, shown: str) -> None:
+    from jupyter_agent.notebook.pricing import money
+
+    assert money(dollars) == shown
+
+
+def _text_outside_ignored_spans(markup: str) -> str:
+    """The text of ``markup`` a LaTeX typesetter scans: what is not inside an element of the
+    class MathJax ignores (``mathjax_ignore``), nor a code element, nor a tag."""
+    import re
+
+    without = re.sub(r'<span class="mathjax_ignore[^"]*">[^<]*</span>', "", markup)
+    without = re.sub(r"<code>.*?</code>", "", without, flags=re.S)
+    return re.sub(r"<[^>]+>", "", without)
+
+
+def test_the_stop_message_shows_its_amounts_and_no_math_in_the_cell(
+    session: NotebookSession,
+) -> None:
+    """The message names two amounts; in JupyterLab the text between two ``$`` was typeset as
+    math, and a $0.001 budget read ``$0.00``."""
+    from jupyter_agent.notebook.inert import markdown_bundle
+
+    fake = _fake(session, text("never sent"))
+    outcome = session.run("hello", budget=0.001)
+    assert fake.requests == []
+    assert outcome.answer is not None
+    assert "this cell's budget is $0.001 ($0.00 spent)" in outcome.answer, outcome.answer
+    bundle = markdown_bundle(outcome.answer)  # what the cell displays
+    assert "$0.001" in bundle["text/plain"]
+    scanned = _text_outside_ignored_spans(bundle["text/html"])
+    assert "$" not in scanned, bundle["text/html"]
+    assert "budget is " in scanned  # the words are there, only the signs are fenced off
+
+
+def test_real_math_in_an_answer_is_still_math() -> None:
+    from jupyter_agent.notebook.inert import markdown_html
+
+    markup = markdown_html("The area is $\\pi r^2$, which costs $5 or $6.")
+    assert '<span class="math">' in markup  # typeset by the front end, as before
+    assert "$" not in _text_outside_ignored_spans(markup.split("</span>", 1)[1]), markup
+
+
+def test_the_cost_bound_of_a_long_prompt_uses_the_models_higher_tier() -> None:
+    """Haiku 5.5 bills a prompt above 100K tokens at five times its base rates: the spend cap's
+    estimate before sending must too (it priced every prompt at the base rate)."""
+    from jupyter_agent.notebook.budget import request_cost_bound
+    from jupyter_agent.providers.base import ModelRequest
+
+    long_prompt = ModelRequest(
+        system="", messages=[{"role": "user", "content": "x" * 600_000}], tools=[]
+    )
+    bound = request_cost_bound("claude-haiku-5-5", long_prompt, 1_000, {})
+    assert bound == pytest.approx((150_004 * 0.50 + 1_000 * 2.50) / 1e6, rel=1e-3)
+    short_prompt = ModelRequest(system="", messages=[{"role": "user", "content": "x"}], tools=[])
+    assert request_cost_bound("claude-haiku-5-5", short_prompt, 1_000, {}) == pytest.approx(
+        (4 * 0.10 + 1_000 * 0.50) / 1e6, rel=1e-2
+    )

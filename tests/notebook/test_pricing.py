@@ -13,6 +13,7 @@ import typing
 
 import anthropic.types
 import pytest
+from fake_anthropic import FakeAnthropic, text
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_agent.events import Usage
@@ -22,10 +23,12 @@ from jupyter_agent.notebook.pricing import (
     UNPRICED,
     Price,
     estimate_cost,
+    listed_price,
     price_for,
     user_prices,
 )
-from jupyter_agent.providers.anthropic import DEFAULT_MODEL
+from jupyter_agent.notebook.session import NotebookSession
+from jupyter_agent.providers.anthropic import DEFAULT_MODEL, AnthropicProvider
 
 MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
 
@@ -41,8 +44,9 @@ def sdk_models() -> list[str]:
 def test_every_model_of_the_sdk_is_priced_or_says_why_not() -> None:
     models = sdk_models()
     assert DEFAULT_MODEL in models
-    silent = [m for m in models if price_for(m) is None and m not in UNPRICED]
-    assert not silent, f"models with neither a price nor a reason: {silent}"
+    # a row of its own: a family's prefix priced claude-fable-5-2 as claude-fable-5
+    silent = [m for m in models if listed_price(m) is None and m not in UNPRICED]
+    assert not silent, f"models with neither a price of their own nor a reason: {silent}"
     assert all(price_for(m) is None for m in UNPRICED), "a model is both priced and unpriced"
 
 
@@ -58,7 +62,9 @@ def test_every_model_of_the_sdk_is_priced_or_says_why_not() -> None:
         ("claude-fable-5-1", 10 + 50),
         ("claude-sonnet-4-5-20250929", 3 + 15),
         ("claude-haiku-4-5-20251001", 1 + 5),
-        ("claude-haiku-5-5", 0.10 + 0.50),
+        # one request with a million-token prompt: Haiku 5.5's tier above 100K tokens
+        ("claude-haiku-5-5", 0.50 + 2.50),
+        ("claude-fable-5-2", 8 + 40),
     ],
 )
 def test_list_prices(model: str, dollars: float) -> None:
@@ -103,13 +109,13 @@ def test_usage_names_the_source_and_takes_user_prices(
     from jupyter_agent.notebook.extension import get_magics
 
     magics = get_magics(shell)
-    magics.session.usage_by_model = {
-        "claude-sonnet-5-5": Usage(input_tokens=1_000_000, output_tokens=100_000),
-        "my-local-llama": Usage(input_tokens=2_000_000),
-    }
+    magics.session.ledger.add(
+        "claude-sonnet-5-5", Usage(input_tokens=1_000_000, output_tokens=100_000)
+    )
+    magics.session.ledger.add("my-local-llama", Usage(input_tokens=2_000_000))
     shell.run_line_magic("agent", "usage")
     out = capsys.readouterr().out
-    assert "$3.0000" in out  # 2 + 0.1 * 10
+    assert "$3.00" in out  # 2 + 0.1 * 10
     assert "unpriced" in out
     assert SOURCE in out
     shell.run_line_magic("config", "AgentMagics.prices = {'my-local-llama': {'input': 1}}")
@@ -118,4 +124,76 @@ def test_usage_names_the_source_and_takes_user_prices(
     shell.run_line_magic("config", f"AgentMagics.prices = {llama}")
     shell.run_line_magic("agent", "usage")
     out = capsys.readouterr().out
-    assert "$2.0000" in out and "$5.0000" in out  # the model, then the total
+    assert "$2.00" in out and "$5.00" in out  # the model, then the total
+
+
+# -- issue 32, point 5: Fable/Mythos 5.2 at their own price, Haiku 5.5's tier above 100K --------
+
+
+@pytest.mark.parametrize("model", ["claude-fable-5-2", "claude-mythos-5-2"])
+def test_fable_and_mythos_5_2_are_priced_as_themselves_not_as_fable_5(model: str) -> None:
+    # $8 / $40, 5-minute cache writes $10, cache hits $0.20 (models overview, what's new 5.2);
+    # they were priced as Fable 5: $10 / $50
+    cost = estimate_cost(model, MILLION)
+    assert cost is not None and math.isclose(cost, 8 + 40), (model, cost)
+    cached = Usage(cache_creation_input_tokens=1_000_000, cache_read_input_tokens=1_000_000)
+    cache_cost = estimate_cost(model, cached)
+    assert cache_cost is not None and math.isclose(cache_cost, 10 + 0.20), (model, cache_cost)
+
+
+def test_haiku_5_5_bills_a_prompt_above_100k_tokens_at_its_higher_tier() -> None:
+    short = estimate_cost("claude-haiku-5-5", Usage(input_tokens=100_000, output_tokens=1_000))
+    assert short is not None and math.isclose(short, (100_000 * 0.10 + 1_000 * 0.50) / 1e6)
+    long = estimate_cost("claude-haiku-5-5", Usage(input_tokens=150_000, output_tokens=1_000))
+    assert long is not None and math.isclose(long, (150_000 * 0.50 + 1_000 * 2.50) / 1e6), long
+    # the prompt counts what was read from and written to the cache too
+    cached = Usage(
+        input_tokens=2_000,
+        output_tokens=1_000,
+        cache_read_input_tokens=90_000,
+        cache_creation_input_tokens=10_000,
+    )
+    expected = (2_000 * 0.50 + 1_000 * 2.50 + 90_000 * 0.05 + 10_000 * 0.625) / 1e6
+    cost = estimate_cost("claude-haiku-5-5", cached)
+    assert cost is not None and math.isclose(cost, expected), (cost, expected)
+
+
+def test_a_sessions_cost_prices_each_request_at_its_own_tier(session: NotebookSession) -> None:
+    """Two Haiku 5.5 replies, one prompt under 100K tokens and one above: the session's cost is
+    the sum of each at its tier (not the total at one tier)."""
+    fake = FakeAnthropic(
+        text("small", usage={"input_tokens": 60_000, "output_tokens": 1_000}),
+        text("large", usage={"input_tokens": 140_000, "output_tokens": 1_000}),
+    )
+    session.use_provider(AnthropicProvider("claude-haiku-5-5", client=fake.client()))
+    session.run("first")
+    session.run("second")
+    expected = (60_000 * 0.10 + 1_000 * 0.50 + 140_000 * 0.50 + 1_000 * 2.50) / 1e6
+    assert math.isclose(session.spent(), expected), (session.spent(), expected)
+    from jupyter_agent.notebook.pricing import money
+
+    report = session.usage_report()
+    assert money(expected) in report, report
+
+
+def test_every_built_in_price_cites_its_source() -> None:
+    published = {model: price for model, price in PRICES.items() if model != "offline"}
+    unsourced = [
+        model for model, price in published.items() if not price.source.startswith("https://")
+    ]
+    assert not unsourced, f"rows without a source: {unsourced}"
+    assert SOURCE.startswith("https://platform.claude.com/")
+
+
+def test_every_current_model_has_a_price() -> None:
+    """The current lineup (Anthropic's models overview) and the models the SDK lists."""
+    current = [
+        "claude-fable-5-2",
+        "claude-mythos-5-2",
+        "claude-opus-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+    ]
+    assert all(listed_price(model) is not None for model in current)
+    assert listed_price("claude-sonnet-4-5-20250929") is PRICES["claude-sonnet-4-5"]
+    assert listed_price("claude-fable-5-3") is None  # not Fable 5's price by its prefix

@@ -17,6 +17,7 @@ from fake_anthropic import FakeAnthropic, Reply, text, tool_results, tool_use, u
 
 from jupyter_agent.errors import SessionError
 from jupyter_agent.events import TextDelta, Usage
+from jupyter_agent.notebook.pricing import UsageLedger
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.notebook.usage_report import usage_report
 from jupyter_agent.providers.anthropic import AnthropicProvider
@@ -206,7 +207,9 @@ def test_unknown_settings_and_missing_workspaces_are_refused(
 
 
 def test_the_usage_legend_explains_exactly_the_columns_shown() -> None:
-    table = usage_report({"claude-sonnet-4-5": Usage(1000, 200, 30, 40)}, {})
+    ledger = UsageLedger()
+    ledger.add("claude-sonnet-4-5", Usage(1000, 200, 30, 40))
+    table = usage_report(ledger, {})
     header, row, *legend = table.splitlines()
     assert header.split() == ["model", "input", "output", "cache", "r/w", "cost"]
     assert row.split() == [
@@ -214,7 +217,7 @@ def test_the_usage_legend_explains_exactly_the_columns_shown() -> None:
         "1000",
         "200",
         "40/30",
-        "$0.0061",
+        "$0.00612",
     ]  # 3000 + 3000 + 30 × 3.75 + 40 × 0.3
     explained = "\n".join(legend)
     for column in ("input", "output", "cache r/w", "cost"):
@@ -223,7 +226,9 @@ def test_the_usage_legend_explains_exactly_the_columns_shown() -> None:
 
 
 def test_an_offline_only_table_says_it_counts_nothing_and_cites_no_price_list() -> None:
-    table = usage_report({"offline-demo": Usage()}, {})
+    ledger = UsageLedger()
+    ledger.add("offline-demo", Usage())
+    table = usage_report(ledger, {})
     assert "platform.claude.com" not in table
     assert "offline demo model runs on this machine; it counts no tokens" in table
     assert "cost: US dollars (the offline model is free)" in table
