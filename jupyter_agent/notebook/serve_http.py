@@ -15,6 +15,9 @@ What it lets in, checked before the SDK sees a request (``LoopbackGuard``):
 - every request carries ``Authorization: Bearer TOKEN``, a random token made for this server
   (401 otherwise, compared in constant time).
 
+Before that, each connection passes ``serve_connections.ConnectionGate``: only the kernel's own
+user (Linux), a bounded number of connections, a read deadline for each request.
+
 Each ``tools/call`` goes through the toolbox's policy gate exactly as the session's own agent's
 calls do (``allow`` runs, ``deny`` refuses, ``ask`` waits for the approval handler; no handler:
 refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). What happens
@@ -33,7 +36,7 @@ import hmac
 import itertools
 import socket
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.gate import Ask, Refuse
 from ..agent.tool_round import invoke
@@ -41,6 +44,7 @@ from ..agent.toolbox import Toolbox
 from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult, capabilities_of
+from .serve_connections import READ_TIMEOUT_S, ConnectionGate
 
 if TYPE_CHECKING:
     from mcp import types
@@ -68,10 +72,14 @@ async def report_progress(message: str) -> None:
 
 
 class LoopbackGuard:
-    """ASGI middleware: loopback ``Host``, same-origin ``Origin``, the bearer token."""
+    """ASGI middleware: loopback ``Host``, same-origin ``Origin``, the bearer token; it tells
+    the connection gate when each request has been read and when its answer ended."""
 
-    def __init__(self, app: Any, token: str, port: int) -> None:
+    def __init__(
+        self, app: Any, token: str, port: int, connections: ConnectionGate | None = None
+    ) -> None:
         self.app = app
+        self.connections = connections
         self._expected = f"Bearer {token}".encode()
         self.port = port
         self.allowed_hosts = frozenset(f"{host}:{port}" for host in LOOPBACK_HOSTS)
@@ -84,6 +92,9 @@ class LoopbackGuard:
         headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", ()):
             headers.setdefault(key.lower(), value)
+        connection = self.connections.find(scope.get("client")) if self.connections else None
+        if connection is not None:
+            receive, send = _watched(connection, headers, receive, send)
         refusal = self.refusal(headers)
         if refusal is not None:
             status, text = refusal
@@ -111,6 +122,27 @@ class LoopbackGuard:
         if not hmac.compare_digest(given, self._expected):
             return 401, "Refused: the bearer token is missing or wrong.\n"
         return None
+
+
+def _watched(connection: Any, headers: dict[bytes, bytes], receive: Any, send: Any) -> Any:
+    """``receive`` and ``send`` that tell ``connection`` when the request's body has arrived
+    (at once for a request without one) and when the answer ended."""
+    length = headers.get(b"content-length", b"0").strip()
+    if b"transfer-encoding" not in headers and (not length.isdigit() or int(length) == 0):
+        connection.reading_done()
+
+    async def watched_receive() -> Any:
+        message = await receive()
+        if message.get("type") == "http.request" and not message.get("more_body", False):
+            connection.reading_done()
+        return message
+
+    async def watched_send(message: Any) -> None:
+        await send(message)
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            connection.answer_done()
+
+    return watched_receive, watched_send
 
 
 def loopback_sockets(port: int) -> list[socket.socket]:
@@ -158,8 +190,11 @@ class ToolServer:
         approval_handler: ApprovalHandler | None = None,
         on_event: Callable[[object], None] | None = None,
         name: str = "jupyter-agent",
+        read_timeout_s: float = READ_TIMEOUT_S,
     ) -> None:
         self.toolbox = toolbox
+        #: Who may connect, how many, how long a request may take (``serve_connections``).
+        self.connections = ConnectionGate(read_timeout_s=read_timeout_s)
         self.token = token
         self.only: tuple[str, ...] | None = tuple(tools) if tools is not None else None
         self.max_result_chars = max_result_chars
@@ -316,7 +351,7 @@ class ToolServer:
                 allowed_origins=[f"http://{host}" for host in hosts],
             ),
         )
-        return LoopbackGuard(starlette_app, self.token, port)
+        return LoopbackGuard(starlette_app, self.token, port, self.connections)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -346,6 +381,8 @@ class ToolServer:
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
             # no proxy headers: a forwarded-for header must not make a request look local
             proxy_headers=False,
+            # every connection passes the gate first (its owner, the caps, read deadlines)
+            http=cast(Any, self.connections),
         )
         server = uvicorn.Server(config)
         self._uvicorn = server
