@@ -38,7 +38,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 NOTEBOOK = "serve_in_lab.ipynb"
 CLAUDE_LINE = re.compile(
-    r"claude mcp add --transport http \S+ (http://\S+) --header .Authorization: Bearer (\S+?).\s"
+    r"claude mcp add --transport http \S+ (http://\S+) --header "
+    r".Authorization: Bearer \$\(cat '([^']+)'\)"
 )
 
 
@@ -98,7 +99,9 @@ def test_an_outside_call_is_approved_in_the_serve_cell(front_end: FrontEnd, tmp_
             printed = serve_cell.inner_text()
             match = CLAUDE_LINE.search(printed + "\n")
             assert match is not None, printed
-            url, token = match.groups()
+            url, token_file = match.groups()
+            token = Path(token_file).read_text().strip()  # the line names it; never shown
+            assert token not in printed
 
             outcome: dict[str, Any] = {}
 

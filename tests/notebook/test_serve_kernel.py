@@ -31,8 +31,10 @@ pytest.importorskip("uvicorn")
 pytestmark = pytest.mark.slow
 
 CLAUDE_LINE = re.compile(
-    r'claude mcp add --transport http (\S+) (http://\S+) --header "Authorization: Bearer (\S+)"'
+    r'claude mcp add --transport http (\S+) (http://\S+) --header "Authorization: Bearer ([^"\s]+)'
 )
+#: The file that keeps the token, as the printed lines name it: ``$(cat '/path')``.
+KEPT_TOKEN = re.compile(r"\$\(cat '([^']+)'\)")
 
 
 class Kernel:
@@ -141,7 +143,13 @@ class Served:
         self.kernel = kernel
         self.msg_id = msg_id
         self.printed = printed
-        self.name, self.url, self.token = match.groups()
+        self.name, self.url, header_token = match.groups()
+        #: the token, read from the file the printed line names (it is never printed itself)
+        kept = KEPT_TOKEN.search(printed)
+        self.token_file = Path(kept.group(1)) if kept is not None else None
+        self.token = (
+            self.token_file.read_text().strip() if self.token_file is not None else header_token
+        )
         self.port = int(self.url.split(":")[2].split("/")[0])
 
     def record(self) -> str:
@@ -223,18 +231,35 @@ def served(kernel: Kernel) -> Served:
 
 
 def test_the_printed_lines_connect_claude_code_codex_and_any_client(served: Served) -> None:
+    """The lines name the 0600 file that keeps the token; the token itself is in no message the
+    kernel sent (so in no saved output, checkpoint or collaboration store)."""
+    import os
+    import stat
+    import subprocess
+
     assert served.url == f"http://127.0.0.1:{served.port}/mcp"
+    assert served.token_file is not None
+    assert stat.S_IMODE(os.stat(served.token_file).st_mode) == 0o600
     assert len(served.token) >= 40
+    served.kernel.drain()
+    assert served.token not in json.dumps(served.kernel.messages, default=str)
     assert f'[mcp_servers.{served.name}]\n  url = "{served.url}"' in served.printed
     assert 'bearer_token_env_var = "JUPYTER_AGENT_MCP_TOKEN"' in served.printed
-    assert f"JUPYTER_AGENT_MCP_TOKEN={served.token}" in served.printed
+    codex = re.search(r'start codex with (JUPYTER_AGENT_MCP_TOKEN="[^"]+")', served.printed)
+    assert codex is not None
+    shell = subprocess.run(
+        ["bash", "-c", f"{codex.group(1)} bash -c 'printf %s \"$JUPYTER_AGENT_MCP_TOKEN\"'"],
+        capture_output=True,
+        text=True,
+    )
+    assert shell.stdout == served.token, shell.stderr
     entry = json.loads(served.printed.split("Any MCP client")[1].split("\n", 1)[1].split("\n")[0])
     assert entry == {
         "mcpServers": {
             served.name: {
                 "type": "http",
                 "url": served.url,
-                "headers": {"Authorization": f"Bearer {served.token}"},
+                "headers": {"Authorization": "Bearer ${JUPYTER_AGENT_MCP_TOKEN}"},
             }
         }
     }
@@ -403,15 +428,15 @@ def _outward_address() -> str | None:
 
 
 def test_claude_codes_mcp_json_entry_connects(served: Served, tmp_path: Path) -> None:
-    """Claude Code's project config (``.mcp.json``), written from the printed lines, is what
-    the client uses: its url and headers, nothing else."""
-    name, url, token = served.name, served.url, served.token
-    config = {
-        "mcpServers": {
-            name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
-        }
-    }
-    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    """Claude Code's project config (``.mcp.json``), the printed entry as it is, with
+    ``${JUPYTER_AGENT_MCP_TOKEN}`` filled in from the environment as Claude Code does."""
+    printed = served.printed.split("Any MCP client")[1].split("\n", 1)[1].split("\n")[0]
+    (tmp_path / ".mcp.json").write_text(printed)
+    import string
+
+    environment = {"JUPYTER_AGENT_MCP_TOKEN": served.token}
+    expanded = string.Template((tmp_path / ".mcp.json").read_text()).substitute(environment)
+    (tmp_path / ".mcp.json").write_text(expanded)
     entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["jupyter"]
     assert entry["type"] == "http"
 
@@ -581,3 +606,63 @@ def test_while_an_agent_cell_runs_its_pump_serves_the_outside_calls(
             )
         finally:
             kernel.close()
+
+
+def test_half_sent_connections_never_starve_the_kernel(tmp_path: Path) -> None:
+    """Many unauthenticated connections that each send half a request (a slowloris): the
+    kernel's own cells still finish promptly, every attacker is dropped after the read deadline,
+    and then an outside agent is served. The kernel gets the file-descriptor limit of a typical
+    desktop session (1024) so that holding every attacker's socket would exhaust it."""
+    import resource
+
+    attackers_count = 1100
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < attackers_count + 100:
+        if hard != resource.RLIM_INFINITY and hard < attackers_count + 100:
+            pytest.skip("needs more file descriptors than the hard limit allows")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (attackers_count + 100, hard))
+    kernel = Kernel(tmp_path)
+    attackers: list[socket.socket] = []
+    try:
+        reply, printed = kernel.execute(
+            "import resource\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, "
+            "(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+            "%load_ext jupyter_agent"
+        )
+        assert reply["status"] == "ok", printed
+        served = start_serving(kernel, "%agent serve --tools list_variables")
+        started = time.monotonic()
+        for _ in range(attackers_count):
+            try:
+                sock = socket.create_connection(("127.0.0.1", served.port), timeout=2)
+                sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n".encode())
+            except OSError:
+                continue  # refused or reset: the server is bounding them
+            attackers.append(sock)
+        time.sleep(1)
+        cell_started = time.monotonic()
+        reply, printed = kernel.execute(
+            "import os\nprint(len(os.listdir('/proc/self/fd')))", timeout=30
+        )
+        took = time.monotonic() - cell_started
+        assert reply["status"] == "ok", printed
+        assert took < 5, f"a one-line cell took {took:.1f} s under the attack"
+        assert int(printed.strip()) < 400, f"the kernel holds {printed.strip()} descriptors"
+        # every attacker is dropped once the read deadline has passed
+        deadline = started + 60
+        for sock in attackers:
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                while sock.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            except TimeoutError:
+                raise AssertionError("a half-sent connection was never dropped") from None
+        result = call(served, "list_variables", {})
+        assert not result.is_error, result_text(result)
+    finally:
+        for sock in attackers:
+            sock.close()
+        kernel.close()
