@@ -20,10 +20,13 @@ user (Linux), a bounded number of connections, a read deadline for each request.
 
 Each ``tools/call`` goes through the toolbox's policy gate exactly as the session's own agent's
 calls do (``allow`` runs, ``deny`` refuses, ``ask`` waits for the approval handler; no handler:
-refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). What happens
-is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the notebook's
-views already draw. A tool that needs the kernel's main thread can say the kernel is busy with
-``report_progress`` (an MCP progress notification to the caller).
+refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). The call is
+judged for its client (``approvals.asker``: its MCP session): an "allow for this session" holds
+for that client only, never for the notebook's own agent, and the agent's never for it. At most
+``MAX_WAITING_PROMPTS`` outside calls wait for the user at once; one more is refused at once.
+What happens is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the
+notebook's views already draw. A tool that needs the kernel's main thread can say the kernel
+is busy with ``report_progress`` (an MCP progress notification to the caller).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..agent.gate import Ask, Refuse
 from ..agent.tool_round import invoke
 from ..agent.toolbox import Toolbox
-from ..approvals import ApprovalHandler, ApprovalRequest
+from ..approvals import ApprovalHandler, ApprovalRequest, asker
 from ..events import Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult, capabilities_of
 from .serve_connections import READ_TIMEOUT_S, ConnectionGate
@@ -55,6 +58,8 @@ MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 #: Seconds uvicorn waits for open streams when the server stops.
 SHUTDOWN_GRACE_S = 1
+#: Outside calls that may wait for the user's approval at once (shown one at a time).
+MAX_WAITING_PROMPTS = 8
 
 #: How a tool that waits for the kernel tells the MCP caller (set around each call).
 _progress: contextvars.ContextVar[Callable[[str], Awaitable[None]] | None] = contextvars.ContextVar(
@@ -145,6 +150,15 @@ def _watched(connection: Any, headers: dict[bytes, bytes], receive: Any, send: A
     return watched_receive, watched_send
 
 
+def _client_of(ctx: Any) -> str:
+    """Which outside client makes a call: its MCP session (the ``mcp-session-id`` the server
+    gave it), else the connection's session object."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return f"mcp-session:{session_id or id(ctx.session)}"
+
+
 def loopback_sockets(port: int) -> list[socket.socket]:
     """Listening sockets on 127.0.0.1:``port`` (0: any free port) and, when possible, on ::1
     with the same port.
@@ -207,6 +221,8 @@ class ToolServer:
         self.calls = 0
         self._ids = itertools.count(1)
         self._one_question_at_a_time: asyncio.Lock | None = None
+        #: Calls waiting for the user's approval now (the one asked, and those queued).
+        self._waiting = 0
         self._uvicorn: Any = None
         self._task: asyncio.Task[None] | None = None
 
@@ -246,8 +262,22 @@ class ToolServer:
         name: str,
         arguments: object,
         report: Callable[[str], Awaitable[None]] | None = None,
+        client: str = "mcp-client",
     ) -> ToolResult:
-        """One call, as the session's agent would make it: gate, approval, timeout, cap."""
+        """One call of ``client``, as the session's agent would make it: gate, approval (the
+        client's own), timeout, cap."""
+        judged_for = asker.set(client)
+        try:
+            return await self._call(name, arguments, report)
+        finally:
+            asker.reset(judged_for)
+
+    async def _call(
+        self,
+        name: str,
+        arguments: object,
+        report: Callable[[str], Awaitable[None]] | None,
+    ) -> ToolResult:
         call_id = f"mcp_{next(self._ids)}"
         shown = dict(arguments) if isinstance(arguments, dict) else {}
         self._tell(ToolCallStarted(call_id, name, shown))
@@ -294,13 +324,25 @@ class ToolServer:
         gate = self.toolbox.gate
         verdict = gate.verdict(name, arguments)
         if isinstance(verdict, Ask):
+            if self._waiting >= MAX_WAITING_PROMPTS:
+                return ToolResult(
+                    f"Error: {name} was not run: {self._waiting} calls from other agents already "
+                    "wait for the user's approval in the notebook, the most that may wait at "
+                    "once. Try again once the user has answered them.",
+                    is_error=True,
+                ), "no_approver"
             if self._one_question_at_a_time is None:
                 self._one_question_at_a_time = asyncio.Lock()
             assert isinstance(arguments, dict)
-            async with self._one_question_at_a_time:
-                verdict = await gate.decide(
-                    self.approval_handler, ApprovalRequest(call_id, name, dict(arguments))
-                )
+            self._waiting += 1
+            try:
+                async with self._one_question_at_a_time:
+                    verdict = await gate.decide(
+                        self.approval_handler,
+                        ApprovalRequest(call_id, name, dict(arguments), verdict.reason),
+                    )
+            finally:
+                self._waiting -= 1
         if isinstance(verdict, Refuse):
             return ToolResult(verdict.reason, is_error=True), verdict.why
         return None, None
@@ -325,7 +367,7 @@ class ToolServer:
             async def report(message: str) -> None:
                 await ctx.session.report_progress(next(progress), None, message)
 
-            result = await self.call(params.name, params.arguments or {}, report)
+            result = await self.call(params.name, params.arguments or {}, report, _client_of(ctx))
             return to_call_tool_result(result)
 
         return Server(
@@ -383,6 +425,9 @@ class ToolServer:
             proxy_headers=False,
             # every connection passes the gate first (its owner, the caps, read deadlines)
             http=cast(Any, self.connections),
+            # asyncio accepts up to ``backlog`` connections at a time before the gate closes
+            # the ones it refuses: a small backlog keeps that burst of descriptors small too
+            backlog=self.connections.max_connections,
         )
         server = uvicorn.Server(config)
         self._uvicorn = server
