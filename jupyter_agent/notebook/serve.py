@@ -42,7 +42,7 @@ from .bridge import MainThreadBridge
 from .call_record import StaticCall
 from .inert import html_bundle, html_text
 from .kernel_comm import unattended_kernel
-from .serve_token import discard_token, keep_token, shell_read
+from .serve_token import discard_token, keep_token, shell_read, shown_path
 
 T = TypeVar("T")
 
@@ -229,7 +229,7 @@ class KernelServe:
             f"Serving {len(offered)} tools of this kernel over MCP at {self.server.url} "
             f"(listening on {', '.join(self.server.addresses)} only, for your own user's "
             "processes; every request needs the token kept in\n"
-            f"  {self.token_file}\n"
+            f"  {shown_path(self.token_file)}\n"
             "a file only you can read — it is never shown here, so it is not saved with the "
             "notebook). %agent serve stop ends it.\n"
         )

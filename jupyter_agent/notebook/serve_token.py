@@ -60,8 +60,19 @@ def discard_token(token: str, path: Path | None) -> None:
             path.unlink()
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as the cell shows it: under the home folder as ``~/…`` (the saved notebook
+    names no one's home)."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 def shell_read(path: Path) -> str:
-    """``$(cat 'PATH')``: the token, read where the user pastes the line (bash, zsh and
+    """``$(cat ~/'PATH')``: the token, read where the user pastes the line (bash, zsh and
     PowerShell expand it inside double quotes)."""
-    quoted = "'" + str(path).replace("'", "'\\''") + "'"
-    return f"$(cat {quoted})"
+    shown = shown_path(path)
+    home, rest = ("~/", shown[2:]) if shown.startswith("~/") else ("", shown)
+    escaped = rest.replace("'", "'\\''")
+    return f"$(cat {home}'{escaped}')"

@@ -108,6 +108,8 @@ def test_answers_on_a_kept_alive_connection_are_not_held_back(server: ToolServer
 
 def test_the_printed_lines_are_well_formed() -> None:
     lines = connection_lines("http://127.0.0.1:9/mcp", Path("/run/user/me/serve-9.token"))
+    home = connection_lines("http://127.0.0.1:9/mcp", Path.home() / ".local" / "it's.token")
+    assert "$(cat ~/'.local/it'\\''s.token')" in home  # names no home; a quote escaped
     read = "$(cat '/run/user/me/serve-9.token')"
     assert (
         'claude mcp add --transport http jupyter http://127.0.0.1:9/mcp --header "Authorization: '
@@ -247,11 +249,12 @@ def test_the_token_is_never_printed_and_is_redacted(
             ["bash", "-c", f"printf '%s\\n' {line.group(1)}"], capture_output=True, text=True
         ).stdout.splitlines()
         assert f"Authorization: Bearer {token}" in echoed, echoed
-        kept = re.search(r"\$\(cat '?([^')]+)'?\)", started.stdout)
+        kept = re.search(r"\$\(cat (~/)?'([^']+)'\)", started.stdout)
         assert kept is not None
-        mode = stat.S_IMODE(os.stat(kept.group(1)).st_mode)
+        token_file = Path(os.path.expanduser((kept.group(1) or "") + kept.group(2)))
+        mode = stat.S_IMODE(os.stat(token_file).st_mode)
         assert mode == 0o600, oct(mode)
-        assert Path(kept.group(1)).read_text().strip() == token
+        assert token_file.read_text().strip() == token
         # a tool result that would carry the token carries its name instead
         (tmp_path / "notes.txt").write_text(f"the token: {token}\n")
         registry = get_magics(shell).session.toolbox.registry
@@ -262,4 +265,4 @@ def test_the_token_is_never_printed_and_is_redacted(
     finally:
         with capture_output():
             shell.run_line_magic("agent", "serve stop")
-    assert not Path(kept.group(1)).exists(), "the token file outlived the server"
+    assert not token_file.exists(), "the token file outlived the server"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
 import threading
@@ -34,7 +35,7 @@ CLAUDE_LINE = re.compile(
     r'claude mcp add --transport http (\S+) (http://\S+) --header "Authorization: Bearer ([^"\s]+)'
 )
 #: The file that keeps the token, as the printed lines name it: ``$(cat '/path')``.
-KEPT_TOKEN = re.compile(r"\$\(cat '([^']+)'\)")
+KEPT_TOKEN = re.compile(r"\$\(cat (~/)?'([^']+)'\)")
 
 
 class Kernel:
@@ -146,7 +147,11 @@ class Served:
         self.name, self.url, header_token = match.groups()
         #: the token, read from the file the printed line names (it is never printed itself)
         kept = KEPT_TOKEN.search(printed)
-        self.token_file = Path(kept.group(1)) if kept is not None else None
+        self.token_file = (
+            Path(os.path.expanduser((kept.group(1) or "") + kept.group(2)))
+            if kept is not None
+            else None
+        )
         self.token = (
             self.token_file.read_text().strip() if self.token_file is not None else header_token
         )
@@ -660,7 +665,15 @@ def test_half_sent_connections_never_starve_the_kernel(tmp_path: Path) -> None:
                 pass
             except TimeoutError:
                 raise AssertionError("a half-sent connection was never dropped") from None
-        result = call(served, "list_variables", {})
+        try:
+            result = call(served, "list_variables", {})
+        except Exception:
+            _reply, why = kernel.execute(
+                "from jupyter_agent.notebook.extension import get_magics\n"
+                "gate = get_magics(get_ipython()).server.server.connections\n"
+                "print(gate.refused, gate.open_connections)"
+            )
+            raise AssertionError(f"the outside agent was not served: {why}") from None
         assert not result.is_error, result_text(result)
     finally:
         for sock in attackers:
