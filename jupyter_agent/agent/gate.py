@@ -113,10 +113,6 @@ class PolicyGate:
         self._allowed_by_agent.setdefault(name, self.policies.get(name))
         self.policies[name] = "allow"
 
-    def forget_client(self, client: str) -> None:
-        """An outside client went away: its allowances go with it."""
-        self._allowed_for_client.pop(client, None)
-
     def verdict(self, name: str, raw_input: object) -> Verdict:
         """What happens to a call of ``name`` with ``raw_input`` (before asking anyone)."""
         if not isinstance(raw_input, dict):

@@ -679,3 +679,52 @@ def test_half_sent_connections_never_starve_the_kernel(tmp_path: Path) -> None:
         for sock in attackers:
             sock.close()
         kernel.close()
+
+
+#: An MCP ``initialize`` over a raw socket, run by another local user: prints the answer.
+_OTHER_USER_CLIENT = """
+import json, socket, sys
+port, token = int(sys.argv[1]), sys.argv[2]
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "other", "version": "1"}}}).encode()
+head = (f"POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nAuthorization: Bearer {token}\\r\\n"
+        "Accept: application/json, text/event-stream\\r\\nContent-Type: application/json\\r\\n"
+        f"Content-Length: {len(body)}\\r\\nConnection: close\\r\\n\\r\\n").encode()
+sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+answer = b""
+try:
+    sock.sendall(head + body)
+    while chunk := sock.recv(65536):
+        answer += chunk
+except OSError as exc:
+    answer += f"(connection error: {exc})".encode()
+print(answer.decode("latin-1"))
+"""
+
+
+def test_another_local_user_cannot_drive_the_kernel_even_with_the_token(served: Served) -> None:
+    """A second local user (made with ``useradd``, its client started with ``runuser``) who
+    got hold of the right token is refused; the kernel's own user is served."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the uid check is Linux's (/proc/net/tcp)")
+    if os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("useradd"):
+        pytest.skip("needs root with useradd and runuser to play a second local user")
+    other = "jagent-other"
+    if subprocess.run(["id", "-u", other], capture_output=True).returncode != 0:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", other],
+            check=True,
+        )
+    command = ["/usr/bin/python3", "-c", _OTHER_USER_CLIENT, str(served.port), served.token]
+    theirs = subprocess.run(
+        ["runuser", "-u", other, "--", *command], capture_output=True, text=True, cwd="/"
+    ).stdout
+    mine = subprocess.run(command, capture_output=True, text=True, cwd="/").stdout
+    assert theirs.startswith("HTTP/1.1 403"), theirs
+    assert "another local user" in theirs and "jsonrpc" not in theirs
+    assert mine.startswith("HTTP/1.1 200") and '"jsonrpc"' in mine, mine
