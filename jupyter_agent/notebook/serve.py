@@ -22,6 +22,7 @@ module is its notebook side, which has three jobs:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import functools
@@ -215,6 +216,7 @@ class KernelServe:
             raise UsageError(
                 f"%agent serve: cannot keep the token in a private file: {exc}"
             ) from None
+        atexit.register(self._discard_token)  # the kernel shuts down without a stop
         self._bridge.idle_runner = self._between_cells
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -272,10 +274,14 @@ class KernelServe:
         if not background.closed:
             with contextlib.suppress(Exception):
                 background.run(self.server.stop(), timeout=10)
-        discard_token(self.token, self.token_file)
+        atexit.unregister(self._discard_token)
+        self._discard_token()
         if self._log is not None:
             with contextlib.suppress(Exception):
                 self._log.end(f"the server was {note}")
+
+    def _discard_token(self) -> None:
+        discard_token(self.token, self.token_file)
 
     def _cell_starts(self, *_args: Any) -> None:
         self._cell_running = True

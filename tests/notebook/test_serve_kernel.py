@@ -505,8 +505,10 @@ def test_serve_stop_closes_the_port(tmp_path: Path) -> None:
         # a new server: a new port or token
         again = start_serving(kernel)
         assert again.token != served.token
+        assert served.token_file is not None and not served.token_file.exists()
         kernel.execute("%unload_ext jupyter_agent")
         assert not port_open(again.port)
+        assert again.token_file is not None and not again.token_file.exists()
         assert "stopped" in again.record()
     finally:
         kernel.close()
@@ -523,6 +525,10 @@ def test_kernel_shutdown_ends_the_server(tmp_path: Path) -> None:
         while port_open(served.port) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not port_open(served.port)
+        assert served.token_file is not None
+        while served.token_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not served.token_file.exists(), "the token file outlived the kernel"
     finally:
         kernel.close()
 
