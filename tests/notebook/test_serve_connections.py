@@ -249,3 +249,29 @@ def test_another_local_user_is_refused_even_with_the_right_token(server: ToolSer
     mine = _ask_as(None, server.port, TOKEN)
     assert mine.startswith("HTTP/1.1 200"), mine
     assert "jsonrpc" in mine
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the uid lookups are Linux's")
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_both_owner_lookups_name_the_user_of_a_loopback_connection(host: str) -> None:
+    """The netlink query and the /proc/net/tcp fallback agree: the client end's uid, and
+    ``None`` for a connection that does not exist."""
+    from jupyter_agent.notebook.serve_connections import owner_by_netlink, owner_by_table
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as listener:
+        try:
+            listener.bind((host, 0))
+        except OSError:
+            pytest.skip(f"no {host} here")
+        listener.listen()
+        server = listener.getsockname()[:2]
+        with socket.create_connection(server) as client:
+            accepted, _ = listener.accept()
+            with accepted:
+                peer = client.getsockname()[:2]
+                assert owner_by_netlink(peer, server) == os.geteuid()
+                assert owner_by_table(peer, server) == os.geteuid()
+                gone = (peer[0], 1 if peer[1] != 1 else 2)
+                assert owner_by_netlink(gone, server) is None
+                assert owner_by_table(gone, server) is None
