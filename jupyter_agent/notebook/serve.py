@@ -360,8 +360,12 @@ class KernelServe:
             from .widgets.approval_prompt import ApprovalPrompt
 
             prompt = ApprovalPrompt(request)
-            prompt.approve_button.on_click(answered)
-            prompt.deny_button.on_click(answered)
+            prompt.session_button.tooltip = (
+                "Don't ask again this session for calls from this client (other agents and the "
+                "notebook's own agent still ask)"
+            )
+            for button in (prompt.approve_button, prompt.session_button, prompt.deny_button):
+                button.on_click(answered)
             self._prompt_handle.update(prompt)
             return prompt
 

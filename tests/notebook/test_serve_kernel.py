@@ -734,3 +734,64 @@ def test_another_local_user_cannot_drive_the_kernel_even_with_the_token(served: 
     assert theirs.startswith("HTTP/1.1 403"), theirs
     assert "another local user" in theirs and "jsonrpc" not in theirs
     assert mine.startswith("HTTP/1.1 200") and '"jsonrpc"' in mine, mine
+
+
+def test_allow_for_this_session_in_the_serve_cell_holds_for_that_client_only(
+    kernel: Kernel, served: Served
+) -> None:
+    """A click on "Allow for this session" in the serve cell lets that client's later calls
+    through without asking — not another client's (asked again; Deny clicked with no words), and
+    not the notebook's own agent (its policy is still ``ask``)."""
+    kernel.execute("%agent_tools policy inspect_variable ask")
+    kernel.drain()
+    seen = len(kernel.messages) - 1
+
+    def opened(description: str, after: int) -> int:
+        """The index of the next button named ``description`` opened after ``after``."""
+        message = kernel.wait_for(
+            lambda m: (
+                m["msg_type"] == "comm_open"
+                and m["content"]["data"].get("state", {}).get("description") == description
+                and kernel.messages.index(m) > after
+            ),
+            timeout=30,
+        )
+        return kernel.messages.index(message)
+
+    def click(description: str) -> None:
+        """Click ``description`` on the next prompt (its buttons open after its Approve)."""
+        nonlocal seen
+        button = opened(description, opened("Approve", seen))
+        seen = button
+        kernel.send_click(kernel.messages[button]["content"]["comm_id"])
+
+    async def one_client() -> tuple[Any, Any]:
+        async with await _session(served.url, {"Authorization": f"Bearer {served.token}"}) as s:
+            first = await s.call_tool("inspect_variable", {"name": "secret_note"})
+            again = await asyncio.wait_for(
+                s.call_tool("inspect_variable", {"name": "secret_note"}), 20
+            )
+            return first, again
+
+    try:
+        clicker = threading.Thread(target=click, args=("Allow for this session",))
+        clicker.start()
+        first, again = asyncio.run(one_client())
+        clicker.join(35)
+        assert not first.is_error and not again.is_error, result_text(again)
+        assert "only for the approved" in result_text(again)
+        denier = threading.Thread(target=click, args=("Deny",))
+        denier.start()
+        other = call(served, "inspect_variable", {"name": "secret_note"})
+        denier.join(35)
+        assert other.is_error, "another client ran on the first one's approval"
+        assert "only for the approved" not in result_text(other)
+        assert "The user said" not in result_text(other), result_text(other)
+        assert "the user declined this call of inspect_variable" in result_text(other)
+        _reply, policy = kernel.execute(
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "print(get_magics(get_ipython()).session.toolbox.get_policy('inspect_variable'))"
+        )
+        assert policy.strip() == "ask", "the notebook's own agent was allowed too"
+    finally:
+        kernel.execute("%agent_tools policy inspect_variable allow")
