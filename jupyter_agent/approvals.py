@@ -12,6 +12,7 @@ them. With no handler (a plain script), ``ask`` falls back to ``deny`` — never
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,3 +50,10 @@ def one_line(text: str, limit: int = 500) -> str:
 
 
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Decision]]
+
+
+#: Whose call is being judged: ``None`` for the session's own agent, else an outside client of
+#: ``%agent serve`` (its MCP session). An approval "for this session" holds for that asker only:
+#: the gate keeps a client's allowed tools apart from the agent's, and a tool that remembers
+#: what a yes covers (``web_fetch``'s hosts) keeps it per asker.
+asker: ContextVar[str | None] = ContextVar("jupyter_agent_asker", default=None)

@@ -5,6 +5,11 @@ as an error result; ``why`` says, as data, who refused) or ``Ask`` (the user dec
 UI's approval handler; ``decide`` turns that into ``Run`` or ``Refuse``). The loop never reads
 policy strings itself. Input that is not a JSON object is refused here too, so no tool ever sees it.
 
+Approvals "for this session" belong to whoever was asked (``approvals.asker``): the session's
+own agent, or one outside client of ``%agent serve``. The agent's yes makes the tool ``allow`` in
+``policies`` (what ``%agent_tools`` shows); a client's yes is kept for that client only; neither
+lets the other's calls through, and a policy the user sets clears both.
+
 The gate fails closed. It judges the registry its owner holds *now* (``RegistryOwner``: the
 ``Toolbox``), never a copy taken earlier, and a tool that registry does not have, or has
 disabled, is refused here — no verdict of "run" for a name the gate cannot judge.
@@ -15,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy
+from ..approvals import POLICIES, ApprovalHandler, ApprovalRequest, Decision, Policy, asker
 from ..events import Refusal
 from ..tools.base import approval_reason, capabilities_of, remember_approval
 from ..tools.registry import ToolRegistry
@@ -58,6 +63,11 @@ class PolicyGate:
     def __init__(self, owner: RegistryOwner) -> None:
         self._owner = owner
         self.policies: dict[str, Policy] = {}
+        #: Tools the agent's "allow for this session" set to ``allow``: the policy the user had
+        #: (None: the default), which outside clients still get.
+        self._allowed_by_agent: dict[str, Policy | None] = {}
+        #: An outside client -> the tools it was allowed for its session.
+        self._allowed_for_client: dict[str, set[str]] = {}
 
     @property
     def registry(self) -> ToolRegistry:
@@ -65,9 +75,17 @@ class PolicyGate:
         return self._owner.registry
 
     def policy(self, name: str) -> Policy:
-        """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
-        if name in self.policies:
-            return self.policies[name]
+        """The policy set for ``name``, else ``ask`` for destructive tools and ``allow`` — for
+        the asker judged now (``approvals.asker``)."""
+        client = asker.get()
+        if client is None:
+            chosen = self.policies.get(name)
+        else:  # the user's own setting, not what the agent was allowed
+            chosen = self._allowed_by_agent.get(name, self.policies.get(name))
+            if chosen in ("ask", None) and name in self._allowed_for_client.get(client, ()):
+                return "allow"
+        if chosen is not None:
+            return chosen
         tool = self.registry.get_tool(name)
         return "ask" if capabilities_of(tool).destructive else "allow"
 
@@ -75,9 +93,25 @@ class PolicyGate:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.policies[name] = policy
+        self._forget_allowances(name)
 
     def forget(self, name: str) -> None:
         self.policies.pop(name, None)
+        self._forget_allowances(name)
+
+    def _forget_allowances(self, name: str) -> None:
+        self._allowed_by_agent.pop(name, None)
+        for allowed in self._allowed_for_client.values():
+            allowed.discard(name)
+
+    def allow_for_session(self, name: str) -> None:
+        """The asker (``approvals.asker``) said "allow for this session" about ``name``."""
+        client = asker.get()
+        if client is not None:
+            self._allowed_for_client.setdefault(client, set()).add(name)
+            return
+        self._allowed_by_agent.setdefault(name, self.policies.get(name))
+        self.policies[name] = "allow"
 
     def verdict(self, name: str, raw_input: object) -> Verdict:
         """What happens to a call of ``name`` with ``raw_input`` (before asking anyone)."""
@@ -129,15 +163,17 @@ class PolicyGate:
             if decision.remember and request.reason:  # the tool's own question
                 remember_approval(self.registry.get_tool(request.name), request.input)
             elif decision.remember:
-                self.set_policy(request.name, "allow")
+                self.allow_for_session(request.name)
             return Run()
         if decision.said:
             return Refuse(
                 f"Error: {request.name} was not run. Denied by the user: {decision.said}{why}",
                 "user",
             )
-        said = f" The user said: {decision.reason}" if decision.reason else ""
+        # ``reason`` says how it was declined ("the user clicked Deny in the notebook"), not
+        # what the user said (that is ``said``, above)
+        how = f" ({decision.reason})" if decision.reason else ""
         return Refuse(
-            f"Error: the user declined this call of {request.name}; it was not run.{said}{why}",
+            f"Error: the user declined this call of {request.name}; it was not run{how}.{why}",
             "user",
         )

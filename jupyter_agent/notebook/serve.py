@@ -22,12 +22,14 @@ module is its notebook side, which has three jobs:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import functools
 import json
 import secrets
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
@@ -41,6 +43,7 @@ from .bridge import MainThreadBridge
 from .call_record import StaticCall
 from .inert import html_bundle, html_text
 from .kernel_comm import unattended_kernel
+from .serve_token import discard_token, keep_token, shell_read, shown_path
 
 T = TypeVar("T")
 
@@ -55,26 +58,34 @@ BUSY_NOTE = "kernel busy, queued: the call runs when the running cell ends"
 MISSING_SDK = "%agent serve needs the MCP SDK: pip install 'jupyter-agent[mcp]'"
 
 
-def connection_lines(url: str, token: str, name: str = SERVER_NAME) -> str:
-    """How Claude Code, Codex and a generic ``mcpServers`` client connect to ``url``."""
+def connection_lines(url: str, token_file: Path, name: str = SERVER_NAME) -> str:
+    """How Claude Code, Codex, the MCP Inspector and a generic ``mcpServers`` client connect to
+    ``url``: each line reads the token from ``token_file`` where it is pasted (never shows it)."""
+    read = shell_read(token_file)
+    variable = "${" + CODEX_TOKEN_VARIABLE + "}"
     entry = {
         "mcpServers": {
-            name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+            name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {variable}"}}
         }
     }
     return "\n".join(
         [
             "Claude Code:",
             f'  claude mcp add --transport http {name} {url} --header "Authorization: Bearer '
-            f'{token}"',
+            f'{read}"',
             "",
-            f"Codex (~/.codex/config.toml; start codex with {CODEX_TOKEN_VARIABLE}={token} in its "
-            "environment):",
+            f'Codex (~/.codex/config.toml; start codex with {CODEX_TOKEN_VARIABLE}="{read}" in '
+            "its environment):",
             f"  [mcp_servers.{name}]",
             f'  url = "{url}"',
             f'  bearer_token_env_var = "{CODEX_TOKEN_VARIABLE}"',
             "",
-            "Any MCP client (an mcpServers entry, e.g. in .mcp.json):",
+            "MCP Inspector:",
+            f'  npx @modelcontextprotocol/inspector --cli {url} --transport http --header "'
+            f'Authorization: Bearer {read}"',
+            "",
+            f"Any MCP client (an mcpServers entry, e.g. in .mcp.json; Claude Code fills in "
+            f'{variable} from its environment: start it with {CODEX_TOKEN_VARIABLE}="{read}"):',
             "  " + json.dumps(entry),
         ]
     )
@@ -186,6 +197,8 @@ class KernelServe:
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
         self.stopped = False
+        #: The 0600 file that holds the token (``serve_token``); the token is never printed.
+        self.token_file: Path | None = None
 
     @property
     def url(self) -> str:
@@ -196,6 +209,14 @@ class KernelServe:
 
     def start(self) -> None:
         self._bridge.background.run(self.server.start(self._port), timeout=30)
+        try:
+            self.token_file = keep_token(self.token, self.server.port)
+        except OSError as exc:
+            self._bridge.background.run(self.server.stop(), timeout=10)
+            raise UsageError(
+                f"%agent serve: cannot keep the token in a private file: {exc}"
+            ) from None
+        atexit.register(self._discard_token)  # the kernel shuts down without a stop
         self._bridge.idle_runner = self._between_cells
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -205,12 +226,16 @@ class KernelServe:
     def show(self) -> None:
         """Print the connection lines, then the displays later calls update."""
         offered = self.server.offered()
+        assert self.token_file is not None
         print(
             f"Serving {len(offered)} tools of this kernel over MCP at {self.server.url} "
-            f"(listening on {', '.join(self.server.addresses)} only; every request needs the "
-            "token below). %agent serve stop ends it.\n"
+            f"(listening on {', '.join(self.server.addresses)} only, for your own user's "
+            "processes; every request needs the token kept in\n"
+            f"  {shown_path(self.token_file)}\n"
+            "a file only you can read — it is never shown here, so it is not saved with the "
+            "notebook). %agent serve stop ends it.\n"
         )
-        print(connection_lines(self.server.url, self.token))
+        print(connection_lines(self.server.url, self.token_file))
         print(f"\nTools: {', '.join(offered) or 'none (enable some with %agent_tools)'}")
         disabled = [name for name in self.server.only or () if name not in offered]
         if disabled:
@@ -249,9 +274,14 @@ class KernelServe:
         if not background.closed:
             with contextlib.suppress(Exception):
                 background.run(self.server.stop(), timeout=10)
+        atexit.unregister(self._discard_token)
+        self._discard_token()
         if self._log is not None:
             with contextlib.suppress(Exception):
                 self._log.end(f"the server was {note}")
+
+    def _discard_token(self) -> None:
+        discard_token(self.token, self.token_file)
 
     def _cell_starts(self, *_args: Any) -> None:
         self._cell_running = True
@@ -330,8 +360,12 @@ class KernelServe:
             from .widgets.approval_prompt import ApprovalPrompt
 
             prompt = ApprovalPrompt(request)
-            prompt.approve_button.on_click(answered)
-            prompt.deny_button.on_click(answered)
+            prompt.session_button.tooltip = (
+                "Don't ask again this session for calls from this client (other agents and the "
+                "notebook's own agent still ask)"
+            )
+            for button in (prompt.approve_button, prompt.session_button, prompt.deny_button):
+                button.on_click(answered)
             self._prompt_handle.update(prompt)
             return prompt
 

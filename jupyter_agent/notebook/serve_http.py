@@ -15,12 +15,18 @@ What it lets in, checked before the SDK sees a request (``LoopbackGuard``):
 - every request carries ``Authorization: Bearer TOKEN``, a random token made for this server
   (401 otherwise, compared in constant time).
 
+Before that, each connection passes ``serve_connections.ConnectionGate``: only the kernel's own
+user (Linux), a bounded number of connections, a read deadline for each request.
+
 Each ``tools/call`` goes through the toolbox's policy gate exactly as the session's own agent's
 calls do (``allow`` runs, ``deny`` refuses, ``ask`` waits for the approval handler; no handler:
-refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). What happens
-is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the notebook's
-views already draw. A tool that needs the kernel's main thread can say the kernel is busy with
-``report_progress`` (an MCP progress notification to the caller).
+refused), then through ``tool_round.invoke`` (the tool timeout and the result cap). The call is
+judged for its client (``approvals.asker``: its MCP session): an "allow for this session" holds
+for that client only, never for the notebook's own agent, and the agent's never for it. At most
+``MAX_WAITING_PROMPTS`` outside calls wait for the user at once; one more is refused at once.
+What happens is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the
+notebook's views already draw. A tool that needs the kernel's main thread can say the kernel
+is busy with ``report_progress`` (an MCP progress notification to the caller).
 """
 
 from __future__ import annotations
@@ -33,14 +39,15 @@ import hmac
 import itertools
 import socket
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.gate import Ask, Refuse
 from ..agent.tool_round import invoke
 from ..agent.toolbox import Toolbox
-from ..approvals import ApprovalHandler, ApprovalRequest
+from ..approvals import ApprovalHandler, ApprovalRequest, asker
 from ..events import Refusal, ToolCallFinished, ToolCallStarted
 from ..tools.base import ToolResult, capabilities_of
+from .serve_connections import READ_TIMEOUT_S, ConnectionGate
 
 if TYPE_CHECKING:
     from mcp import types
@@ -51,6 +58,8 @@ MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 #: Seconds uvicorn waits for open streams when the server stops.
 SHUTDOWN_GRACE_S = 1
+#: Outside calls that may wait for the user's approval at once (shown one at a time).
+MAX_WAITING_PROMPTS = 8
 
 #: How a tool that waits for the kernel tells the MCP caller (set around each call).
 _progress: contextvars.ContextVar[Callable[[str], Awaitable[None]] | None] = contextvars.ContextVar(
@@ -68,10 +77,14 @@ async def report_progress(message: str) -> None:
 
 
 class LoopbackGuard:
-    """ASGI middleware: loopback ``Host``, same-origin ``Origin``, the bearer token."""
+    """ASGI middleware: loopback ``Host``, same-origin ``Origin``, the bearer token; it tells
+    the connection gate when each request has been read and when its answer ended."""
 
-    def __init__(self, app: Any, token: str, port: int) -> None:
+    def __init__(
+        self, app: Any, token: str, port: int, connections: ConnectionGate | None = None
+    ) -> None:
         self.app = app
+        self.connections = connections
         self._expected = f"Bearer {token}".encode()
         self.port = port
         self.allowed_hosts = frozenset(f"{host}:{port}" for host in LOOPBACK_HOSTS)
@@ -84,6 +97,9 @@ class LoopbackGuard:
         headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", ()):
             headers.setdefault(key.lower(), value)
+        connection = self.connections.find(scope.get("client")) if self.connections else None
+        if connection is not None:
+            receive, send = _watched(connection, headers, receive, send)
         refusal = self.refusal(headers)
         if refusal is not None:
             status, text = refusal
@@ -111,6 +127,36 @@ class LoopbackGuard:
         if not hmac.compare_digest(given, self._expected):
             return 401, "Refused: the bearer token is missing or wrong.\n"
         return None
+
+
+def _watched(connection: Any, headers: dict[bytes, bytes], receive: Any, send: Any) -> Any:
+    """``receive`` and ``send`` that tell ``connection`` when the request's body has arrived
+    (at once for a request without one) and when the answer ended."""
+    length = headers.get(b"content-length", b"0").strip()
+    if b"transfer-encoding" not in headers and (not length.isdigit() or int(length) == 0):
+        connection.reading_done()
+
+    async def watched_receive() -> Any:
+        message = await receive()
+        if message.get("type") == "http.request" and not message.get("more_body", False):
+            connection.reading_done()
+        return message
+
+    async def watched_send(message: Any) -> None:
+        await send(message)
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            connection.answer_done()
+
+    return watched_receive, watched_send
+
+
+def _client_of(ctx: Any) -> str:
+    """Which outside client makes a call: its MCP session (the ``mcp-session-id`` the server
+    gave it), else the connection's session object."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return f"mcp-session:{session_id or id(ctx.session)}"
 
 
 def loopback_sockets(port: int) -> list[socket.socket]:
@@ -158,8 +204,11 @@ class ToolServer:
         approval_handler: ApprovalHandler | None = None,
         on_event: Callable[[object], None] | None = None,
         name: str = "jupyter-agent",
+        read_timeout_s: float = READ_TIMEOUT_S,
     ) -> None:
         self.toolbox = toolbox
+        #: Who may connect, how many, how long a request may take (``serve_connections``).
+        self.connections = ConnectionGate(read_timeout_s=read_timeout_s)
         self.token = token
         self.only: tuple[str, ...] | None = tuple(tools) if tools is not None else None
         self.max_result_chars = max_result_chars
@@ -172,6 +221,8 @@ class ToolServer:
         self.calls = 0
         self._ids = itertools.count(1)
         self._one_question_at_a_time: asyncio.Lock | None = None
+        #: Calls waiting for the user's approval now (the one asked, and those queued).
+        self._waiting = 0
         self._uvicorn: Any = None
         self._task: asyncio.Task[None] | None = None
 
@@ -211,8 +262,22 @@ class ToolServer:
         name: str,
         arguments: object,
         report: Callable[[str], Awaitable[None]] | None = None,
+        client: str = "mcp-client",
     ) -> ToolResult:
-        """One call, as the session's agent would make it: gate, approval, timeout, cap."""
+        """One call of ``client``, as the session's agent would make it: gate, approval (the
+        client's own), timeout, cap."""
+        judged_for = asker.set(client)
+        try:
+            return await self._call(name, arguments, report)
+        finally:
+            asker.reset(judged_for)
+
+    async def _call(
+        self,
+        name: str,
+        arguments: object,
+        report: Callable[[str], Awaitable[None]] | None,
+    ) -> ToolResult:
         call_id = f"mcp_{next(self._ids)}"
         shown = dict(arguments) if isinstance(arguments, dict) else {}
         self._tell(ToolCallStarted(call_id, name, shown))
@@ -259,13 +324,25 @@ class ToolServer:
         gate = self.toolbox.gate
         verdict = gate.verdict(name, arguments)
         if isinstance(verdict, Ask):
+            if self._waiting >= MAX_WAITING_PROMPTS:
+                return ToolResult(
+                    f"Error: {name} was not run: {self._waiting} calls from other agents already "
+                    "wait for the user's approval in the notebook, the most that may wait at "
+                    "once. Try again once the user has answered them.",
+                    is_error=True,
+                ), "no_approver"
             if self._one_question_at_a_time is None:
                 self._one_question_at_a_time = asyncio.Lock()
             assert isinstance(arguments, dict)
-            async with self._one_question_at_a_time:
-                verdict = await gate.decide(
-                    self.approval_handler, ApprovalRequest(call_id, name, dict(arguments))
-                )
+            self._waiting += 1
+            try:
+                async with self._one_question_at_a_time:
+                    verdict = await gate.decide(
+                        self.approval_handler,
+                        ApprovalRequest(call_id, name, dict(arguments), verdict.reason),
+                    )
+            finally:
+                self._waiting -= 1
         if isinstance(verdict, Refuse):
             return ToolResult(verdict.reason, is_error=True), verdict.why
         return None, None
@@ -290,7 +367,7 @@ class ToolServer:
             async def report(message: str) -> None:
                 await ctx.session.report_progress(next(progress), None, message)
 
-            result = await self.call(params.name, params.arguments or {}, report)
+            result = await self.call(params.name, params.arguments or {}, report, _client_of(ctx))
             return to_call_tool_result(result)
 
         return Server(
@@ -316,7 +393,7 @@ class ToolServer:
                 allowed_origins=[f"http://{host}" for host in hosts],
             ),
         )
-        return LoopbackGuard(starlette_app, self.token, port)
+        return LoopbackGuard(starlette_app, self.token, port, self.connections)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -346,6 +423,11 @@ class ToolServer:
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
             # no proxy headers: a forwarded-for header must not make a request look local
             proxy_headers=False,
+            # every connection passes the gate first (its owner, the caps, read deadlines)
+            http=cast(Any, self.connections),
+            # asyncio accepts up to ``backlog`` connections at a time before the gate closes
+            # the ones it refuses: a small backlog keeps that burst of descriptors small too
+            backlog=self.connections.max_connections,
         )
         server = uvicorn.Server(config)
         self._uvicorn = server

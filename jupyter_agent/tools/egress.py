@@ -8,12 +8,16 @@ asks the tool (``needs_approval``), which only parses the URL. ``AgentMagics.web
 hosts that need no asking; an approval "for this session" adds the host here. A redirect to a
 host not allowed is refused (the model can fetch that URL itself, and the user is asked).
 
-One ``EgressHosts`` belongs to a session and survives the tools being rebuilt.
+One ``EgressHosts`` belongs to a session and survives the tools being rebuilt. The yeses "for
+this session" are kept per asker (``approvals.asker``): the session's own agent, or one outside
+client of ``%agent serve`` — a host one of them was allowed is not allowed to the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from ..approvals import asker
 
 
 def normal_host(host: str) -> str:
@@ -27,7 +31,8 @@ class EgressHosts:
     def __init__(self, configured: Iterable[str] = ()) -> None:
         self._configured: frozenset[str] = frozenset()
         self.configure(configured)
-        self._session: set[str] = set()
+        #: asker (None: the session's agent) -> the hosts allowed it this session
+        self._session: dict[str | None, set[str]] = {}
 
     def configure(self, hosts: Iterable[str]) -> None:
         """Replace the user's list (``AgentMagics.web_allow``); ``*.example.com`` covers the
@@ -35,11 +40,11 @@ class EgressHosts:
         self._configured = frozenset(normal_host(h) for h in hosts if str(h).strip())
 
     def allow_for_session(self, host: str) -> None:
-        self._session.add(normal_host(host))
+        self._session.setdefault(asker.get(), set()).add(normal_host(host))
 
     def allows(self, host: str) -> bool:
         host = normal_host(host)
-        if host in self._session or host in self._configured:
+        if host in self._session.get(asker.get(), ()) or host in self._configured:
             return True
         return any(
             pattern.startswith("*.") and (host.endswith(pattern[1:]) or host == pattern[2:])

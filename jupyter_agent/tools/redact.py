@@ -18,6 +18,9 @@ replaced by ``[redacted: NAME]``:
 
 The model still learns that a value was there ("your key is set") but not the value.
 
+Secrets the package holds itself and that live in no environment variable (the ``%agent serve``
+token) are added while they are valid with ``hold_secret`` and removed with ``release_secret``.
+
 Speed matters: every result passes here. Text shorter than a secret costs nothing; otherwise each
 pattern runs only when its literal anchor (``sk-``, ``ghp_``, ``AKIA``, …) occurs in the text,
 found by ``re``'s literal search (faster than ``str.find`` here), so a 100 KB result without
@@ -36,7 +39,14 @@ from typing import cast
 
 from .processes import is_secret_name
 
-__all__ = ["MIN_SECRET_CHARS", "Redactor", "redact", "redactor"]
+__all__ = [
+    "MIN_SECRET_CHARS",
+    "Redactor",
+    "hold_secret",
+    "redact",
+    "redactor",
+    "release_secret",
+]
 
 #: An environment value shorter than this is not treated as a secret ("1", "true", "us-east").
 MIN_SECRET_CHARS = 8
@@ -131,8 +141,8 @@ def _is_secret_value(value: str) -> bool:
 class Redactor:
     """Redacts the values of one environment, and every known token shape."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        found: dict[str, str] = {}
+    def __init__(self, environ: Mapping[str, str], held: Mapping[str, str] | None = None) -> None:
+        found: dict[str, str] = dict(held or {})
         for name, raw in environ.items():
             value = raw.strip()
             if is_secret_name(name) and _is_secret_value(value):
@@ -267,6 +277,27 @@ def _redact_dotenv(text: str) -> tuple[str, int]:
 _lock = threading.Lock()
 #: (environment key, the keys it was made of, the redactor), or None before the first call.
 _cached: tuple[object, tuple[object, ...], Redactor] | None = None
+#: Secrets held by the package (value -> NAME), and a count of their changes (in the cache key).
+_held: dict[str, str] = {}
+_held_changes = 0
+
+
+def hold_secret(value: str, name: str) -> None:
+    """Redact ``value`` as ``[redacted: NAME]`` from now on (a secret no environment variable
+    holds: the ``%agent serve`` token)."""
+    global _held_changes
+    if len(value) >= MIN_SECRET_CHARS:
+        with _lock:
+            _held[value] = name
+            _held_changes += 1
+
+
+def release_secret(value: str) -> None:
+    """Stop redacting ``value`` (it is no longer valid)."""
+    global _held_changes
+    with _lock:
+        if _held.pop(value, None) is not None:
+            _held_changes += 1
 
 
 def _stored() -> Mapping[object, object]:
@@ -278,9 +309,9 @@ def _stored() -> Mapping[object, object]:
 def _key_of(tracked: tuple[object, ...]) -> object:
     """What decides the redactor: how many variables there are, and the values of the
     credential-named ones. Cheap on purpose (every tool result asks): the count catches a
-    variable added or removed, the values a key set anew in a cell."""
+    variable added or removed, the values a key set anew in a cell; and the held secrets."""
     data = _stored()
-    return len(data), tuple(data.get(key) for key in tracked)
+    return len(data), _held_changes, tuple(data.get(key) for key in tracked)
 
 
 def redactor() -> Redactor:
@@ -292,7 +323,7 @@ def redactor() -> Redactor:
     with _lock:
         encode: Callable[[str], object] = getattr(os.environ, "encodekey", lambda name: name)
         tracked = tuple(encode(name) for name in os.environ if is_secret_name(name))
-        built = Redactor(os.environ)
+        built = Redactor(os.environ, _held)
         _cached = (_key_of(tracked), tracked, built)
         return built
 

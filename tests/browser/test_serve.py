@@ -12,6 +12,7 @@ notebook is saved.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 from pathlib import Path
@@ -38,7 +39,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 NOTEBOOK = "serve_in_lab.ipynb"
 CLAUDE_LINE = re.compile(
-    r"claude mcp add --transport http \S+ (http://\S+) --header .Authorization: Bearer (\S+?).\s"
+    r"claude mcp add --transport http \S+ (http://\S+) --header "
+    r".Authorization: Bearer \$\(cat (~/)?'([^']+)'\)"
 )
 
 
@@ -98,7 +100,10 @@ def test_an_outside_call_is_approved_in_the_serve_cell(front_end: FrontEnd, tmp_
             printed = serve_cell.inner_text()
             match = CLAUDE_LINE.search(printed + "\n")
             assert match is not None, printed
-            url, token = match.groups()
+            url, home, token_file = match.groups()
+            # the line names the file that keeps the token; the token is never shown
+            token = Path(os.path.expanduser((home or "") + token_file)).read_text().strip()
+            assert token not in printed
 
             outcome: dict[str, Any] = {}
 

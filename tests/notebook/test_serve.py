@@ -107,10 +107,18 @@ def test_answers_on_a_kept_alive_connection_are_not_held_back(server: ToolServer
 
 
 def test_the_printed_lines_are_well_formed() -> None:
-    lines = connection_lines("http://127.0.0.1:9/mcp", "tok-en")
+    lines = connection_lines("http://127.0.0.1:9/mcp", Path("/run/user/me/serve-9.token"))
+    home = connection_lines("http://127.0.0.1:9/mcp", Path.home() / ".local" / "it's.token")
+    assert "$(cat ~/'.local/it'\\''s.token')" in home  # names no home; a quote escaped
+    read = "$(cat '/run/user/me/serve-9.token')"
     assert (
         'claude mcp add --transport http jupyter http://127.0.0.1:9/mcp --header "Authorization: '
-        'Bearer tok-en"' in lines
+        f'Bearer {read}"' in lines
+    )
+    assert f'JUPYTER_AGENT_MCP_TOKEN="{read}"' in lines
+    assert (
+        "npx @modelcontextprotocol/inspector --cli http://127.0.0.1:9/mcp --transport http "
+        f'--header "Authorization: Bearer {read}"' in lines
     )
     toml = lines.split("[mcp_servers.jupyter]")[1].split("\n\n")[0]
     import tomllib
@@ -125,7 +133,9 @@ def test_the_printed_lines_are_well_formed() -> None:
         }
     }
     entry = json.loads(lines.rsplit("\n", 1)[1])
-    assert entry["mcpServers"]["jupyter"]["headers"] == {"Authorization": "Bearer tok-en"}
+    assert entry["mcpServers"]["jupyter"]["headers"] == {
+        "Authorization": "Bearer ${JUPYTER_AGENT_MCP_TOKEN}"
+    }
 
 
 def test_the_subcommand_in_a_shell(shell: InteractiveShell) -> None:
@@ -213,3 +223,46 @@ def test_a_served_result_keeps_each_image_under_its_text() -> None:
     content = to_call_tool_result(result).content
     assert [block.type for block in content] == ["text", "image", "text", "image"]
     assert [getattr(block, "text", None) for block in content] == ["cell 1", None, "cell 2", None]
+
+
+def test_the_token_is_never_printed_and_is_redacted(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    """The token stays out of the cell's output (so out of the saved notebook, its checkpoints,
+    a collaboration store and ``notebook_history``): the printed lines name a file only the
+    user can read, and they work as printed in a shell. No tool result carries the token."""
+    import os
+    import re
+    import stat
+    import subprocess
+
+    with capture_output() as started:
+        shell.run_line_magic("agent", "serve")
+    served: Any = get_magics(shell).server
+    token = served.token
+    try:
+        assert token not in started.stdout, "the token was printed into the cell's output"
+        line = re.search(r"claude mcp add --transport http (.*)", started.stdout)
+        assert line is not None, started.stdout
+        # the line as the user pastes it into a shell: the header it gives Claude Code
+        echoed = subprocess.run(
+            ["bash", "-c", f"printf '%s\\n' {line.group(1)}"], capture_output=True, text=True
+        ).stdout.splitlines()
+        assert f"Authorization: Bearer {token}" in echoed, echoed
+        kept = re.search(r"\$\(cat (~/)?'([^']+)'\)", started.stdout)
+        assert kept is not None
+        token_file = Path(os.path.expanduser((kept.group(1) or "") + kept.group(2)))
+        mode = stat.S_IMODE(os.stat(token_file).st_mode)
+        assert mode == 0o600, oct(mode)
+        assert token_file.read_text().strip() == token
+        # a tool result that would carry the token carries its name instead
+        (tmp_path / "notes.txt").write_text(f"the token: {token}\n")
+        registry = get_magics(shell).session.toolbox.registry
+        result = asyncio.run(registry.call("read_file", {"file_path": "notes.txt"}))
+        assert token not in result.content
+        assert token[:16] not in result.content and token[-16:] not in result.content
+        assert "[redacted: " in result.content
+    finally:
+        with capture_output():
+            shell.run_line_magic("agent", "serve stop")
+    assert not token_file.exists(), "the token file outlived the server"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
 import threading
@@ -31,8 +32,10 @@ pytest.importorskip("uvicorn")
 pytestmark = pytest.mark.slow
 
 CLAUDE_LINE = re.compile(
-    r'claude mcp add --transport http (\S+) (http://\S+) --header "Authorization: Bearer (\S+)"'
+    r'claude mcp add --transport http (\S+) (http://\S+) --header "Authorization: Bearer ([^"\s]+)'
 )
+#: The file that keeps the token, as the printed lines name it: ``$(cat '/path')``.
+KEPT_TOKEN = re.compile(r"\$\(cat (~/)?'([^']+)'\)")
 
 
 class Kernel:
@@ -141,7 +144,17 @@ class Served:
         self.kernel = kernel
         self.msg_id = msg_id
         self.printed = printed
-        self.name, self.url, self.token = match.groups()
+        self.name, self.url, header_token = match.groups()
+        #: the token, read from the file the printed line names (it is never printed itself)
+        kept = KEPT_TOKEN.search(printed)
+        self.token_file = (
+            Path(os.path.expanduser((kept.group(1) or "") + kept.group(2)))
+            if kept is not None
+            else None
+        )
+        self.token = (
+            self.token_file.read_text().strip() if self.token_file is not None else header_token
+        )
         self.port = int(self.url.split(":")[2].split("/")[0])
 
     def record(self) -> str:
@@ -223,18 +236,35 @@ def served(kernel: Kernel) -> Served:
 
 
 def test_the_printed_lines_connect_claude_code_codex_and_any_client(served: Served) -> None:
+    """The lines name the 0600 file that keeps the token; the token itself is in no message the
+    kernel sent (so in no saved output, checkpoint or collaboration store)."""
+    import os
+    import stat
+    import subprocess
+
     assert served.url == f"http://127.0.0.1:{served.port}/mcp"
+    assert served.token_file is not None
+    assert stat.S_IMODE(os.stat(served.token_file).st_mode) == 0o600
     assert len(served.token) >= 40
+    served.kernel.drain()
+    assert served.token not in json.dumps(served.kernel.messages, default=str)
     assert f'[mcp_servers.{served.name}]\n  url = "{served.url}"' in served.printed
     assert 'bearer_token_env_var = "JUPYTER_AGENT_MCP_TOKEN"' in served.printed
-    assert f"JUPYTER_AGENT_MCP_TOKEN={served.token}" in served.printed
+    codex = re.search(r'start codex with (JUPYTER_AGENT_MCP_TOKEN="[^"]+")', served.printed)
+    assert codex is not None
+    shell = subprocess.run(
+        ["bash", "-c", f"{codex.group(1)} bash -c 'printf %s \"$JUPYTER_AGENT_MCP_TOKEN\"'"],
+        capture_output=True,
+        text=True,
+    )
+    assert shell.stdout == served.token, shell.stderr
     entry = json.loads(served.printed.split("Any MCP client")[1].split("\n", 1)[1].split("\n")[0])
     assert entry == {
         "mcpServers": {
             served.name: {
                 "type": "http",
                 "url": served.url,
-                "headers": {"Authorization": f"Bearer {served.token}"},
+                "headers": {"Authorization": "Bearer ${JUPYTER_AGENT_MCP_TOKEN}"},
             }
         }
     }
@@ -403,15 +433,15 @@ def _outward_address() -> str | None:
 
 
 def test_claude_codes_mcp_json_entry_connects(served: Served, tmp_path: Path) -> None:
-    """Claude Code's project config (``.mcp.json``), written from the printed lines, is what
-    the client uses: its url and headers, nothing else."""
-    name, url, token = served.name, served.url, served.token
-    config = {
-        "mcpServers": {
-            name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
-        }
-    }
-    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    """Claude Code's project config (``.mcp.json``), the printed entry as it is, with
+    ``${JUPYTER_AGENT_MCP_TOKEN}`` filled in from the environment as Claude Code does."""
+    printed = served.printed.split("Any MCP client")[1].split("\n", 1)[1].split("\n")[0]
+    (tmp_path / ".mcp.json").write_text(printed)
+    import string
+
+    environment = {"JUPYTER_AGENT_MCP_TOKEN": served.token}
+    expanded = string.Template((tmp_path / ".mcp.json").read_text()).substitute(environment)
+    (tmp_path / ".mcp.json").write_text(expanded)
     entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["jupyter"]
     assert entry["type"] == "http"
 
@@ -475,8 +505,10 @@ def test_serve_stop_closes_the_port(tmp_path: Path) -> None:
         # a new server: a new port or token
         again = start_serving(kernel)
         assert again.token != served.token
+        assert served.token_file is not None and not served.token_file.exists()
         kernel.execute("%unload_ext jupyter_agent")
         assert not port_open(again.port)
+        assert again.token_file is not None and not again.token_file.exists()
         assert "stopped" in again.record()
     finally:
         kernel.close()
@@ -493,6 +525,10 @@ def test_kernel_shutdown_ends_the_server(tmp_path: Path) -> None:
         while port_open(served.port) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not port_open(served.port)
+        assert served.token_file is not None
+        while served.token_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not served.token_file.exists(), "the token file outlived the kernel"
     finally:
         kernel.close()
 
@@ -581,3 +617,181 @@ def test_while_an_agent_cell_runs_its_pump_serves_the_outside_calls(
             )
         finally:
             kernel.close()
+
+
+def test_half_sent_connections_never_starve_the_kernel(tmp_path: Path) -> None:
+    """Many unauthenticated connections that each send half a request (a slowloris): the
+    kernel's own cells still finish promptly, every attacker is dropped after the read deadline,
+    and then an outside agent is served. The kernel gets the file-descriptor limit of a typical
+    desktop session (1024) so that holding every attacker's socket would exhaust it."""
+    import resource
+
+    attackers_count = 1100
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < attackers_count + 100:
+        if hard != resource.RLIM_INFINITY and hard < attackers_count + 100:
+            pytest.skip("needs more file descriptors than the hard limit allows")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (attackers_count + 100, hard))
+    kernel = Kernel(tmp_path)
+    attackers: list[socket.socket] = []
+    try:
+        reply, printed = kernel.execute(
+            "import resource\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, "
+            "(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+            "%load_ext jupyter_agent"
+        )
+        assert reply["status"] == "ok", printed
+        served = start_serving(kernel, "%agent serve --tools list_variables")
+        started = time.monotonic()
+        for _ in range(attackers_count):
+            try:
+                sock = socket.create_connection(("127.0.0.1", served.port), timeout=2)
+                sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n".encode())
+            except OSError:
+                continue  # refused or reset: the server is bounding them
+            attackers.append(sock)
+        time.sleep(1)
+        cell_started = time.monotonic()
+        reply, printed = kernel.execute(
+            "import os\nprint(len(os.listdir('/proc/self/fd')))", timeout=30
+        )
+        took = time.monotonic() - cell_started
+        assert reply["status"] == "ok", printed
+        assert took < 5, f"a one-line cell took {took:.1f} s under the attack"
+        assert int(printed.strip()) < 400, f"the kernel holds {printed.strip()} descriptors"
+        # every attacker is dropped once the read deadline has passed
+        deadline = started + 60
+        for sock in attackers:
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                while sock.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            except TimeoutError:
+                raise AssertionError("a half-sent connection was never dropped") from None
+        try:
+            result = call(served, "list_variables", {})
+        except Exception:
+            _reply, why = kernel.execute(
+                "from jupyter_agent.notebook.extension import get_magics\n"
+                "gate = get_magics(get_ipython()).server.server.connections\n"
+                "print(gate.refused, gate.open_connections)"
+            )
+            raise AssertionError(f"the outside agent was not served: {why}") from None
+        assert not result.is_error, result_text(result)
+    finally:
+        for sock in attackers:
+            sock.close()
+        kernel.close()
+
+
+#: An MCP ``initialize`` over a raw socket, run by another local user: prints the answer.
+_OTHER_USER_CLIENT = """
+import json, socket, sys
+port, token = int(sys.argv[1]), sys.argv[2]
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "other", "version": "1"}}}).encode()
+head = (f"POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nAuthorization: Bearer {token}\\r\\n"
+        "Accept: application/json, text/event-stream\\r\\nContent-Type: application/json\\r\\n"
+        f"Content-Length: {len(body)}\\r\\nConnection: close\\r\\n\\r\\n").encode()
+sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+answer = b""
+try:
+    sock.sendall(head + body)
+    while chunk := sock.recv(65536):
+        answer += chunk
+except OSError as exc:
+    answer += f"(connection error: {exc})".encode()
+print(answer.decode("latin-1"))
+"""
+
+
+def test_another_local_user_cannot_drive_the_kernel_even_with_the_token(served: Served) -> None:
+    """A second local user (made with ``useradd``, its client started with ``runuser``) who
+    got hold of the right token is refused; the kernel's own user is served."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the uid check is Linux's (/proc/net/tcp)")
+    if os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("useradd"):
+        pytest.skip("needs root with useradd and runuser to play a second local user")
+    other = "jagent-other"
+    if subprocess.run(["id", "-u", other], capture_output=True).returncode != 0:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", other],
+            check=True,
+        )
+    command = ["/usr/bin/python3", "-c", _OTHER_USER_CLIENT, str(served.port), served.token]
+    theirs = subprocess.run(
+        ["runuser", "-u", other, "--", *command], capture_output=True, text=True, cwd="/"
+    ).stdout
+    mine = subprocess.run(command, capture_output=True, text=True, cwd="/").stdout
+    assert theirs.startswith("HTTP/1.1 403"), theirs
+    assert "another local user" in theirs and "jsonrpc" not in theirs
+    assert mine.startswith("HTTP/1.1 200") and '"jsonrpc"' in mine, mine
+
+
+def test_allow_for_this_session_in_the_serve_cell_holds_for_that_client_only(
+    kernel: Kernel, served: Served
+) -> None:
+    """A click on "Allow for this session" in the serve cell lets that client's later calls
+    through without asking — not another client's (asked again; Deny clicked with no words), and
+    not the notebook's own agent (its policy is still ``ask``)."""
+    kernel.execute("%agent_tools policy inspect_variable ask")
+    kernel.drain()
+    seen = len(kernel.messages) - 1
+
+    def opened(description: str, after: int) -> int:
+        """The index of the next button named ``description`` opened after ``after``."""
+        message = kernel.wait_for(
+            lambda m: (
+                m["msg_type"] == "comm_open"
+                and m["content"]["data"].get("state", {}).get("description") == description
+                and kernel.messages.index(m) > after
+            ),
+            timeout=30,
+        )
+        return kernel.messages.index(message)
+
+    def click(description: str) -> None:
+        """Click ``description`` on the next prompt (its buttons open after its Approve)."""
+        nonlocal seen
+        button = opened(description, opened("Approve", seen))
+        seen = button
+        kernel.send_click(kernel.messages[button]["content"]["comm_id"])
+
+    async def one_client() -> tuple[Any, Any]:
+        async with await _session(served.url, {"Authorization": f"Bearer {served.token}"}) as s:
+            first = await s.call_tool("inspect_variable", {"name": "secret_note"})
+            again = await asyncio.wait_for(
+                s.call_tool("inspect_variable", {"name": "secret_note"}), 20
+            )
+            return first, again
+
+    try:
+        clicker = threading.Thread(target=click, args=("Allow for this session",))
+        clicker.start()
+        first, again = asyncio.run(one_client())
+        clicker.join(35)
+        assert not first.is_error and not again.is_error, result_text(again)
+        assert "only for the approved" in result_text(again)
+        denier = threading.Thread(target=click, args=("Deny",))
+        denier.start()
+        other = call(served, "inspect_variable", {"name": "secret_note"})
+        denier.join(35)
+        assert other.is_error, "another client ran on the first one's approval"
+        assert "only for the approved" not in result_text(other)
+        assert "The user said" not in result_text(other), result_text(other)
+        assert "the user declined this call of inspect_variable" in result_text(other)
+        _reply, policy = kernel.execute(
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "print(get_magics(get_ipython()).session.toolbox.get_policy('inspect_variable'))"
+        )
+        assert policy.strip() == "ask", "the notebook's own agent was allowed too"
+    finally:
+        kernel.execute("%agent_tools policy inspect_variable allow")
