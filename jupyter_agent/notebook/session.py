@@ -69,6 +69,7 @@ from .conversation_file import read_conversation, save_conversation
 from .instructions_note import InstructionsNote
 from .kernel_tools import kernel_tools
 from .pricing import estimate_cost, user_prices
+from .prompt_redaction import redaction_line
 from .prompt_vars import expand_variables
 from .settings import (
     DEFAULT_CHAT,
@@ -536,7 +537,10 @@ class NotebookSession:
         """``prompt`` with its ``{{name}}`` references to the user's variables brought in."""
         if self.namespace is None:
             return prompt
-        return expand_variables(prompt, self.namespace, self.settings.variable_budget).text
+        expanded = expand_variables(prompt, self.namespace, self.settings.variable_budget)
+        if expanded.redacted:
+            self._notify(redaction_line(expanded.redacted))
+        return expanded.text
 
     def run(
         self,
