@@ -210,13 +210,13 @@ class WorkspaceRoot:
     def makedirs(self, real: Path | str, *, private: bool = False) -> None:
         """Create ``real`` and its missing parents, one ``mkdirat`` per component.
 
-        ``private``: the folder is the agent's own record (``private``): its components from the
-        first ``.jupyter_agent`` on (else the last) are created 0700, or tightened if looser.
+        ``private``: the folder holds the agent's own records: its components from the first
+        ``.jupyter_agent`` on are created 0700, or tightened if looser (``private.py``).
         """
         parts = [p for p in self.relative(real).split("/") if p and p != "."]
         first_private = len(parts)
-        if private:
-            first_private = parts.index(AGENT_FOLDER) if AGENT_FOLDER in parts else len(parts) - 1
+        if private and AGENT_FOLDER in parts:  # never a folder of the user's own
+            first_private = parts.index(AGENT_FOLDER)
         current = os.dup(self._fd)
         try:
             for index, part in enumerate(parts):
