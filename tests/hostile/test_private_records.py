@@ -23,6 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_anthropic import text
+from IPython.core.interactiveshell import InteractiveShell
+from ipython_shell import run_ok, use_fake
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
@@ -241,3 +244,13 @@ def test_another_local_user_reads_nothing_the_agent_keeps(tmp_path: Path) -> Non
     assert modes.stdout and all(line.endswith("0o600") for line in modes.stdout.splitlines()), (
         modes.stdout
     )
+
+
+def test_a_saved_conversation_is_private(
+    shell: InteractiveShell, tmp_path: Path, umask022: None
+) -> None:
+    """``%agent save`` in a real IPython shell: the file is 0600 whatever the umask."""
+    use_fake(shell, text("Hello."))
+    run_ok(shell, "%%agent\nhi")
+    run_ok(shell, f"%agent save {tmp_path / 'chat.json'}")
+    assert _mode(tmp_path / "chat.json") == 0o600
