@@ -13,6 +13,7 @@ The SDK is imported only inside the callbacks' bodies (this module loads without
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,10 @@ class FormField:
     default: object = None
     #: The allowed values of a ``choice``.
     options: tuple[str, ...] = ()
+    #: The field looks like it asks for a secret (a password, an API key, a token), which the
+    #: MCP specification forbids servers to ask for in a form: the user is warned, the field
+    #: masked and the answer kept out of every record (``looks_secret``).
+    secret: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +129,35 @@ def form_from_schema(server: str, message: str, schema: dict[str, Any]) -> Form:
                 required=name in required,
                 default=spec.get("default"),
                 options=options,
+                secret=looks_secret(str(name), spec),
             )
         )
     return Form(server, message, tuple(fields))
+
+
+#: Words in a field's name, title or description that say it asks for a secret.
+_SECRET_WORDS = re.compile(
+    r"pass(?:word|wd|phrase|code)?(?![a-z])|secret|token|api[\s_-]?key|private[\s_-]?key|"
+    r"access[\s_-]?key|credential|\bpin\b|\bcvv\b|\bcvc\b|card[\s_-]?number|\botp\b|"
+    r"one[\s_-]?time[\s_-]?code|auth(?:entication|orization)?[\s_-]?code|\bssn\b",
+    re.IGNORECASE,
+)
+
+
+def looks_secret(name: str, spec: dict[str, Any]) -> bool:
+    """True for a form field that looks like it asks for a secret: its name, title or
+    description says password, API key, token, secret, PIN…, or its schema says
+    ``format: password`` or ``writeOnly``. The MCP specification forbids it ("Servers MUST NOT
+    use form mode elicitation to request sensitive information such as passwords, API keys,
+    access tokens, or payment credentials", client/elicitation, 2025-11-25; "MUST NOT use
+    elicitation to request sensitive information", 2025-06-18)."""
+    if spec.get("format") == "password" or spec.get("writeOnly") is True:
+        return True
+    if spec.get("type") in ("number", "integer", "boolean") or _options(spec):
+        return False  # a secret is typed text ("max tokens" is a number, not a token)
+    words = " ".join(str(spec.get(key) or "") for key in ("title", "description"))
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)  # apiKey -> api Key
+    return bool(_SECRET_WORDS.search(f"{name} {spaced} {words}"))
 
 
 def _options(spec: dict[str, Any]) -> tuple[str, ...]:

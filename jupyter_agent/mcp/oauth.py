@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import MCPServerError
+from ..tools.private import private_folder
 from .client_features import ClientHooks
 
 if TYPE_CHECKING:
@@ -96,8 +97,8 @@ class TokenFile:
     def _write(self, key: str, value: dict[str, Any]) -> None:
         data = self._read() | {"url": self.url, key: value}
         folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(folder, 0o700)
+        # the agent's own folders (``jupyter-agent/mcp-oauth``) made 0700, also when found looser
+        private_folder(folder, own=1 if os.environ.get("JUPYTER_AGENT_CONFIG_DIR") else 2)
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tokens-")  # created 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

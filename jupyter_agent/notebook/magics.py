@@ -41,6 +41,7 @@ from .magic_types import (
     unquoted,
 )
 from .pricing import user_prices
+from .prompt_redaction import redacted_prompt
 from .render import DEFAULT_RENDER_INTERVAL_S
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 
@@ -578,7 +579,7 @@ class AgentMagics(Magics):
         failed = self.last_error.last()
         if failed is None:
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
-        self._run_turn(error_prompt(failed), chat=args.chat)
+        self._run_turn(redacted_prompt(error_prompt(failed), _say), chat=args.chat)
 
     @magic_arguments("agent go")
     @argument(

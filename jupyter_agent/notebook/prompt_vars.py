@@ -4,7 +4,8 @@ Prompts often contain code, JSON and f-strings, so the syntax has to leave all o
 only ``{{name}}`` where ``name`` is a plain identifier *defined in the user's namespace* is
 expanded; anything else — ``{{ not a name }}``, ``{x}``, ``${y}``, an unknown ``{{z}}`` — stays
 exactly as typed. Each referenced variable is mentioned inline as `` `name` `` and described once,
-within a size budget, in a block appended to the prompt.
+within a size budget, in a block appended to the prompt — redacted (``tools/redact.py``) like a
+tool result.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..tools.redact import redact
 from .summarize import summarize, type_name
 
 VARIABLE_REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -25,6 +27,8 @@ DEFAULT_PROMPT_BUDGET = 8000
 class ExpandedPrompt:
     text: str
     variables: list[str] = field(default_factory=list)
+    #: Secret values the redactor took out of the variables' summaries.
+    redacted: int = 0
 
 
 def expand_variables(
@@ -51,4 +55,5 @@ def expand_variables(
         summary = summarize(value, per_variable)
         blocks.append(f'<variable name="{name}" type="{type_name(value)}">\n{summary}\n</variable>')
     appendix = "Variables from the user's Python session referenced above:\n" + "\n".join(blocks)
-    return ExpandedPrompt(f"{text}\n\n{appendix}", used)
+    appendix, redacted = redact(appendix)  # a value may hold a key: the one redactor
+    return ExpandedPrompt(f"{text}\n\n{appendix}", used, redacted)

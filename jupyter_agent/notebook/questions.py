@@ -12,6 +12,8 @@ class Question:
 
     prompt: str
     options: tuple[str, ...] = field(default=())
+    #: The answer is a secret (a server's "password" field): typed masked, never shown again.
+    secret: bool = False
 
 
 @dataclass(frozen=True, slots=True)

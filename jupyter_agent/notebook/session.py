@@ -66,8 +66,10 @@ from .bridge import BackgroundLoop, MainThreadBridge, forward_events
 from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
+from .instructions_note import InstructionsNote
 from .kernel_tools import kernel_tools
 from .pricing import UsageLedger, money, user_prices
+from .prompt_redaction import redaction_line
 from .prompt_vars import expand_variables
 from .settings import (
     DEFAULT_CHAT,
@@ -165,6 +167,7 @@ class NotebookSession:
         self._make_questions = questions
         self._approvals: ApprovalHandler | None = None
         self._notify = notify
+        self._instructions_note = InstructionsNote()
         self._show_link = show_link
         self._start_dir = Path(start_dir if start_dir is not None else os.getcwd())
         self._background: BackgroundLoop | None = None
@@ -539,7 +542,10 @@ class NotebookSession:
         """``prompt`` with its ``{{name}}`` references to the user's variables brought in."""
         if self.namespace is None:
             return prompt
-        return expand_variables(prompt, self.namespace, self.settings.variable_budget).text
+        expanded = expand_variables(prompt, self.namespace, self.settings.variable_budget)
+        if expanded.redacted:
+            self._notify(redaction_line(expanded.redacted))
+        return expanded.text
 
     def run(
         self,
@@ -569,6 +575,7 @@ class NotebookSession:
         agent = self.chat(chat)
         # The project instructions are read for every turn: an edit counts from the next cell.
         system_prompt = with_instructions(self.settings.system_prompt, self.workspace_path())
+        self._instructions_note.announce(self.workspace_path(), self._notify)  # name + hash
         if agent.system_prompt != system_prompt:
             agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.

@@ -11,6 +11,7 @@ open, no widget view saved). The cell's Stop button, or an interrupt, ends the w
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Callable
 from typing import Any
 
@@ -83,7 +84,8 @@ class UserQuestions:
             print(f"  {number}. {option}")
         hint = f"[1-{len(question.options)} or your own words] " if question.options else "> "
         try:
-            typed = input(hint).strip()
+            # a secret is read without echo, and never printed back
+            typed = (getpass.getpass(hint) if question.secret else input(hint)).strip()
         except (EOFError, OSError, RuntimeError) as exc:  # StdinNotImplementedError: RuntimeError
             return Answer(None, f"{NO_ONE_TO_ANSWER} ({type(exc).__name__})")
         if typed.isdigit() and 1 <= int(typed) <= len(question.options):

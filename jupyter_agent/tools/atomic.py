@@ -33,7 +33,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
     atomic_write(path, text.encode(encoding))
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, private: bool = False) -> None:
     """Replace the file at ``path`` with ``data`` atomically; its folder must exist.
 
     An existing file keeps its permission bits; a new one gets the usual ``0o666 & ~umask``.
@@ -43,16 +43,18 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     folder = os.path.dirname(target) or os.curdir
     dir_fd = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     try:
-        atomic_write_at(dir_fd, os.path.basename(target), data)
+        atomic_write_at(dir_fd, os.path.basename(target), data, private=private)
     finally:
         os.close(dir_fd)
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
+def atomic_write_at(dir_fd: int, name: str, data: bytes, *, private: bool = False) -> None:
     """``atomic_write`` of the file ``name`` in the folder open as ``dir_fd``.
 
     Only the single name is looked up, relative to the held folder: the file tools use this so
     that a folder swapped for a symlink after their path check cannot redirect the write.
+    ``private``: one of the agent's own records, created 0600 (an existing one looser loses its
+    group and other bits).
     """
     try:
         old_mode: int | None = stat.S_IMODE(
@@ -60,15 +62,21 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
         )
     except FileNotFoundError:
         old_mode = None
-    if USE_O_TMPFILE and _write_unnamed(dir_fd, name, data, old_mode):
+    create = 0o666
+    if private:
+        create = 0o600
+        old_mode = None if old_mode is None else old_mode & ~0o077
+    if USE_O_TMPFILE and _write_unnamed(dir_fd, name, data, old_mode, create):
         return
-    _write_named(dir_fd, name, data, old_mode)
+    _write_named(dir_fd, name, data, old_mode, create)
 
 
-def _write_unnamed(dir_fd: int, name: str, data: bytes, old_mode: int | None) -> bool:
+def _write_unnamed(
+    dir_fd: int, name: str, data: bytes, old_mode: int | None, create: int = 0o666
+) -> bool:
     """The O_TMPFILE path; False if this filesystem cannot do it (nothing was written)."""
     try:
-        fd = os.open(".", _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        fd = os.open(".", _O_TMPFILE | os.O_WRONLY | _O_CLOEXEC, create, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in _NO_TMPFILE:
             return False
@@ -96,12 +104,14 @@ def _write_unnamed(dir_fd: int, name: str, data: bytes, old_mode: int | None) ->
     return True
 
 
-def _write_named(dir_fd: int, name: str, data: bytes, old_mode: int | None) -> None:
+def _write_named(
+    dir_fd: int, name: str, data: bytes, old_mode: int | None, create: int = 0o666
+) -> None:
     staged = _temp_name(name)
     fd = os.open(
         staged,
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW,
-        0o666,
+        create,
         dir_fd=dir_fd,
     )
     try:

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import ToolFailure
+from .private import PRIVATE_FOLDER, tighten
+from .runs_later import AGENT_FOLDER
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -205,21 +207,31 @@ class WorkspaceRoot:
             raise
         return fd
 
-    def makedirs(self, real: Path | str) -> None:
-        """Create ``real`` and its missing parents, one ``mkdirat`` per component."""
-        rel = self.relative(real)
+    def makedirs(self, real: Path | str, *, private: bool = False) -> None:
+        """Create ``real`` and its missing parents, one ``mkdirat`` per component.
+
+        ``private``: the folder holds the agent's own records: its components from the first
+        ``.jupyter_agent`` on are created 0700, or tightened if looser (``private.py``).
+        """
+        parts = [p for p in self.relative(real).split("/") if p and p != "."]
+        first_private = len(parts)
+        if private and AGENT_FOLDER in parts:  # never a folder of the user's own
+            first_private = parts.index(AGENT_FOLDER)
         current = os.dup(self._fd)
         try:
-            for part in [p for p in rel.split("/") if p]:
+            for index, part in enumerate(parts):
+                own = index >= first_private
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=current)
+                    os.mkdir(part, PRIVATE_FOLDER if own else 0o777, dir_fd=current)
                 following = os.open(
                     part,
-                    _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC | (_O_PATH or os.O_RDONLY),
+                    _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC | (os.O_RDONLY if own else _O_PATH),
                     dir_fd=current,
                 )
                 os.close(current)
                 current = following
+                if own:
+                    tighten(current)
         finally:
             os.close(current)
 

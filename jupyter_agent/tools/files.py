@@ -33,8 +33,9 @@ from .file_common import (
     _refuse_trailing_slash,
 )
 from .journal import ChangeJournal, recording
-from .project_files import instructions_write_reason
+from .project_files import instructions_move_reason, instructions_write_reason
 from .reading import ReadFileTool
+from .runs_later import notebook_folder_refusal
 
 __all__ = [
     "EditFileTool",
@@ -94,13 +95,20 @@ class WriteFileTool(BuiltinTool):
 
 
 def _write_file(
-    held: WorkspaceRoot, path: Path, shown: str, data: bytes, journal: ChangeJournal | None
+    held: WorkspaceRoot,
+    path: Path,
+    shown: str,
+    data: bytes,
+    journal: ChangeJournal | None,
+    *,
+    private: bool = False,
 ) -> str:
-    """Write ``data`` to ``path``; the journal's note ("" unless undo will not cover it)."""
+    """Write ``data`` to ``path``; the journal's note ("" unless undo will not cover it).
+    ``private``: the agent's own record (the session file), 0600 in a 0700 folder."""
     with recording(journal) as record:
         try:
             created = record.missing_folders(held, path.parent)
-            held.makedirs(path.parent)
+            held.makedirs(path.parent, private=private)
             record.created_folders(created)
         except (FileExistsError, NotADirectoryError):
             raise ToolFailure(
@@ -112,7 +120,7 @@ def _write_file(
             with held.parent_of(path) as (folder, name):
                 _refuse_folder_or_link(folder, name, shown)
                 before = record.keep_file(folder, name)
-                atomic_write_at(folder, name, data)
+                atomic_write_at(folder, name, data, private=private)
                 record.wrote(held.relative(path), before, data)
         except OSError as exc:
             raise _failure("write", shown, exc) from None
@@ -421,6 +429,13 @@ class MoveTool(BuiltinTool):
         "additionalProperties": False,
     }
 
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Moving the user's project instructions (``AGENTS.md``) away, onto their place, or
+        inside a moved folder is done only with their say."""
+        return instructions_move_reason(
+            self.context.workspace, args.get("source"), args.get("destination")
+        )
+
     async def execute(self, args: dict[str, object]) -> str:
         source_text = str_arg(args, "source")
         destination_text = str_arg(args, "destination")
@@ -509,6 +524,15 @@ class MoveTool(BuiltinTool):
                         )
                     inner = Path(folder, name).relative_to(source)
                     confinement.refuse_if_runs_later(destination / inner, f"{shown}/{inner}")
+                if any(name.endswith(".ipynb") for name in files):
+                    # a notebook moved along makes its new folder a kernel's start folder
+                    inner = Path(folder).relative_to(source)
+                    reason = notebook_folder_refusal(Path(folder), destination / inner)
+                    if reason is not None:
+                        raise WorkspaceError(
+                            f"Refusing to create or change {shown}/{inner}: {reason}. The "
+                            "agent's file tools never write files that run by themselves later"
+                        )
         except WorkspaceError as exc:
             raise ToolFailure(str(exc)) from None
 
@@ -536,6 +560,14 @@ class RemoveTool(BuiltinTool):
         "required": ["path"],
         "additionalProperties": False,
     }
+
+    def needs_approval(self, args: dict[str, object]) -> str | None:
+        """Removing the user's project instructions (or a folder holding them: ``CLAUDE.md``
+        would take over) is done only with their say."""
+        path = args.get("path")
+        return instructions_write_reason(self.context.workspace, path) or (
+            instructions_move_reason(self.context.workspace, path, ".")
+        )
 
     async def execute(self, args: dict[str, object]) -> str:
         shown = str_arg(args, "path")

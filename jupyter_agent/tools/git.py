@@ -56,6 +56,7 @@ from .base import BuiltinTool, ToolFailure
 if TYPE_CHECKING:
     from .context import ToolContext
 from .processes import CommandOutcome, run_command, safe_environment
+from .project_files import INSTRUCTION_FILES
 from .sandbox import git_sandbox, probe_off_the_loop
 
 #: Seconds one git command may take.
@@ -129,11 +130,15 @@ RUNS_ELSEWHERE_FILES = frozenset(
 )
 #: Everything above, as one tuple for the documentation and the tests.
 RUNS_ELSEWHERE = (*RUNS_ELSEWHERE_FOLDERS, *sorted(RUNS_ELSEWHERE_FILES))
+#: Project instructions (lower case): they steer this agent and every coding agent after it.
+_INSTRUCTIONS = frozenset(name.lower() for name in INSTRUCTION_FILES)
 
 
 def runs_elsewhere(path: str) -> bool:
-    """True for a repository-relative path (``/``-separated) that runs elsewhere once committed."""
-    if path.rsplit("/", 1)[-1] in RUNS_ELSEWHERE_FILES:
+    """True for a repository-relative path (``/``-separated) that runs elsewhere once committed
+    (project instructions, ``AGENTS.md``, steer the coding agents of whoever checks it out)."""
+    leaf = path.rsplit("/", 1)[-1]
+    if leaf in RUNS_ELSEWHERE_FILES or leaf.lower() in _INSTRUCTIONS:
         return True
     return any(path.startswith(folder + "/") for folder in RUNS_ELSEWHERE_FOLDERS)
 
@@ -423,7 +428,7 @@ def _approval_reason(found: frozenset[str]) -> str:
     return (
         f"this commit would include {shown}, which runs elsewhere once pushed or checked out "
         "(a CI workflow runs with the repository's secrets; hooks and git attributes run on "
-        "other people's machines), under your name"
+        "other people's machines; project instructions steer coding agents), under your name"
     )
 
 

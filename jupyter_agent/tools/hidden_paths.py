@@ -14,7 +14,11 @@ What is on the list:
   ``JUPYTER_DATA_DIR``, ``XDG_DATA_HOME``, ``JUPYTER_CONFIG_DIR``, ``JUPYTER_PLATFORM_DIRS``, …):
   a kernel's connection file holds the key that lets whoever reads it run code in the kernel,
   outside every sandbox, and the server's runtime files hold its token;
-* ``XDG_RUNTIME_DIR`` (agent sockets: ssh, gpg, keyrings).
+* ``XDG_RUNTIME_DIR`` (agent sockets: ssh, gpg, keyrings);
+* the agent's own config and state (``agent_folders``): the MCP OAuth tokens
+  (``~/.config/jupyter-agent``, ``$XDG_CONFIG_HOME/jupyter-agent``,
+  ``$JUPYTER_AGENT_CONFIG_DIR``), its state folder (``$XDG_STATE_HOME/jupyter-agent``) and the
+  signing key's folder (in Jupyter's data folder, listed above).
 
 A folder on the list that is the workspace or one of its parents is left out: the tools must
 still see the workspace. The list is computed again only when one of the variables it depends on
@@ -32,6 +36,7 @@ from ..errors import HiddenPathError
 __all__ = [
     "HIDDEN_HOME_PATHS",
     "HiddenPathError",
+    "agent_folders",
     "hidden_paths",
     "hidden_within",
     "jupyter_folders",
@@ -73,6 +78,8 @@ _DEPENDS_ON = (
     "XDG_DATA_HOME",
     "XDG_CONFIG_HOME",
     "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
+    "JUPYTER_AGENT_CONFIG_DIR",
     "APPDATA",
     "PROGRAMDATA",
 )
@@ -92,6 +99,20 @@ def jupyter_folders() -> list[str]:
         except Exception:  # a broken setting must not break the file tools
             continue
     return folders
+
+
+def agent_folders(home: str) -> list[str]:
+    """The package's own config and state folders, wherever the environment puts them: the
+    MCP OAuth tokens (``mcp.oauth.tokens_dir``) live in the first."""
+    folders = [os.environ.get("JUPYTER_AGENT_CONFIG_DIR", "")]
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    folders += [
+        os.path.join(config, "jupyter-agent"),
+        os.path.join(home, ".config", "jupyter-agent"),
+    ]
+    folders += [os.path.join(state, "jupyter-agent")]
+    return [folder for folder in folders if folder]
 
 
 _lock = threading.Lock()
@@ -124,6 +145,7 @@ def _listed() -> tuple[tuple[str, ...], tuple[str, ...]]:
         candidates += jupyter_folders()
         candidates += [os.environ.get("JUPYTER_RUNTIME_DIR", "")]
         candidates += [os.environ.get("XDG_RUNTIME_DIR", "")]
+        candidates += agent_folders(home)
         found: set[str] = set()
         for path in candidates:
             if not path:
@@ -159,9 +181,9 @@ def refuse_hidden(real: str, workspace: str, shown: str) -> None:
     for hidden in listed:
         if _inside(real, hidden) and not _inside(workspace, hidden):
             raise HiddenPathError(
-                f"Refusing to use {shown}: it is inside {hidden}, a credential store or one of "
-                "Jupyter's own folders (kernel keys, server tokens), which the tools never read "
-                "or change"
+                f"Refusing to use {shown}: it is inside {hidden}, a credential store, one of "
+                "Jupyter's own folders or the agent's (kernel keys, server and OAuth tokens), "
+                "which the tools never read or change"
             )
 
 

@@ -53,6 +53,7 @@ from typing import Any
 from ..errors import SigningError, WorkspaceError
 from .atomic import atomic_write_at
 from .beneath import WorkspaceRoot
+from .private import tighten
 from .signing import sign, verify
 from .workspace import Workspace
 
@@ -69,6 +70,8 @@ __all__ = [
 DEFAULT_JOURNAL_FOLDER = os.path.join(".jupyter_agent", "undo")
 #: Entries kept; the oldest leaves the journal (and frees what it kept) when a new one begins.
 MAX_ENTRIES = 10
+#: Entries of a removed folder whose modes the journal makes private (and undo gives back).
+MAX_TIGHTENED = 10_000
 #: A file copied (rather than hard-linked) into the journal is kept only up to this size.
 MAX_COPIED_BYTES = 1024 * 1024 * 1024
 
@@ -184,7 +187,7 @@ class ChangeJournal:
                 return held.open(self.folder / self._entry, _O_DIRECTORY | os.O_RDONLY)
             except FileNotFoundError:
                 self._entry = None  # somebody removed the journal: start the entry again
-        held.makedirs(self.folder)
+        held.makedirs(self.folder, private=True)
         names = self._entry_names()
         number = int(names[-1]) + 1 if names else 1
         entry_id = secrets.token_hex(16)
@@ -206,7 +209,8 @@ class ChangeJournal:
             fd = os.open(name, _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=journal_fd)
         try:
             signature = sign(_LABEL_PURPOSE, self._label_bytes(name, label))
-            atomic_write_at(fd, _LABEL, json.dumps({**label, "signature": signature}).encode())
+            label_bytes = json.dumps({**label, "signature": signature}).encode()
+            atomic_write_at(fd, _LABEL, label_bytes, private=True)
         except (OSError, SigningError) as exc:
             os.close(fd)
             with held.folder(self.folder, readable=True) as journal_fd:
@@ -427,15 +431,18 @@ class Recording:
             if not stat.S_ISREG(info.st_mode):
                 return self._not_kept("it is not a regular file")
             kept = self._next_kept_name()
+            mode = stat.S_IMODE(info.st_mode)
             if info.st_nlink == 1 and self._link(fd, kept):
-                return {"kind": "file", "kept": kept}
+                # the same inode, the user's mode until the write replaces it: ``wrote`` makes
+                # it private then (only the journal holds it from that moment)
+                return {"kind": "file", "kept": kept, "mode": mode}
             if info.st_size > MAX_COPIED_BYTES:
                 return self._not_kept(
                     f"it is larger than the {MAX_COPIED_BYTES // 2**20} MiB copied into the journal"
                 )
             os.set_blocking(fd, True)
-            self._copy(fd, kept, stat.S_IMODE(info.st_mode))
-            return {"kind": "file", "kept": kept}
+            self._copy(fd, kept)
+            return {"kind": "file", "kept": kept, "mode": mode}
         except OSError as exc:
             return self._not_kept(_reason(exc))
         finally:
@@ -448,17 +455,18 @@ class Recording:
         assert self._entry_fd is not None
         kept = self._next_kept_name()
         try:
-            atomic_write_at(self._entry_fd, kept, data)
-            os.chmod(kept, stat.S_IMODE(mode), dir_fd=self._entry_fd)
+            atomic_write_at(self._entry_fd, kept, data, private=True)
         except OSError as exc:
             return self._not_kept(_reason(exc))
-        return {"kind": "file", "kept": kept}
+        return {"kind": "file", "kept": kept, "mode": stat.S_IMODE(mode)}
 
     def wrote(self, rel: str, before: dict[str, Any], data: bytes) -> None:
         """The file ``rel`` now holds ``data`` (it held ``before``)."""
         if self.active:
             after = hashlib.sha256(data).hexdigest()
             self._steps.append({"op": "write", "path": rel, "before": before, "after": after})
+            if before.get("kind") == "file":
+                self._make_private(before["kept"])
 
     def moved(self, source: str, destination: str, folder: int, name: str) -> None:
         """``source`` was renamed to ``destination`` (``name`` in the held ``folder``)."""
@@ -497,8 +505,54 @@ class Recording:
             else:
                 self.problem = _reason(exc)
             return False
-        self._steps.append({"op": "remove", "path": rel, "kept": kept})
+        mode = self._make_private(kept)
+        step: dict[str, Any] = {"op": "remove", "path": rel, "kept": kept}
+        if mode is not None:
+            step["mode"] = mode
+        inner = self._make_tree_private(kept)
+        if inner:
+            step["modes"] = inner
+        self._steps.append(step)
         return True
+
+    def _make_tree_private(self, kept: str) -> dict[str, int]:
+        """``_make_private`` for what a kept folder holds (up to ``MAX_TIGHTENED`` entries):
+        the earlier modes of those it changed, by their path inside it."""
+        assert self._entry_fd is not None
+        changed: dict[str, int] = {}
+        seen = 0
+        try:
+            walk = os.fwalk(kept, dir_fd=self._entry_fd, follow_symlinks=False)
+            for top, dirs, files, top_fd in walk:
+                for name in [*dirs, *files]:
+                    seen += 1
+                    if seen > MAX_TIGHTENED:
+                        return changed
+                    mode = _tighten_at(top_fd, name)
+                    if mode is not None:
+                        changed[os.path.relpath(os.path.join(top, name), kept)] = mode
+        except OSError:
+            pass
+        return changed
+
+    def _make_private(self, kept: str) -> int | None:
+        """Take group and other bits off what the entry keeps as ``kept`` (a file or folder
+        now held by the journal alone); its earlier mode, for undo to give back."""
+        assert self._entry_fd is not None
+        try:
+            fd = os.open(
+                kept, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=self._entry_fd
+            )
+        except OSError:
+            return None  # a symlink kept as it is: it has no mode of its own
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            tighten(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return mode
 
     def removed_empty_folder(self, rel: str) -> None:
         if self.active:
@@ -525,7 +579,7 @@ class Recording:
             return False
         return True
 
-    def _copy(self, fd: int, kept: str, mode: int) -> None:
+    def _copy(self, fd: int, kept: str) -> None:
         assert self._entry_fd is not None
         out = os.open(
             kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600, dir_fd=self._entry_fd
@@ -535,7 +589,6 @@ class Recording:
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(out, view) :]
-            os.fchmod(out, mode)
         finally:
             os.close(out)
 
@@ -663,6 +716,7 @@ class _Undoer:
                     raise
                 data, _ = _read_kept(self.entry_fd, before["kept"])
                 atomic_write_at(folder, name, data)
+            _give_back_mode(folder, name, before.get("mode"))
         self.restored.append(shown)
         self.done.append(f"{shown} (earlier content back)")
 
@@ -712,6 +766,8 @@ class _Undoer:
             )
         with self.held.parent_of(path) as (folder, name):
             os.rename(step["kept"], name, src_dir_fd=self.entry_fd, dst_dir_fd=folder)
+            _give_back_mode(folder, name, step.get("mode"))
+            _give_back_modes(folder, name, step.get("modes"))
         self.restored.append(shown)
         self.done.append(f"{shown} (back: the agent removed it)")
 
@@ -737,6 +793,46 @@ class _Undoer:
         return UndoReport(
             tuple(self.restored), tuple(shown for shown, _ in self.skipped), " ".join(parts)
         )
+
+
+def _tighten_at(folder: int, name: str) -> int | None:
+    """Take group and other bits off ``name`` in ``folder`` (no symlink followed); its earlier
+    mode if that changed it."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode) or not stat.S_IMODE(info.st_mode) & 0o077:
+            return None
+        fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None  # a socket, a symlink swapped in: left as it is, in a 0700 folder
+    try:
+        tighten(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return stat.S_IMODE(info.st_mode)
+
+
+def _give_back_modes(folder: int, name: str, modes: object) -> None:
+    """``_give_back_mode`` for the entries of a folder undo put back (``_make_tree_private``)."""
+    if not isinstance(modes, dict):
+        return
+    for rel, mode in list(modes.items())[:MAX_TIGHTENED]:
+        if isinstance(rel, str) and not rel.startswith(("/", "..")) and ".." not in rel.split("/"):
+            with contextlib.suppress(OSError):
+                _give_back_mode(folder, f"{name}/{rel}", mode)
+
+
+def _give_back_mode(folder: int, name: str, mode: object) -> None:
+    """Give what undo put back the mode it had before the journal made its copy private."""
+    if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
+        return
+    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=folder)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 class _Skip(Exception):

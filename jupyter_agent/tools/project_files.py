@@ -3,18 +3,24 @@
 Many projects keep standing instructions for coding agents in such a file; the session adds it
 to the system prompt (read afresh for every turn, so an edit counts from the next cell). A file
 over ``MAX_INSTRUCTIONS_CHARS`` is cut, with a note saying so to the model and in
-``%agent config``. It is the user's file: a file tool's call that would change it declares, through
-``needs_approval``, that it waits for the user's approval even when the tool is allowed.
+``%agent config``. It is the user's file: a file tool's call that would create, change, move or
+remove it — ``write_file``, ``edit_file``, ``move`` either way (also a folder holding one),
+``remove`` — declares, through ``needs_approval``, that it waits for the user's approval even when
+the tool is allowed (``git_commit`` asks before committing one).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 #: The files looked for at the workspace root, the first found wins.
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+
+#: Entries of a moved folder looked through for an instructions file; past them, the move asks.
+MAX_MOVE_SCANNED = 2_000
 
 #: Characters of the file the system prompt carries (about 5,000 tokens); the rest is cut.
 MAX_INSTRUCTIONS_CHARS = 20_000
@@ -27,6 +33,8 @@ class ProjectInstructions:
     name: str
     text: str
     length: int
+    #: The first 8 hex digits of the whole file's SHA-256: what the cell shows.
+    digest: str = ""
 
     @property
     def cut(self) -> bool:
@@ -62,10 +70,12 @@ def find_instructions(workspace: str | os.PathLike[str]) -> ProjectInstructions 
         try:
             if not path.is_file():
                 continue
-            text = path.read_text(encoding="utf-8", errors="replace")
+            data = path.read_bytes()
         except OSError:
             continue
-        return ProjectInstructions(name, text[:MAX_INSTRUCTIONS_CHARS], len(text))
+        text = data.decode("utf-8", errors="replace")
+        digest = hashlib.sha256(data).hexdigest()[:8]
+        return ProjectInstructions(name, text[:MAX_INSTRUCTIONS_CHARS], len(text), digest)
     return None
 
 
@@ -88,4 +98,46 @@ def instructions_write_reason(workspace: Path, file_path: object) -> str | None:
         return None
     if target.parent == root and target.name.lower() in {n.lower() for n in INSTRUCTION_FILES}:
         return f"{target.name} holds the user's project instructions"
+    return None
+
+
+def _is_instructions_name(name: str) -> bool:
+    return name.lower() in {n.lower() for n in INSTRUCTION_FILES}
+
+
+def instructions_move_reason(workspace: Path, source: object, destination: object) -> str | None:
+    """Why a move needs the user's approval: it takes their instructions file away, puts a file
+    in its place, or moves a folder that holds one."""
+    if not isinstance(source, str) or not isinstance(destination, str) or not source:
+        return None
+    try:
+        root = Path(os.path.realpath(workspace))
+        parent, leaf = os.path.split(source.rstrip("/") or "/")
+        moved = Path(os.path.realpath(workspace / (parent or "."))) / leaf  # the link, if one
+        target = Path(os.path.realpath(workspace / destination))
+        if target.is_dir():
+            target = target / moved.name
+    except (ValueError, OSError):
+        return None
+    for path in (moved, target):
+        if path.parent == root and _is_instructions_name(path.name):
+            return f"{path.name} holds the user's project instructions"
+    if moved.is_dir() and not moved.is_symlink():
+        held = _held_instructions(moved)
+        if held is not None:
+            return f"the folder holds {held}, a project instructions file"
+    return None
+
+
+def _held_instructions(folder: Path) -> str | None:
+    """The first instructions file's path in ``folder`` (any depth), or a note if too many
+    entries to look through."""
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            if _is_instructions_name(name):
+                return os.path.relpath(os.path.join(top, name), folder.parent)
+        seen += len(dirs) + len(files)
+        if seen > MAX_MOVE_SCANNED:
+            return f"more than {MAX_MOVE_SCANNED:,} entries (perhaps AGENTS.md)"
     return None

@@ -14,7 +14,9 @@ replaced by ``[redacted: NAME]``:
 * well-known token shapes wherever they come from (a ``.env`` file, a cell's source, a page):
   Anthropic and OpenAI keys, GitHub tokens, AWS key ids and secret keys, Slack and Google keys,
   private-key PEM blocks, and ``NAME=value`` lines of a dotenv file whose NAME is credential-like;
-  NAME is the shape's name (``anthropic-key``) or the dotenv line's name.
+  NAME is the shape's name (``anthropic-key``) or the dotenv line's name;
+* what the user typed into a form field that looked like a secret (``remember_secret``: an MCP
+  server's "password" field), should the server echo it back.
 
 The model still learns that a value was there ("your key is set") but not the value.
 
@@ -46,6 +48,7 @@ __all__ = [
     "redact",
     "redactor",
     "release_secret",
+    "remember_secret",
 ]
 
 #: An environment value shorter than this is not treated as a secret ("1", "true", "us-east").
@@ -328,8 +331,38 @@ def redactor() -> Redactor:
         return built
 
 
+#: Secrets the user typed into a form field that looked like one (an MCP server's "password"):
+#: value -> NAME, redacted everywhere from then on like an environment secret.
+_remembered: dict[str, str] = {}
+#: A typed secret shorter than this is not remembered (it would redact ordinary words).
+MIN_REMEMBERED_CHARS = 4
+#: At most this many typed secrets are remembered (the oldest are forgotten first).
+MAX_REMEMBERED = 256
+
+
+def remember_secret(value: str, name: str) -> None:
+    """Redact ``value`` as ``[redacted: NAME]`` from every later result and prompt: a secret
+    the user typed into a form (``notebook/mcp_forms.py``) that a server may echo back."""
+    value = value.strip()
+    if len(value) < MIN_REMEMBERED_CHARS:
+        return
+    with _lock:
+        _remembered.pop(value, None)
+        _remembered[value] = name
+        while len(_remembered) > MAX_REMEMBERED:
+            _remembered.pop(next(iter(_remembered)))
+
+
 def redact(text: str) -> tuple[str, int]:
     """``text`` with secrets replaced by ``[redacted: NAME]``, and how many (see the module)."""
+    count = 0
+    if _remembered:
+        for value, name in sorted(_remembered.items(), key=lambda item: -len(item[0])):
+            if value in text:
+                found = text.count(value)
+                text = text.replace(value, f"[redacted: {name}]")
+                count += found
     if len(text) < MIN_SECRET_CHARS:
-        return text, 0
-    return redactor().redact(text)
+        return text, count
+    text, found = redactor().redact(text)
+    return text, count + found

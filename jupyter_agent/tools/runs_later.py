@@ -355,40 +355,108 @@ def refusal(real: Path, parts: list[str]) -> str | None:
     for folder in _jupyter_folders():
         if _inside(text, folder):
             return "it is in a Jupyter or IPython configuration, data or runtime folder"
-    return _shadowing(real)
+    root = real.parents[len(parts) - 1] if parts else real
+    later = _later_start_folders(real, root)
+    if leaf.endswith(".ipynb"):
+        reason = notebook_folder_refusal(real.parent, real.parent)
+        if reason is not None:
+            return reason
+    return _shadowing(real, later)
 
 
-def _shadowing(real: Path) -> str | None:
+def _later_start_folders(real: Path, root: Path) -> list[str]:
+    """The folders of the workspace where a *later* kernel may start, above ``real``: the
+    workspace root (a kernel may be started there, whatever folder this one runs in) and every
+    folder between it and ``real`` that holds a notebook (a kernel started for that notebook
+    runs there, with it first on its import path)."""
+    folders = [str(root)]
+    current = root
+    for part in real.relative_to(root).parts[:-1]:
+        current = current / part
+        if _holds_notebook(current):
+            folders.append(str(current))
+    return folders
+
+
+def _holds_notebook(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(
+                entry.name.endswith(".ipynb") and not entry.is_dir(follow_symlinks=False)
+                for entry in entries
+            )
+    except OSError:
+        return False
+
+
+def notebook_folder_refusal(listed: Path, start: Path) -> str | None:
+    """Why no notebook may be created in ``start`` (or None) whose entries are those of
+    ``listed`` (the same folder, or a folder about to be moved there): a kernel started for it
+    would run there, and a module among them would shadow one the kernel imports at start."""
+    try:
+        with os.scandir(listed) as scanned:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in scanned]
+    except OSError:
+        return None
+    folder = str(start)
+    for name, is_folder in entries:
+        if is_folder:
+            try:
+                inside = os.listdir(listed / name)
+            except OSError:
+                continue
+            if not inside:
+                continue
+            below = [name, "__init__.py" if "__init__.py" in inside else inside[0]]
+        else:
+            below = [name]
+        reason = _shadows(folder, below)
+        if reason is not None:
+            return (
+                f"a notebook there would make it a kernel's start folder, where {name} is "
+                f"found first: {reason}"
+            )
+    return None
+
+
+def _shadowing(real: Path, later: Iterable[str] = ()) -> str | None:
     """Why ``real`` would be (or be part of) a module that shadows one the kernel imports when
-    it starts, or None."""
+    it starts (this kernel, or a later one started in one of the ``later`` folders), or None."""
     text = str(real)
-    for folder in _start_folders():
+    for folder in {*_start_folders(), *later}:
         if not text.startswith(folder.rstrip(os.sep) + os.sep):
             continue
         below = text[len(folder.rstrip(os.sep)) + 1 :].split(os.sep)
-        first = below[0]
-        module = _module_name(first) if len(below) == 1 else first
-        if len(below) == 1 and module is None:
-            continue  # a folder of that name alone is a namespace portion: it shadows nothing
-        if (
-            len(below) > 1
-            and first in sys.stdlib_module_names
-            and not _is_package_part(folder, first, below)
-        ):
-            # a folder without __init__ is a namespace portion, which the standard library's
-            # regular module outranks; for any other name an import hook (an editable install's
-            # finder runs after the path) could lose to it, so no file goes there at all
-            continue
-        if module is None or not is_protected(module, folder):
-            continue
-        if _is_users_own(folder, module):
-            continue
-        return (
-            f"a module named {module!r} there would shadow the {module!r} that the kernel "
-            f"imports when it starts ({folder} is first on its import path), so it would run "
-            "at the next kernel start"
-        )
+        reason = _shadows(folder, below)
+        if reason is not None:
+            return reason
     return None
+
+
+def _shadows(folder: str, below: list[str]) -> str | None:
+    """Why ``folder/below...`` would shadow a module a kernel started in ``folder`` imports."""
+    if not below:
+        return None
+    first = below[0]
+    module = _module_name(first) if len(below) == 1 else first
+    if len(below) == 1 and module is None:
+        return None  # a folder of that name alone is a namespace portion: it shadows nothing
+    if (
+        len(below) > 1
+        and first in sys.stdlib_module_names
+        and not _is_package_part(folder, first, below)
+    ):
+        # a folder without __init__ is a namespace portion, which the standard library's
+        # regular module outranks; for any other name an import hook (an editable install's
+        # finder runs after the path) could lose to it, so no file goes there at all
+        return None
+    if module is None or not is_protected(module, folder) or _is_users_own(folder, module):
+        return None
+    return (
+        f"a module named {module!r} there would shadow the {module!r} that a kernel "
+        f"imports when it starts ({folder} is first on the import path of a kernel started "
+        "there), so it would run at that kernel's start"
+    )
 
 
 def _is_package_part(folder: str, first: str, below: list[str]) -> bool:

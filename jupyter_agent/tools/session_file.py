@@ -82,7 +82,7 @@ def _write_beneath(held: WorkspaceRoot, target: Path, shown: str, data: bytes) -
     writer (no journal: the session file is the tool's output, not a change to undo)."""
     if target == held.root:
         raise ToolFailure("The session file path is the workspace folder itself")
-    _write_file(held, target, shown, data, None)
+    _write_file(held, target, shown, data, None, private=True)
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -90,8 +90,8 @@ def _write(target: Path, data: bytes) -> None:
     if target.is_dir():
         raise ToolFailure(f"The session file path {target.name!r} is a folder")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, data)
+        target.parent.mkdir(parents=True, exist_ok=True)  # the program's choice of folder
+        atomic_write(target, data, private=True)
     except OSError as exc:
         raise ToolFailure(f"Cannot save the session context: {exc.strerror or exc}") from None
 

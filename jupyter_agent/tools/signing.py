@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 
 from ..errors import SigningError
+from .private import private_folder
 from .runs_later import agent_data_dir
 
 __all__ = ["SigningError", "key_path", "sign", "verify"]
@@ -44,7 +45,7 @@ def _load_key() -> bytes:
         if cached is not None:
             return cached
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_folder(path.parent)  # 0700, also when found looser
             key = _read_key(path)
             if key is None:
                 key = _create_key(path)

@@ -198,10 +198,12 @@ async def test_write_refusals(h: Harness) -> None:
 
 
 async def test_edit_unique_match(h: Harness) -> None:
-    (h.ws / "code.py").write_bytes(b"def f():\r\n    return 1\r\n")
-    out = await h.ok("edit_file", file_path="code.py", old_string="return 1", new_string="return 2")
-    assert out == "Edited code.py: 1 replacement"
-    assert (h.ws / "code.py").read_bytes() == b"def f():\r\n    return 2\r\n"
+    (h.ws / "crlf_code.py").write_bytes(b"def f():\r\n    return 1\r\n")
+    out = await h.ok(
+        "edit_file", file_path="crlf_code.py", old_string="return 1", new_string="return 2"
+    )
+    assert out == "Edited crlf_code.py: 1 replacement"
+    assert (h.ws / "crlf_code.py").read_bytes() == b"def f():\r\n    return 2\r\n"
 
 
 async def test_edit_is_literal(h: Harness) -> None:

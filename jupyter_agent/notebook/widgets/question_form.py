@@ -17,6 +17,9 @@ from .inert_html import InertHTML
 from .tool_call_group import close_tree
 from .tool_call_view import widget_bundle
 
+#: What the answered line shows for a secret (never the value).
+MASK = "•••• (a secret, not shown)"
+
 
 class QuestionForm(widgets.VBox):  # type: ignore[misc]
     """Ask the user one question."""
@@ -32,7 +35,8 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
         ]
         for button, option in zip(self.option_buttons, question.options, strict=True):
             button.on_click(lambda _b, chosen=option: self.decide(Answer(chosen)))
-        self.text = widgets.Text(
+        box = widgets.Password if question.secret else widgets.Text  # a secret typed masked
+        self.text = box(
             placeholder="or type an answer" if question.options else "your answer",
             layout=widgets.Layout(width="320px"),
         )
@@ -68,7 +72,12 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
             return f"? {self.question.prompt} — waiting for an answer"
         if self.answer.text is None:
             return f"? {self.question.prompt} — no answer ({self.answer.reason})"
-        return f"? {self.question.prompt} → {self.answer.text}"
+        shown = (
+            MASK
+            if self.question.secret and self.answer.text not in self.question.options
+            else self.answer.text
+        )
+        return f"? {self.question.prompt} → {shown}"
 
     def static_bundle(self) -> dict[str, str]:
         """The answered question as one line, HTML and plain text, no widget."""
