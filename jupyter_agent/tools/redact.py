@@ -163,7 +163,7 @@ class Redactor:
 
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every secret replaced by ``[redacted: NAME]``, and how many were."""
-        if len(text) < MIN_SECRET_CHARS:
+        if len(text) < min(MIN_SECRET_CHARS, self._shortest):
             return text, 0
         count = 0
         pattern = self._values_pattern
@@ -331,38 +331,35 @@ def redactor() -> Redactor:
         return built
 
 
-#: Secrets the user typed into a form field that looked like one (an MCP server's "password"):
-#: value -> NAME, redacted everywhere from then on like an environment secret.
-_remembered: dict[str, str] = {}
 #: A typed secret shorter than this is not remembered (it would redact ordinary words).
 MIN_REMEMBERED_CHARS = 4
 #: At most this many typed secrets are remembered (the oldest are forgotten first).
 MAX_REMEMBERED = 256
+#: The typed secrets among the held ones, oldest first (for the bound above).
+_remembered: dict[str, None] = {}
 
 
 def remember_secret(value: str, name: str) -> None:
     """Redact ``value`` as ``[redacted: NAME]`` from every later result and prompt: a secret
-    the user typed into a form (``notebook/mcp_forms.py``) that a server may echo back."""
+    the user typed into a form (``notebook/mcp_forms.py``) that a server may echo back. Held
+    like the package's own secrets, for the rest of the session."""
+    global _held_changes
     value = value.strip()
     if len(value) < MIN_REMEMBERED_CHARS:
         return
     with _lock:
         _remembered.pop(value, None)
-        _remembered[value] = name
+        _remembered[value] = None
+        _held[value] = name
         while len(_remembered) > MAX_REMEMBERED:
-            _remembered.pop(next(iter(_remembered)))
+            oldest = next(iter(_remembered))
+            del _remembered[oldest]
+            _held.pop(oldest, None)
+        _held_changes += 1
 
 
 def redact(text: str) -> tuple[str, int]:
     """``text`` with secrets replaced by ``[redacted: NAME]``, and how many (see the module)."""
-    count = 0
-    if _remembered:
-        for value, name in sorted(_remembered.items(), key=lambda item: -len(item[0])):
-            if value in text:
-                found = text.count(value)
-                text = text.replace(value, f"[redacted: {name}]")
-                count += found
-    if len(text) < MIN_SECRET_CHARS:
-        return text, count
-    text, found = redactor().redact(text)
-    return text, count + found
+    if len(text) < MIN_REMEMBERED_CHARS:
+        return text, 0
+    return redactor().redact(text)
