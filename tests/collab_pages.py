@@ -5,9 +5,9 @@
 use it; ``serve_jupyter`` keeps it off for the others (``browser_jupyter.RTC_OFF``) — on loopback,
 its collaboration store, session file and file-id database in the test's temporary folder (none in
 the served notebooks or the user's home), the shared document saved half a second after a change.
-``two_pages`` opens a notebook in two headless Chromium pages, each in a browser context of its
-own (two cookies: two collaborators, as two people would be), page A first, and waits until both
-are connected to the notebook's one kernel and show the same cells.
+``two_pages`` opens a notebook in two headless Chromium pages, each in a browser context and a
+JupyterLab workspace of its own (two cookies: two collaborators, as two people would be), page A
+first, and waits until both are connected to the notebook's one kernel and show the same cells.
 
 ``rendered_outputs`` is what a page shows in a cell's output area, output by output (the MIME type
 the page chose and the text it shows); ``saved_outputs`` the same cell's outputs in the file on
@@ -18,6 +18,7 @@ two pages show the same thing — the shared document reaches page B a moment af
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from browser_jupyter import CHROMIUM_ARGS, LAB, Jupyter, open_notebook, serve_jupyter
+from browser_jupyter import CHROMIUM_ARGS, LAB, Jupyter, serve_jupyter, wait_kernel_ready
 
 #: How long the shared document may take to reach the other page (it takes well under a second
 #: on loopback; the bound keeps a broken sync from hanging the test).
@@ -64,11 +65,16 @@ def two_pages(playwright: Any, chromium: Path, server: Jupyter, path: str) -> It
     browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
     try:
         pages = []
-        for _name in ("A", "B"):
+        for name in ("a", "b"):
             context = browser.new_context(viewport={"width": 1280, "height": 1400})
             page = context.new_page()
             page.set_default_timeout(60_000)
-            open_notebook(page, server, path)
+            # a workspace of its own: JupyterLab's default one would reopen, beside this
+            # notebook, the notebooks an earlier test opened on the same server
+            workspace = f"{name}-{secrets.token_hex(4)}"
+            page.goto(f"{server.url}/lab/workspaces/{workspace}/tree/{path}?token={server.token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            wait_kernel_ready(page)
             pages.append(page)
         page_a, page_b = pages
         page_b.wait_for_function(f"() => ({CELL_COUNT})() === {page_a.evaluate(CELL_COUNT)}")

@@ -31,6 +31,7 @@ import pytest
 from browser_jupyter import Jupyter, chromium_or_skip, wait_kernel_ready
 from coauthor_page import BUILT, cell_with, run
 from collab_pages import (
+    SYNC_TIMEOUT_S,
     collaborative_jupyter,
     output_texts,
     saved_outputs,
@@ -55,6 +56,11 @@ DISPLAYS = (
     'time.sleep(0.3)\nh1.update("first: v1")\ntime.sleep(0.3)\nh2.update("second: v1")'
 )
 AGENT = f"%%agent\n{PROMPT}"
+#: How often the frontend extension set a cell's outputs from the shared document in a page.
+REPAIRS = "() => Number(document.body.dataset.jupyterAgentOutputRepairs || 0)"
+#: True when the notebook panel of this page is connected to the kernel's agent.
+CONNECTED = """() => Boolean(
+    document.querySelector(".jp-NotebookPanel[data-jupyter-agent='connected']"))"""
 
 
 def tool_use(call: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +173,9 @@ def test_the_other_page_sees_the_agent_cell_as_it_is(server: Jupyter) -> None:
         assert output_texts(seen_b) == output_texts(seen_a), "page B's display updates"
 
         seen_a, seen_b = wait_for_same_outputs(page_a, page_b, "%%agent")
+        repairs = [p.evaluate(REPAIRS) for p in (page_a, page_b)]
+        print(f"output repairs: page A {repairs[0]}, page B {repairs[1]}")
+        assert repairs[0] == 0  # the page that ran the cell was right all along
         texts_a, texts_b = output_texts(seen_a), output_texts(seen_b)
         check_agent_outputs(texts_a, "page A")
         assert texts_b == texts_a, f"page B shows\n{texts_b}\npage A shows\n{texts_a}"
@@ -190,3 +199,112 @@ def test_the_other_page_sees_the_agent_cell_as_it_is(server: Jupyter) -> None:
         print(
             f"pages opened in {opened - started:.1f} s, all in {time.monotonic() - started:.1f} s"
         )
+
+
+COAUTHOR = "collab_coauthor.ipynb"
+COAUTHOR_CASSETTE = "collab_coauthor.json"
+COAUTHOR_PROMPT = "Add a cell that sums one and two, run it, and add a note under it."
+INSERTED_CODE = "total_collab = 1 + 2\nprint('total', total_collab)"
+INSERTED_NOTE = "# A note\n\nThe total is 3."
+#: Each cell of the page's notebook: its type, its source, whether it is marked as the agent's.
+CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => [
+    c.model.type, c.model.sharedModel.getSource(), c.node.classList.contains('jp-agent-cell')])"""
+
+
+def write_coauthor_notebook(root: Path) -> None:
+    """A turn that inserts a code cell, runs it and inserts a Markdown cell."""
+    found = {"$from_result": "toolu_i1", "find": "Inserted \\w+ cell (\\S+) \\(at"}
+    turns = [
+        [tool_use("toolu_i1", "insert_cell", {"source": INSERTED_CODE})],
+        [tool_use("toolu_i2", "run_cell", {"cell_id": found})],
+        [tool_use("toolu_i3", "insert_cell", {"source": INSERTED_NOTE, "cell_type": "markdown"})],
+    ]
+    responses: list[dict[str, Any]] = [
+        {"content": content, "stop_reason": "tool_use"} for content in turns
+    ]
+    responses.append(
+        {"content": [{"type": "text", "text": "Two cells added."}], "stop_reason": "end_turn"}
+    )
+    exchange = {"prompt": COAUTHOR_PROMPT, "responses": responses}
+    (root / COAUTHOR_CASSETTE).write_text(
+        json.dumps({"format": "jupyter-agent-cassette", "version": 1, "exchanges": [exchange]})
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            f'%load_ext jupyter_agent\n%config AgentMagics.offline_cassette = "{COAUTHOR_CASSETTE}"'
+        ),
+        nbformat.v4.new_code_cell("%agent_tools policy run_cell allow"),
+        nbformat.v4.new_code_cell(f"%%agent\n{COAUTHOR_PROMPT}"),
+        nbformat.v4.new_code_cell("print('the last cell')"),
+    ]
+    nbformat.write(nb, root / COAUTHOR)
+
+
+def wait_cells(page: Any, expected: list[list[Any]]) -> list[list[Any]]:
+    """The page's cells once they are ``expected`` — or, at the deadline, as they are."""
+    deadline = time.monotonic() + SYNC_TIMEOUT_S
+    while True:
+        seen = page.evaluate(CELLS)
+        if seen == expected or time.monotonic() > deadline:
+            return seen  # type: ignore[no-any-return]
+        page.wait_for_timeout(100)
+
+
+def test_inserted_cells_appear_once_in_both_pages(server: Jupyter) -> None:
+    chromium = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    write_coauthor_notebook(server.root)
+    started = time.monotonic()
+    with (
+        sync_playwright() as playwright,
+        two_pages(playwright, chromium, server, COAUTHOR) as (
+            page_a,
+            page_b,
+        ),
+    ):
+        run(page_a, cell_with(page_a, "%load_ext jupyter_agent"))
+        # the agent works in one of the pages (which one is issue 35's first point)
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while not any(page.evaluate(CONNECTED) for page in (page_a, page_b)):
+            assert time.monotonic() < deadline, "neither page connected to the kernel's agent"
+            page_a.wait_for_timeout(100)
+        run(page_a, cell_with(page_a, "%agent_tools policy"))
+        turn = cell_with(page_a, COAUTHOR_PROMPT)
+        run(page_a, turn)
+        expect = [
+            ["code", c.source, False]
+            for c in nbformat.read(server.root / COAUTHOR, as_version=4).cells[:3]
+        ]
+        expect += [
+            ["code", INSERTED_CODE, True],
+            ["markdown", INSERTED_NOTE, True],
+            ["code", "print('the last cell')", False],
+        ]
+        cells_a, cells_b = wait_cells(page_a, expect), wait_cells(page_b, expect)
+        assert cells_a == expect, f"page A: {cells_a}"
+        assert cells_b == expect, f"page B: {cells_b}"
+        for page in (page_a, page_b):
+            outputs = wait_outputs(
+                page, INSERTED_CODE, [("application/vnd.jupyter.stdout", "total 3")]
+            )
+            assert outputs == [("application/vnd.jupyter.stdout", "total 3")], outputs
+        # the file on disk holds each once, in the same place
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while True:
+            try:
+                saved = nbformat.read(server.root / COAUTHOR, as_version=4).cells
+            except Exception:  # half written
+                saved = []
+            sources = [c.source for c in saved]
+            if sources == [source for _type, source, _mark in expect]:
+                break
+            assert time.monotonic() < deadline, f"on disk: {sources}"
+            time.sleep(0.1)
+        print(f"co-authoring in two pages: {time.monotonic() - started:.1f} s")
