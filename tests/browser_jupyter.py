@@ -117,8 +117,9 @@ def lab_settings(settings: Path) -> None:
 
 
 #: Real-time collaboration (jupyter-collaboration, a dev dependency) stays off unless a test asks
-#: for it: the other browser tests see the single-page JupyterLab users have without it.
-RTC_OFF = ("--YDocExtension.disable_rtc=True",)
+#: for it: the other browser tests see the single-page JupyterLab users have without it (and its
+#: file-id service keeps its database in memory, not in the user's Jupyter data folder).
+RTC_OFF = ("--YDocExtension.disable_rtc=True", "--BaseFileIdManager.db_path=:memory:")
 
 
 @contextmanager

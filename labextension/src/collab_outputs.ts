@@ -69,8 +69,12 @@ function repair(model: ICodeCellModel): void {
   if (canonical(outputs.toJSON()) === canonical(shared)) {
     return;
   }
-  // `onOutputsChange` writes the model's changes into the shared document: not these.
+  // `onOutputsChange` writes the model's changes into the shared document: not these. (A
+  // JupyterLab without it, under that name, is left as it is: repairing there would echo.)
   const cell = model as any;
+  if (typeof cell.onOutputsChange !== 'function') {
+    return;
+  }
   outputs.changed.disconnect(cell.onOutputsChange, cell);
   try {
     outputs.fromJSON(shared);
