@@ -1,18 +1,19 @@
 """One notebook open in two browser pages with real-time collaboration on (jupyter-collaboration
 5, a dev dependency): for the tests of what each collaborator sees.
 
-``collaborative_jupyter`` serves JupyterLab with collaboration enabled — only for the tests that
-use it; ``serve_jupyter`` keeps it off for the others (``browser_jupyter.RTC_OFF``) — on loopback,
-its collaboration store, session file and file-id database in the test's temporary folder (none in
-the served notebooks or the user's home), the shared document saved half a second after a change.
-``two_pages`` opens a notebook in two headless Chromium pages, each in a browser context and a
-JupyterLab workspace of its own (two cookies: two collaborators, as two people would be), page A
-first, and waits until both are connected to the notebook's one kernel and show the same cells.
+``collaborative_jupyter`` serves JupyterLab (or Notebook 7) with collaboration enabled — only for
+the tests that use it; ``serve_jupyter`` keeps it off for the others (``browser_jupyter.RTC_OFF``)
+— on loopback, its collaboration store, session file and file-id database in the test's temporary
+folder (none in the served notebooks or the user's home), the shared document saved half a second
+after a change. ``two_pages`` opens a notebook in two headless Chromium pages, each in a browser
+context of its own (two cookies: two collaborators, as two people would be) and, in JupyterLab, a
+workspace of its own, page A first, and waits until both are connected to the notebook's one
+kernel and show the same cells.
 
 ``rendered_outputs`` is what a page shows in a cell's output area, output by output (the MIME type
 the page chose and the text it shows); ``saved_outputs`` the same cell's outputs in the file on
-disk, as the texts a page would show for them; ``wait_for_same_outputs`` waits (bounded) until the
-two pages show the same thing — the shared document reaches page B a moment after page A.
+disk; ``wait_for_same_outputs`` waits (bounded) until the two pages show the same thing — the
+shared document reaches page B a moment after page A.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from browser_jupyter import CHROMIUM_ARGS, LAB, Jupyter, serve_jupyter, wait_kernel_ready
+from browser_jupyter import (
+    CHROMIUM_ARGS,
+    LAB,
+    FrontEnd,
+    Jupyter,
+    serve_jupyter,
+    wait_kernel_ready,
+)
 
 #: How long the shared document may take to reach the other page (it takes well under a second
 #: on loopback; the bound keeps a broken sync from hanging the test).
@@ -45,9 +53,10 @@ def collaboration_options(tmp_path: Path) -> tuple[str, ...]:
 
 
 @contextmanager
-def collaborative_jupyter(tmp_path: Path) -> Iterator[Jupyter]:
-    """JupyterLab with real-time collaboration, over a fresh copy of notebooks/."""
-    with serve_jupyter(LAB, tmp_path, options=collaboration_options(tmp_path)) as server:
+def collaborative_jupyter(tmp_path: Path, front_end: FrontEnd = LAB) -> Iterator[Jupyter]:
+    """JupyterLab (or Notebook 7: it collaborates too) with real-time collaboration, over a
+    fresh copy of notebooks/."""
+    with serve_jupyter(front_end, tmp_path, options=collaboration_options(tmp_path)) as server:
         yield server
 
 
@@ -69,10 +78,15 @@ def two_pages(playwright: Any, chromium: Path, server: Jupyter, path: str) -> It
             context = browser.new_context(viewport={"width": 1280, "height": 1400})
             page = context.new_page()
             page.set_default_timeout(60_000)
-            # a workspace of its own: JupyterLab's default one would reopen, beside this
-            # notebook, the notebooks an earlier test opened on the same server
-            workspace = f"{name}-{secrets.token_hex(4)}"
-            page.goto(f"{server.url}/lab/workspaces/{workspace}/tree/{path}?token={server.token}")
+            if server.front_end is LAB:
+                # a workspace of its own: JupyterLab's default one would reopen, beside this
+                # notebook, the notebooks an earlier test opened on the same server
+                workspace = f"{name}-{secrets.token_hex(4)}"
+                page.goto(
+                    f"{server.url}/lab/workspaces/{workspace}/tree/{path}?token={server.token}"
+                )
+            else:
+                page.goto(server.front_end.url_of(server, path))
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             wait_kernel_ready(page)
             pages.append(page)
