@@ -307,4 +307,7 @@ def test_inserted_cells_appear_once_in_both_pages(server: Jupyter) -> None:
                 break
             assert time.monotonic() < deadline, f"on disk: {sources}"
             time.sleep(0.1)
-        print(f"co-authoring in two pages: {time.monotonic() - started:.1f} s")
+        holders = [
+            name for name, page in (("A", page_a), ("B", page_b)) if page.evaluate(CONNECTED)
+        ]
+        print(f"co-authoring in two pages: {time.monotonic() - started:.1f} s; comm in {holders}")
