@@ -116,9 +116,18 @@ def lab_settings(settings: Path) -> None:
     )
 
 
+#: Real-time collaboration (jupyter-collaboration, a dev dependency) stays off unless a test asks
+#: for it: the other browser tests see the single-page JupyterLab users have without it (and its
+#: file-id service keeps its database in memory, not in the user's Jupyter data folder).
+RTC_OFF = ("--YDocExtension.disable_rtc=True", "--BaseFileIdManager.db_path=:memory:")
+
+
 @contextmanager
-def serve_jupyter(front_end: FrontEnd, tmp_path: Path) -> Iterator[Jupyter]:
-    """``jupyter lab`` or ``jupyter notebook`` over a fresh copy of notebooks/, until the end."""
+def serve_jupyter(
+    front_end: FrontEnd, tmp_path: Path, *, options: tuple[str, ...] = RTC_OFF
+) -> Iterator[Jupyter]:
+    """``jupyter lab`` or ``jupyter notebook`` over a fresh copy of notebooks/, until the end;
+    ``options`` go to the server too (``collab_pages.py`` passes the collaboration ones)."""
     root = tmp_path / "notebooks"
     prepare_root(root)
     lab_settings(tmp_path / "settings")
@@ -142,6 +151,7 @@ def serve_jupyter(front_end: FrontEnd, tmp_path: Path) -> Iterator[Jupyter]:
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
         *front_end.options,
+        *options,
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")

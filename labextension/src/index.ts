@@ -29,6 +29,7 @@ import {
   NotebookPanel
 } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { collabOutputs } from './collab_outputs';
 
 const TARGET = 'jupyter_agent.notebook';
 const HELLO = 'jupyter_agent.hello';
@@ -666,4 +667,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, collabOutputs];
