@@ -12,6 +12,7 @@ disabled, is refused here — no verdict of "run" for a name the gate cannot jud
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,12 +53,19 @@ class Ask:
 Verdict = Run | Refuse | Ask
 
 
+def _stricter(policy: Policy, than: Policy) -> bool:
+    return POLICIES.index(policy) > POLICIES.index(than)
+
+
 class PolicyGate:
     """Per-tool policies (``allow``/``ask``/``deny``) over a registry, and their verdicts."""
 
     def __init__(self, owner: RegistryOwner) -> None:
         self._owner = owner
         self.policies: dict[str, Policy] = {}
+        #: The loosest policy a tool may have (an administrator's managed settings) and who
+        #: says so, or None: a looser policy set here is judged as this one.
+        self.ceiling: Callable[[str], tuple[Policy, str] | None] | None = None
 
     @property
     def registry(self) -> ToolRegistry:
@@ -65,11 +73,18 @@ class PolicyGate:
         return self._owner.registry
 
     def policy(self, name: str) -> Policy:
-        """The policy set for ``name``, else ``ask`` for destructive tools and ``allow``."""
+        """The policy set for ``name``, else ``ask`` for destructive tools and ``allow`` — or
+        the managed ceiling when that is stricter."""
         if name in self.policies:
-            return self.policies[name]
-        tool = self.registry.get_tool(name)
-        return "ask" if capabilities_of(tool).destructive else "allow"
+            policy = self.policies[name]
+        else:
+            tool = self.registry.get_tool(name)
+            policy = "ask" if capabilities_of(tool).destructive else "allow"
+        managed = self._managed(name)
+        return managed[0] if managed is not None and _stricter(managed[0], policy) else policy
+
+    def _managed(self, name: str) -> tuple[Policy, str] | None:
+        return self.ceiling(name) if self.ceiling is not None else None
 
     def set_policy(self, name: str, policy: Policy) -> None:
         if policy not in POLICIES:
@@ -94,8 +109,10 @@ class PolicyGate:
             return Refuse(unavailable, "unavailable")
         policy = self.policy(name)
         if policy == "deny":  # deny wins, whatever else is set
+            managed = self._managed(name)
+            whose = "an administrator's" if managed and managed[0] == "deny" else "the user's"
             return Refuse(
-                f"Error: {name} was not run: the user's policy for this tool is 'deny'. "
+                f"Error: {name} was not run: {whose} policy for this tool is 'deny'. "
                 "Do not retry it; find another way or ask the user.",
                 "policy",
             )

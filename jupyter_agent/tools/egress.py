@@ -13,7 +13,7 @@ One ``EgressHosts`` belongs to a session and survives the tools being rebuilt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 def normal_host(host: str) -> str:
@@ -28,6 +28,12 @@ class EgressHosts:
         self._configured: frozenset[str] = frozenset()
         self.configure(configured)
         self._session: set[str] = set()
+        #: The one line refusing a host beyond what an administrator allows at all (managed
+        #: ``web_allow``), or None; such a host is never asked about, never reached.
+        self.limit: Callable[[str], str | None] | None = None
+
+    def beyond_limit(self, host: str) -> str | None:
+        return self.limit(normal_host(host)) if self.limit is not None else None
 
     def configure(self, hosts: Iterable[str]) -> None:
         """Replace the user's list (``AgentMagics.web_allow``); ``*.example.com`` covers the
@@ -35,10 +41,13 @@ class EgressHosts:
         self._configured = frozenset(normal_host(h) for h in hosts if str(h).strip())
 
     def allow_for_session(self, host: str) -> None:
-        self._session.add(normal_host(host))
+        if self.beyond_limit(host) is None:
+            self._session.add(normal_host(host))
 
     def allows(self, host: str) -> bool:
         host = normal_host(host)
+        if self.beyond_limit(host) is not None:
+            return False
         if host in self._session or host in self._configured:
             return True
         return any(
