@@ -395,7 +395,7 @@ class AgentMagics(Magics):
     ) -> TurnOutcome:
         """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
         with _as_usage_errors():  # refusals before anything is shown
-            self.managed.check_turn(provider, model, budget)
+            self.managed.check_turn(vars(self.session.settings), provider, model, budget)
             self.session.chat(chat)
             self.session.provider(provider, model, think)
         self._turn = CellTurn(

@@ -295,8 +295,9 @@ class ManagedSettings:
             if not self.provider_allowed(value):
                 allowed = ", ".join(self.providers.value) or "none"
                 return _refusal(what, self.providers.source, f"one of: {allowed}")
-        elif setting == "model" and self.models is not None and value:
-            if not self.model_allowed(value):
+        elif setting == "model" and self.models is not None:
+            # "" is the provider's default, which the environment can name: not allowed.
+            if not value or not self.model_allowed(value):
                 allowed = ", ".join(self.models.value) or "none"
                 return _refusal(what, self.models.source, f"one of: {allowed}")
         elif setting == "web_allow" and self.web_allow is not None:
@@ -338,7 +339,9 @@ class ManagedSettings:
         if self.providers is None:
             return True
         allowed = self.providers.value
-        return kind in allowed or (kind == "auto" and "anthropic" in allowed)
+        if kind == "auto":  # what select_default_provider will follow
+            kind = os.environ.get("JUPYTER_AGENT_PROVIDER", "").strip().lower() or "anthropic"
+        return kind in allowed
 
     def model_allowed(self, model: str) -> bool:
         if self.models is None:
@@ -367,15 +370,27 @@ class ManagedSettings:
         allowed = ", ".join(self.web_allow.value) or "none"
         return _refusal(f"web_fetch to {host}", self.web_allow.source, f"hosts: {allowed}")
 
-    def check_turn(self, provider: str | None, model: str | None, budget: float | None) -> None:
-        """``ValueError`` (one line) when a cell's ``--provider``, ``--model`` or ``--budget``
-        is looser than managed."""
-        for setting, value in (("provider", provider), ("model", model), ("budget", budget)):
-            if value is None:
-                continue
-            refused = self.check(setting, value)
-            if refused is not None:
-                raise ValueError(refused.replace("AgentMagics.", "--", 1))
+    def check_turn(
+        self,
+        settings: Mapping[str, Any],
+        provider: str | None,
+        model: str | None,
+        budget: float | None,
+    ) -> None:
+        """``ManagedSettingError`` (one line) when a cell's ``--provider``, ``--model`` or
+        ``--budget``, or the settings it runs on, are looser than managed (``auto`` follows the
+        environment, which may have changed since they were set)."""
+        cell = (("provider", provider), ("model", model), ("budget", budget))
+        for setting, value in cell:
+            if value is not None:
+                self.refuse(self._cell_check(setting, value))
+        for setting, value in cell[:2]:
+            if value is None and settings.get("provider") != "offline":
+                self.refuse(self.check(setting, settings.get(setting)))
+
+    def _cell_check(self, setting: str, value: Any) -> str | None:
+        refused = self.check(setting, value)
+        return None if refused is None else refused.replace("AgentMagics.", "--", 1)
 
     def check_serve(self) -> str | None:
         if self.serve is not None and not self.serve.value:
