@@ -31,11 +31,13 @@ FILE_NAME = "jupyter_agent_managed.json"
 class ManagedEnv:
     """A venv at ``root`` that runs the test venv's packages; ``etc/jupyter`` is its own."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, base_python: str = sys.executable) -> None:
+        """``base_python``: the interpreter the venv is made from (the same minor version as
+        the test venv's: its packages are shared)."""
         self.root = root
         if not (root / "pyvenv.cfg").exists():
             subprocess.run(
-                [sys.executable, "-m", "venv", "--without-pip", str(root)],
+                [base_python, "-m", "venv", "--without-pip", str(root)],
                 check=True,
                 capture_output=True,
                 timeout=120,
