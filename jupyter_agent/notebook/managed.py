@@ -82,7 +82,8 @@ class Locked(Generic[T]):
 
 @dataclass(frozen=True)
 class ToolRule:
-    """What a file says of the tools whose names match ``pattern`` (``fnmatch``: ``mcp_*``)."""
+    """What a file says of the tools whose names match ``pattern`` (``fnmatch``: ``*__*`` is
+    every MCP server's tools)."""
 
     pattern: str
     source: str

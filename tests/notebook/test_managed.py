@@ -246,3 +246,23 @@ def test_a_plain_agent_is_untouched(tmp_path: Path) -> None:
     agent = Agent(OfflineProvider(), workspace=tmp_path)
     agent.registry.enable("run_bash")
     assert agent.registry.is_tool_enabled("run_bash")
+
+
+def test_a_tool_added_later_is_locked_by_its_pattern(managed_shell: Make) -> None:
+    # MCP servers' tools ({server}__{tool}) arrive after the lock was installed.
+    from jupyter_agent import tool
+
+    magics = managed_shell({"tools": {"*__*": {"enabled": False}}})
+    registry = magics.session.registry
+
+    @tool
+    def srv__echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    registry.register(srv__echo)
+    assert not registry.is_tool_enabled("srv__echo")
+    said = _refused(magics.shell, "agent_tools enable srv__echo")
+    assert "tool srv__echo is managed by" in said
+    result = asyncio.run(registry.call("srv__echo", {"text": "hi"}))
+    assert result.is_error and "an administrator turned it off" in result.content
