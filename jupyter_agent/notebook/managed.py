@@ -8,11 +8,13 @@ model``, ``--budget`` — never looser; an attempt is refused in one line naming
 Which folders count. ``jupyter_core.paths.jupyter_config_path()`` lists the user's own folder
 (``JUPYTER_CONFIG_DIR``, ``~/.jupyter``) and ``JUPYTER_CONFIG_PATH`` first; both are the user's to
 set (a kernel's environment is theirs), so a lock read from them could be escaped by unsetting a
-variable. Only the folders no environment variable of the user chooses are read: the Python
+variable. Only the folders no environment variable of the user can take away are read: the Python
 environment's ``{sys.prefix}/etc/jupyter`` and the system's (``/usr/local/etc/jupyter``,
-``/etc/jupyter``; ``%PROGRAMDATA%\\jupyter`` on Windows), and of those only the ones outside the
-user's home (taken from the password database, not ``$HOME``): a folder in the home is the
-user's, not an admin's. Files from several folders all apply; the strictest value wins.
+``/etc/jupyter`` always, plus what ``jupyter_core`` lists, which ``JUPYTER_PLATFORM_DIRS`` moves;
+``%PROGRAMDATA%\\jupyter`` on Windows), and of those only the ones outside the user's home (taken
+from the password database, not ``$HOME``): a folder in the home is the user's, not an admin's.
+Files from several folders all apply; the strictest value wins, so a folder a variable adds can
+only add locks.
 
 Strictness, per setting: a tool's ``enabled`` false over true; its policy ``deny`` over ``ask``
 over ``allow`` (``deny`` always wins, whoever set it); ``providers``, ``models``, ``web_allow``
@@ -97,8 +99,12 @@ def system_config_dirs() -> list[Path]:
     from jupyter_core import paths
 
     home = _real_home()
+    # jupyter_core's system folders move with JUPYTER_PLATFORM_DIRS (and XDG_CONFIG_DIRS), which
+    # the user sets: the classic ones are read as well, so a variable can add folders (more
+    # locks), never drop one.
+    classic = [] if os.name == "nt" else ["/usr/local/etc/jupyter", "/etc/jupyter"]
     folders: list[Path] = []
-    for entry in [*paths.ENV_CONFIG_PATH, *paths.SYSTEM_CONFIG_PATH]:
+    for entry in [*paths.ENV_CONFIG_PATH, *paths.SYSTEM_CONFIG_PATH, *classic]:
         folder = Path(entry)
         if home is not None and folder.resolve().is_relative_to(home):
             continue
@@ -112,7 +118,8 @@ def _real_home() -> Path | None:
     try:
         import pwd
 
-        return Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+        home = Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+        return None if home == Path(home.anchor) else home  # a home of "/" holds everything
     except (ImportError, KeyError, OSError):
         return Path.home().resolve() if sys.platform == "win32" else None
 

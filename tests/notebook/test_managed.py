@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -130,6 +133,21 @@ def test_only_system_folders_outside_the_home_are_read(
     folders = [str(folder) for folder in system_config_dirs()]
     assert str(tmp_path / "mine") not in folders and str(tmp_path / "also-mine") not in folders
     assert "/etc/jupyter" in folders
+    # jupyter_core's system folders move with JUPYTER_PLATFORM_DIRS (read when it is imported):
+    # /etc/jupyter is read all the same.
+    moved = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from jupyter_agent.notebook.managed import system_config_dirs;"
+            "print(*system_config_dirs())",
+        ],
+        env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "XDG_CONFIG_DIRS": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "/etc/jupyter" in moved and "/usr/local/etc/jupyter" in moved, moved
 
 
 # -- the magics --------------------------------------------------------------------------------
@@ -266,3 +284,17 @@ def test_a_tool_added_later_is_locked_by_its_pattern(managed_shell: Make) -> Non
     assert "tool srv__echo is managed by" in said
     result = asyncio.run(registry.call("srv__echo", {"text": "hi"}))
     assert result.is_error and "an administrator turned it off" in result.content
+
+
+def test_what_a_file_sets_is_where_the_user_starts(managed_shell: Make) -> None:
+    magics = managed_shell(
+        {"tools": {"run_bash": {"enabled": True}, "write_file": {"policy": "allow"}}}
+    )
+    session = magics.session
+    assert session.registry.is_tool_enabled("run_bash")  # destructive: off unless the file says
+    assert session.get_policy("write_file") == "allow"
+    ip = magics.shell
+    ip.run_line_magic("agent_tools", "disable run_bash")  # stricter: taken
+    assert not session.registry.is_tool_enabled("run_bash")
+    ip.run_line_magic("agent_tools", "policy write_file deny")  # the user's deny wins
+    assert session.get_policy("write_file") == "deny"
