@@ -216,6 +216,7 @@ def test_the_tool_panel_cannot_loosen_a_lock(managed_shell: Make) -> None:
     )
     panel = ToolPanel(magics.session)
     row = panel.rows["run_bash"]
+    assert row.checkbox.disabled  # greyed, its tooltip saying why
     frontend_update(row.checkbox, value=True)
     assert row.checkbox.value is False
     assert "managed by" in row.checkbox.tooltip

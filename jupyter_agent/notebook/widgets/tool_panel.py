@@ -96,6 +96,10 @@ class ToolRow(widgets.HBox):  # type: ignore[misc]
             tooltip="allow: run freely · ask: wait for your approval · deny: never run",
             layout=widgets.Layout(width="90px"),
         )
+        locked = registry.lock(name) if registry.lock is not None else None
+        if locked is not None:  # an admin keeps it off (managed settings): greyed, saying so
+            self.checkbox.disabled = True
+            self.checkbox.tooltip = visible(locked)
         super().__init__(children=[self.checkbox, self.policy])
         self.checkbox.observe(self._on_enabled_change, names="value")
         self.policy.observe(self._on_policy_change, names="value")
