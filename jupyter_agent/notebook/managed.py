@@ -166,8 +166,9 @@ class ManagedSettings:
         self.files.append(source)
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError) as exc:  # what it names is unknown: everything
             self._problem(source, f"cannot be read ({exc.__class__.__name__})")
+            self._lock_named(["*", *SETTINGS], source)
             return
         try:
             data = json.loads(text)

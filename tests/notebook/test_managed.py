@@ -112,6 +112,15 @@ def test_a_malformed_file_is_one_line_and_locks_what_it_names(tmp_path: Path) ->
     assert managed.tool_off("read_file") is None  # not named: not locked
 
 
+def test_a_file_that_cannot_be_read_locks_everything(tmp_path: Path) -> None:
+    (tmp_path / FILE_NAME).write_bytes(b'{"budget": 1, "\xff": 2}')
+    managed = ManagedSettings.load([tmp_path])
+    assert len(managed.problems) == 1 and "cannot be read" in managed.problems[0]
+    assert managed.tool_off("read_file") is not None
+    assert managed.check("budget", 0.01) is not None and managed.check_serve() is not None
+    assert not managed.model_allowed("claude-haiku-4-5")
+
+
 def test_a_bad_value_locks_its_setting_to_the_strictest(tmp_path: Path) -> None:
     _write(tmp_path, {"budget": "lots", "web_allow": "example.com", "serve": "no", "shell": 1})
     managed = ManagedSettings.load([tmp_path])
