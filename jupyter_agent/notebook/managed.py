@@ -21,8 +21,9 @@ over ``allow`` (``deny`` always wins, whoever set it); ``providers``, ``models``
 and ``mcp_servers`` are lists of what may be used (the user's choice must be in them); the spend
 caps are maxima; ``shell_network``, ``allow_private_network`` and ``serve`` false over true.
 
-A file that cannot be read as the format below is a one-line problem at load, and every setting
-it names (a top-level key, a tool name under ``tools``) is locked to its strictest value.
+A file that is not JSON, or holds a value of the wrong kind, is a one-line problem at load, and
+every setting it names (a top-level key, a tool name under ``tools``) is locked to its strictest
+value; a file that cannot be read at all locks everything.
 
 What this is not: a sandbox against the user. The kernel runs as the user, who can run any Python
 there; the locks bind the agent's own ways of changing settings. Hard limits belong to the host
@@ -377,7 +378,10 @@ class ManagedSettings:
             return None
         assert self.web_allow is not None
         allowed = ", ".join(self.web_allow.value) or "none"
-        return _refusal(f"web_fetch to {host}", self.web_allow.source, f"hosts: {allowed}")
+        return (
+            f"{host} is not among the hosts an administrator lets web_fetch reach "
+            f"({allowed}; managed by {self.web_allow.source}); do not retry it"
+        )
 
     def check_turn(
         self,
