@@ -524,7 +524,8 @@ def _server_lines(config: Any) -> list[str]:
     if isinstance(url, str) and url:
         lines.append(url)
     command = get("command")
-    if isinstance(command, str) and command:
-        args = get("args") or []
-        lines.append(" ".join([command, *(str(a) for a in args)]))
+    if isinstance(command, str) and command:  # an mcpServers entry: command and args
+        lines.append(" ".join([command, *(str(a) for a in get("args") or [])]))
+    elif isinstance(command, list | tuple) and command:  # a parsed config: the command line
+        lines.append(" ".join(str(part) for part in command))
     return lines

@@ -219,6 +219,22 @@ def test_serve_and_mcp_servers_are_held(managed_shell: Make, tmp_path: Path) -> 
     assert magics.mcp_servers == {}
 
 
+def test_mcp_servers_match_their_command_line_or_url(tmp_path: Path) -> None:
+    from jupyter_agent.notebook.mcp_commands import parse_add
+
+    _write(tmp_path, {"mcp_servers": ["uvx mcp-server-git*", "https://mcp.example.com/*"]})
+    managed = ManagedSettings.load([tmp_path])
+    git = parse_add(["git", "--", "uvx", "mcp-server-git", "--repository", "."])
+    assert managed.check_mcp_server("git", git) is None
+    remote = parse_add(["remote", "--url", "https://mcp.example.com/mcp"])
+    assert managed.check_mcp_server("remote", remote) is None
+    other = parse_add(["other", "--url", "https://evil.example/mcp"])
+    assert managed.check_mcp_server("other", other) is not None
+    assert (
+        managed.check("mcp_servers", {"g": {"command": "uvx", "args": ["mcp-server-git"]}}) is None
+    )
+
+
 def test_the_tool_panel_cannot_loosen_a_lock(managed_shell: Make) -> None:
     magics = managed_shell(
         {"tools": {"run_bash": {"enabled": False}, "web_fetch": {"policy": "ask"}}}
