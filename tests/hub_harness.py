@@ -25,7 +25,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,10 +102,15 @@ class Hub:
         headers = {"Authorization": f"token {self.token}"}
         return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=30, **kwargs)
 
-    def start_server(self, user: str, timeout: float = 90) -> None:
-        """Start ``user``'s single-user server (it runs as ``user``) and wait until it is up."""
-        response = self.api("POST", f"/hub/api/users/{user}/server")
-        assert response.status_code in (201, 202, 400), response.text  # 400: already running
+    def start_servers(self, users: tuple[str, ...], timeout: float = 90) -> None:
+        """Start each user's single-user server (it runs as that user); wait until all are up."""
+        for user in users:  # spawning together: each takes seconds
+            response = self.api("POST", f"/hub/api/users/{user}/server")
+            assert response.status_code in (201, 202, 400), response.text  # 400: running
+        for user in users:
+            self._wait_ready(user, timeout)
+
+    def _wait_ready(self, user: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             model = self.api("GET", f"/hub/api/users/{user}").json()
@@ -281,10 +286,7 @@ def running_hub(fake_api_url: str) -> Iterator[Hub]:
             time.sleep(0.3)
         yield hub
     finally:
-        for user in USERS:
-            with suppress(httpx.TransportError):
-                hub.api("DELETE", f"/hub/api/users/{user}/server")
-        process.terminate()
+        process.terminate()  # the hub stops the users' servers (cleanup_servers) and the proxy
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:

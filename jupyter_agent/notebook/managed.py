@@ -39,6 +39,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -153,8 +154,14 @@ class ManagedSettings:
         managed = cls()
         for folder in system_config_dirs() if folders is None else [Path(f) for f in folders]:
             path = Path(folder) / FILE_NAME
-            if path.is_file():
-                managed.read(path)
+            try:
+                if not stat.S_ISREG(path.stat().st_mode):
+                    continue
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:  # cannot even look (a folder only root may enter): fail closed
+                pass
+            managed.read(path)
         return managed
 
     @property

@@ -67,8 +67,7 @@ def hub(fake_api: tuple[FakeAnthropic, str]) -> Iterator[Hub]:
     with running_hub(fake_api[1]) as hub:
         managed = hub.env.write_managed(MANAGED)
         managed.chmod(0o644)  # root's file in root's folder: the users read it, cannot change it
-        for user in USERS:
-            hub.start_server(user)
+        hub.start_servers(USERS)
         yield hub
 
 
@@ -235,3 +234,22 @@ def test_serve_refuses_another_local_user_even_with_the_token(
         assert re.fullmatch(r"40[13]", status), status
     finally:
         kernel_a.execute("%agent serve stop")
+
+
+def test_a_managed_file_the_user_cannot_read_locks_everything(hub: Hub) -> None:
+    path = hub.env.config_dir / "jupyter_agent_managed.json"
+    path.chmod(0o600)  # an admin's slip: only root may read it
+    kernel = hub.kernel(B)
+    try:
+        status, said = kernel.execute("%load_ext jupyter_agent")
+        assert status == "ok", said
+        assert f"the managed settings file {path} cannot be read (PermissionError)" in said, said
+        status, said = kernel.execute(
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "m = get_magics(get_ipython())\n"
+            "print(m.session.registry.is_tool_enabled('read_file'), m.budget)"
+        )
+        assert said.split() == ["False", "0.0"], said
+    finally:
+        path.chmod(0o644)
+        kernel.close()
