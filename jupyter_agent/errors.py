@@ -37,6 +37,8 @@ Every class is a ``JupyterAgentError``; where a caller of the standard library w
     ├── FrontendError             the notebook frontend refused an operation or did not answer
     └── SessionError              a notebook session refusing a request (bad chat name, no
         │                         workspace, nothing to undo); the magics show it as a UsageError
+        ├── ManagedSettingError   a change an administrator's managed settings lock (looser than
+        │                         ``jupyter_agent_managed.json`` allows): one line naming the file
         └── ModelRequestError     a turn's model request that failed for good (``detail``: the
             │                     provider's one line); the magics show it as itself, one line
             └── FailedModelRequest  the same as a cell's error: ``ModelRequestError: <detail>``,
@@ -157,6 +159,11 @@ class FrontendError(JupyterAgentError):
 
 class SessionError(JupyterAgentError):
     """A notebook session cannot do what was asked; the message says why, in one line."""
+
+
+class ManagedSettingError(SessionError):
+    """A change looser than the administrator's managed settings allow; the message names the
+    file, in one line."""
 
 
 class ModelRequestError(SessionError):

@@ -17,6 +17,7 @@ disabled, is refused here — no verdict of "run" for a name the gate cannot jud
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -57,6 +58,10 @@ class Ask:
 Verdict = Run | Refuse | Ask
 
 
+def _stricter(policy: Policy, than: Policy) -> bool:
+    return POLICIES.index(policy) > POLICIES.index(than)
+
+
 class PolicyGate:
     """Per-tool policies (``allow``/``ask``/``deny``) over a registry, and their verdicts."""
 
@@ -68,6 +73,9 @@ class PolicyGate:
         self._allowed_by_agent: dict[str, Policy | None] = {}
         #: An outside client -> the tools it was allowed for its session.
         self._allowed_for_client: dict[str, set[str]] = {}
+        #: The loosest policy a tool may have (an administrator's managed settings) and who
+        #: says so, or None: a looser policy set here is judged as this one.
+        self.ceiling: Callable[[str], tuple[Policy, str] | None] | None = None
 
     @property
     def registry(self) -> ToolRegistry:
@@ -76,18 +84,23 @@ class PolicyGate:
 
     def policy(self, name: str) -> Policy:
         """The policy set for ``name``, else ``ask`` for destructive tools and ``allow`` — for
-        the asker judged now (``approvals.asker``)."""
+        the asker judged now (``approvals.asker``) — or the managed ceiling when that is
+        stricter."""
         client = asker.get()
         if client is None:
             chosen = self.policies.get(name)
         else:  # the user's own setting, not what the agent was allowed
             chosen = self._allowed_by_agent.get(name, self.policies.get(name))
             if chosen in ("ask", None) and name in self._allowed_for_client.get(client, ()):
-                return "allow"
-        if chosen is not None:
-            return chosen
-        tool = self.registry.get_tool(name)
-        return "ask" if capabilities_of(tool).destructive else "allow"
+                chosen = "allow"
+        if chosen is None:
+            tool = self.registry.get_tool(name)
+            chosen = "ask" if capabilities_of(tool).destructive else "allow"
+        managed = self._managed(name)
+        return managed[0] if managed is not None and _stricter(managed[0], chosen) else chosen
+
+    def _managed(self, name: str) -> tuple[Policy, str] | None:
+        return self.ceiling(name) if self.ceiling is not None else None
 
     def set_policy(self, name: str, policy: Policy) -> None:
         if policy not in POLICIES:
@@ -128,8 +141,10 @@ class PolicyGate:
             return Refuse(unavailable, "unavailable")
         policy = self.policy(name)
         if policy == "deny":  # deny wins, whatever else is set
+            managed = self._managed(name)
+            whose = "an administrator's" if managed and managed[0] == "deny" else "the user's"
             return Refuse(
-                f"Error: {name} was not run: the user's policy for this tool is 'deny'. "
+                f"Error: {name} was not run: {whose} policy for this tool is 'deny'. "
                 "Do not retry it; find another way or ask the user.",
                 "policy",
             )

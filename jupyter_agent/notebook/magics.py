@@ -40,6 +40,7 @@ from .magic_types import (
     thinking_budget,
     unquoted,
 )
+from .managed import MANAGED_TRAITS, ManagedSettings
 from .pricing import user_prices
 from .prompt_redaction import redacted_prompt
 from .render import DEFAULT_RENDER_INTERVAL_S
@@ -205,10 +206,21 @@ class AgentMagics(Magics):
         help="'widgets' in Jupyter, 'text' in terminal IPython; 'auto' picks by the shell.",
     ).tag(config=True)
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
-        # Before super().__init__: loading the shell's config fires _on_session_setting.
+    def __init__(
+        self, shell: Any = None, *, managed: ManagedSettings | None = None, **kwargs: Any
+    ) -> None:
+        # Before super().__init__: loading the shell's config fires _on_session_setting, and
+        # _check_managed (an admin's locks: managed.py; the system's file unless given).
         self._session: NotebookSession | None = None
+        self.managed = managed if managed is not None else ManagedSettings.load()
+        self._configured = False
+        for problem in self.managed.problems:
+            _say(problem, error=True)
         super().__init__(shell=shell, **kwargs)
+        current = {name: getattr(self, name) for name in MANAGED_TRAITS}
+        for name, value in self.managed.initial(current, self.config).items():
+            setattr(self, name, value)
+        self._configured = True
         self.last_error = LastError()
         self._approvals: NotebookApprovals | None = None
         #: The running cell's turn (its renderer, Stop, poller), while a turn runs.
@@ -240,6 +252,8 @@ class AgentMagics(Magics):
                 show_link=_show_link,
             )
             self._session.on_rebuild.append(self._rebind_panel)
+            self._session.on_rebuild.append(lambda primary: self.managed.install(primary.toolbox))
+            self._session.egress.limit = self.managed.host_refusal
         return self._session
 
     @validate("prices")
@@ -261,6 +275,21 @@ class AgentMagics(Magics):
     def _check_thinking_budget(self, proposal: dict[str, Any]) -> int | None:
         value = proposal["value"]
         return thinking_budget(value) if value is not None else None
+
+    @validate(*MANAGED_TRAITS)
+    def _check_managed(self, proposal: dict[str, Any]) -> Any:
+        """A value looser than the managed settings: refused in one line (``%config``), or,
+        from a config file read at load, replaced by the managed value with that line."""
+        name, value = proposal["trait"].name, proposal["value"]
+        refused = self.managed.check(name, value)
+        if refused is None:
+            return value
+        if self._configured:
+            raise TraitError(refused)
+        _say(
+            f"jupyter-agent: {refused.replace('nothing was changed', 'the managed value is used')}"
+        )
+        return self.managed.clamp(name, value)
 
     @observe(*SETTING_NAMES)
     def _on_session_setting(self, change: dict[str, Any]) -> None:
@@ -367,6 +396,7 @@ class AgentMagics(Magics):
     ) -> TurnOutcome:
         """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
         with _as_usage_errors():  # refusals before anything is shown
+            self.managed.check_turn(vars(self.session.settings), provider, model, budget)
             self.session.chat(chat)
             self.session.provider(provider, model, think)
         self._turn = CellTurn(
@@ -631,6 +661,11 @@ class AgentMagics(Magics):
             words = shlex.split(rest)
         except ValueError as exc:
             raise UsageError(f"%agent mcp: {exc}") from None
+        if words[:1] == ["add"]:
+            from .mcp_commands import parse_add
+
+            config = parse_add(words[1:])
+            self.managed.refuse(self.managed.check_mcp_server(config.name, config))
         toolbox = self.session.toolbox
         self._connect_mcp_servers()
         _say(self.mcp.command(toolbox, words))
@@ -643,6 +678,8 @@ class AgentMagics(Magics):
         """
         from .serve import serve_command
 
+        if rest.split()[:1] not in (["stop"], ["status"]):
+            self.managed.refuse(self.managed.check_serve())
         serve_command(self, rest)
 
     @magic_arguments("agent undo")
@@ -685,6 +722,7 @@ class AgentMagics(Magics):
                 value = value[:59] + "…"
             rows.append((f"AgentMagics.{name}", repr(value)))
         rows.extend(self.session.describe())
+        rows.extend(self.managed.describe())
         width = max(len(key) for key, _ in rows)
         _say(self._model_line())
         _say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
@@ -709,6 +747,7 @@ class AgentMagics(Magics):
         """Show or set the model (AgentMagics.model) the next %%agent cells use."""
         args = self._parse(self._model, rest)
         if args.name is not None:
+            self.managed.refuse(self.managed.check("model", args.name.strip()))
             self.model = args.name.strip()
         _say(self._model_line())
 
@@ -784,6 +823,8 @@ class AgentMagics(Magics):
         names: list[str] = self._parse_with_usage(self._tools_enable, rest).names
         self._check_tool_names(names)
         for name in names:
+            self.managed.refuse(self.managed.check_enable(name))
+        for name in names:
             self.session.registry.set_enabled(name, True)
         states = ", ".join(f"{name} (policy {self.session.get_policy(name)})" for name in names)
         _say(f"enabled: {states}")
@@ -806,6 +847,7 @@ class AgentMagics(Magics):
         args = self._parse_with_usage(self._tools_policy, rest)
         self._check_tool_names([args.name])
         policy: Policy = args.policy
+        self.managed.refuse(self.managed.check_policy(args.name, policy))
         self.session.set_policy(args.name, policy)
         _say(f"{args.name}: policy {policy}")
 

@@ -15,7 +15,7 @@ client of ``%agent serve`` — a host one of them was allowed is not allowed to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..approvals import asker
 
@@ -33,6 +33,12 @@ class EgressHosts:
         self.configure(configured)
         #: asker (None: the session's agent) -> the hosts allowed it this session
         self._session: dict[str | None, set[str]] = {}
+        #: The one line refusing a host beyond what an administrator allows at all (managed
+        #: ``web_allow``), or None; such a host is never asked about, never reached.
+        self.limit: Callable[[str], str | None] | None = None
+
+    def beyond_limit(self, host: str) -> str | None:
+        return self.limit(normal_host(host)) if self.limit is not None else None
 
     def configure(self, hosts: Iterable[str]) -> None:
         """Replace the user's list (``AgentMagics.web_allow``); ``*.example.com`` covers the
@@ -40,10 +46,13 @@ class EgressHosts:
         self._configured = frozenset(normal_host(h) for h in hosts if str(h).strip())
 
     def allow_for_session(self, host: str) -> None:
-        self._session.setdefault(asker.get(), set()).add(normal_host(host))
+        if self.beyond_limit(host) is None:
+            self._session.setdefault(asker.get(), set()).add(normal_host(host))
 
     def allows(self, host: str) -> bool:
         host = normal_host(host)
+        if self.beyond_limit(host) is not None:
+            return False
         if host in self._session.get(asker.get(), ()) or host in self._configured:
             return True
         return any(

@@ -22,10 +22,16 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import BadPart, DuplicateToolError, ToolInputError, ToolNotFoundError
+from ..errors import (
+    BadPart,
+    DuplicateToolError,
+    ManagedSettingError,
+    ToolInputError,
+    ToolNotFoundError,
+)
 from .base import ExecutableTool, Image, ToolResult, capabilities_of, interleaved
 from .parts import ordered_parts
 from .redact import redact
@@ -56,6 +62,9 @@ class ToolRegistry:
         self._tools: dict[str, ExecutableTool] = {}
         self._enabled: dict[str, bool] = {}
         self._validators: dict[str, Validator | None] = {}
+        #: Why a tool may not be on (an administrator's managed settings): the one line that
+        #: refuses to enable ``name``, or None. Such a tool is off whatever was asked.
+        self.lock: Callable[[str], str | None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -136,17 +145,23 @@ class ToolRegistry:
         self._validators.pop(name, None)
 
     def enable(self, name: str) -> None:
-        self._require(name)
-        self._enabled[name] = True
+        self.set_enabled(name, True)
 
     def disable(self, name: str) -> None:
         self._require(name)
         self._enabled[name] = False
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        """``enable(name)`` or ``disable(name)`` by flag."""
+        """``enable(name)`` or ``disable(name)`` by flag; ``ManagedSettingError`` to enable a
+        tool that is locked off."""
         self._require(name)
+        refused = self._locked(name) if enabled else None
+        if refused is not None:
+            raise ManagedSettingError(refused)
         self._enabled[name] = bool(enabled)
+
+    def _locked(self, name: str) -> str | None:
+        return self.lock(name) if self.lock is not None else None
 
     def _require(self, name: str) -> None:
         if name not in self._tools:
@@ -155,7 +170,9 @@ class ToolRegistry:
     # -- introspection -----------------------------------------------------------------------
 
     def get_enabled_schemas(self) -> list[dict[str, Any]]:
-        return [tool.get_schema() for name, tool in self._tools.items() if self._enabled[name]]
+        return [
+            tool.get_schema() for name, tool in self._tools.items() if self.is_tool_enabled(name)
+        ]
 
     def get_tool_names(self) -> list[str]:
         return list(self._tools)
@@ -164,7 +181,7 @@ class ToolRegistry:
         return name in self._tools
 
     def is_tool_enabled(self, name: str) -> bool:
-        return self._enabled.get(name, False)
+        return self._enabled.get(name, False) and self._locked(name) is None
 
     def get_tool(self, name: str) -> ExecutableTool | None:
         return self._tools.get(name)
@@ -245,6 +262,8 @@ class ToolRegistry:
         if not isinstance(name, str) or name not in self._tools:
             known = ", ".join(self.get_tool_names()) or "none"
             return f"Error: tool {name!r} not found (registered tools: {known})"
+        if self._locked(name) is not None:
+            return f"Error: tool {name!r} is not available: an administrator turned it off."
         if not self._enabled[name]:
             return f"Error: tool {name!r} is not available: it is disabled. The user can enable it."
         return None
@@ -254,7 +273,7 @@ class ToolRegistry:
 
         ``copied`` receives a copy of ``args``, the one that was checked.
         """
-        if name not in self._tools or not self._enabled[name]:
+        if name not in self._tools or not self.is_tool_enabled(name):
             return self.unavailable(name)
         if type(args) is not dict and not isinstance(args, Mapping):
             return (

@@ -211,7 +211,7 @@ class WebFetchTool(BuiltinTool):
     def needs_approval(self, args: dict[str, object]) -> str | None:
         """Why the user must say yes first: a host not allowed yet (no DNS lookup here)."""
         host = self.approval_key(args)
-        if host is None or self.egress.allows(host):
+        if host is None or self.egress.allows(host) or self.egress.beyond_limit(host):
             return None  # a URL that cannot be fetched is refused by the call itself
         return (
             f"web_fetch would send a request to {host}, a host not allowed yet in this session "
@@ -264,6 +264,9 @@ class WebFetchTool(BuiltinTool):
         came_from: FetchTarget | None = None
         while True:
             host = normal_host(target.host)
+            beyond = self.egress.beyond_limit(host)
+            if beyond is not None:
+                raise URLRefusedError(f"Refused: {beyond}")
             if came_from is not None and host != first_host and not self.egress.allows(host):
                 raise URLRefusedError(
                     f"{came_from.url} redirected to {target.url}: Refused: {host} is a host not "

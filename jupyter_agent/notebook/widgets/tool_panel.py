@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import ipywidgets as widgets
 
 from ...approvals import POLICIES, Policy
+from ...errors import ManagedSettingError
 from ...tools.registry import ToolRegistry
 from ..inert import html_bundle, html_text, visible
 from .inert_html import InertHTML
@@ -95,19 +96,29 @@ class ToolRow(widgets.HBox):  # type: ignore[misc]
             tooltip="allow: run freely · ask: wait for your approval · deny: never run",
             layout=widgets.Layout(width="90px"),
         )
+        locked = registry.lock(name) if registry.lock is not None else None
+        if locked is not None:  # an admin keeps it off (managed settings): greyed, saying so
+            self.checkbox.disabled = True
+            self.checkbox.tooltip = visible(locked)
         super().__init__(children=[self.checkbox, self.policy])
         self.checkbox.observe(self._on_enabled_change, names="value")
         self.policy.observe(self._on_policy_change, names="value")
 
     def _on_enabled_change(self, change: dict[str, Any]) -> None:
         if self.owner.registry.has_tool(self.name):
-            self.owner.registry.set_enabled(self.name, bool(change["new"]))
+            try:
+                self.owner.registry.set_enabled(self.name, bool(change["new"]))
+            except ManagedSettingError as exc:  # an admin keeps it off: the box says why
+                self.checkbox.value = False
+                self.checkbox.tooltip = visible(str(exc))
         # A destructive tool's default policy depends on whether it is enabled.
         self.policy.value = self.owner.get_policy(self.name)
 
     def _on_policy_change(self, change: dict[str, Any]) -> None:
         if self.owner.registry.has_tool(self.name) and change["new"] in POLICIES:
             self.owner.set_policy(self.name, change["new"])
+            # A policy looser than an admin's managed one is judged as that one: shown so.
+            self.policy.value = self.owner.get_policy(self.name)
 
     def refresh(self) -> None:
         registry = self.owner.registry
