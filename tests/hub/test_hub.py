@@ -125,11 +125,6 @@ def _modes(folder: Path) -> dict[str, str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35 point 5 (what the agent keeps is private) is fixed on another helper's "
-    "branch (i33-files); the lead flips this after the merge",
-)
 def test_what_the_agent_keeps_in_a_users_home_is_private(
     hub: Hub, kernel_a: HubKernel, fake_api: tuple[FakeAnthropic, str]
 ) -> None:
@@ -220,11 +215,6 @@ def test_serve_answers_its_own_user(hub: Hub, kernel_a: HubKernel) -> None:
         kernel_a.execute("%agent serve stop")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35 point 4 (serve maps a loopback connection to its owner's uid) is fixed on "
-    "another helper's branch (i33-serve); the lead flips this after the merge",
-)
 def test_serve_refuses_another_local_user_even_with_the_token(
     hub: Hub, kernel_a: HubKernel
 ) -> None:
