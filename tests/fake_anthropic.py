@@ -342,6 +342,11 @@ class FakeAnthropic:
         self.model_lookups: list[str] = []
         #: The prompt cache every reply's usage is accounted by (unless the script gives usage).
         self.cache = PromptCache()
+        #: The usage of every reply, in order.
+        self.usages: list[dict[str, int]] = []
+        #: The content of every reply that stopped with ``pause_turn`` (canonical JSON): sent
+        #: back as the last message, it is a continuation, not a prefill.
+        self.paused: list[str] = []
         #: Per request: the thinking blocks the API dropped without an error (``"i.j"``).
         self.dropped: list[list[str]] = []
         #: ``True``: hold threads; ``"unknown"``: refuse the field; ``"unsupported"``: refuse to
@@ -491,7 +496,13 @@ class FakeAnthropic:
             stage = self.lifecycle.get(rule.id, (rule.lifecycle, None))[0]
             if stage == "retired":
                 raise contract.Refusal(404, "not_found_error", f"model: {rule.id}")
-            contract.request_refusal(body, betas, rule)
+            messages = body.get("messages") or []
+            last = messages[-1] if messages else {}
+            continuing = last.get("role") == "assistant" and (
+                json.dumps(without_cache_control(last.get("content")), sort_keys=True)
+                in self.paused
+            )
+            contract.request_refusal(body, betas, rule, continuing=continuing)
             self.dropped.append(contract.thinking_check(body, rule))
         except contract.Refusal as refusal:
             return None, self._error(refusal.status, refusal.kind, refusal.message)
@@ -533,9 +544,13 @@ class FakeAnthropic:
             return self._error(reply.status, reply.type, reply.message, reply.headers)
         usage = reply.usage
         if usage is None:
+            # the three input fields add up to the prompt (``request_tokens``)
             usage = {**self.cache.usage(body), "output_tokens": 5}
-        if self.context_limit is not None:
+        elif self.context_limit is not None:
             usage = {**usage, "input_tokens": request_tokens(body)}
+        self.usages.append(usage)
+        if reply.resolved_stop == "pause_turn":
+            self.paused.append(json.dumps(without_cache_control(reply.content), sort_keys=True))
         kind, display = contract.thinking_setting(body, rule)
         content = contract.render_thinking(reply.content, kind, display)
         contract.sign_reply(body, rule.id, content)
@@ -746,7 +761,7 @@ def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply
 # -- extended thinking (added for "extended thinking") --------------------------------------------
 
 
-def thinking(value: str, signature: str = "") -> dict[str, Any]:
+def thinking(value: str, signature: str = "unsigned") -> dict[str, Any]:
     """A scripted reasoning block (the fake signs it, bound to the model and the prefix)."""
     return {"type": "thinking", "thinking": value, "signature": signature}
 
@@ -877,7 +892,7 @@ def overloaded_stream(text_first: str = "") -> httpx2.Response:
             "type": "message",
             "role": "assistant",
             "content": [],
-            "model": "claude-test",
+            "model": "claude-sonnet-5-5",
             "stop_reason": None,
             "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 1},

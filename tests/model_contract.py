@@ -390,8 +390,12 @@ def thinking_setting(body: dict[str, Any], rule: ModelRule) -> tuple[str, str]:
     return kind, str(display)
 
 
-def request_refusal(body: dict[str, Any], betas: set[str], rule: ModelRule) -> None:
-    """Raise the ``Refusal`` the API answers ``body`` with under ``rule`` (first rule broken)."""
+def request_refusal(
+    body: dict[str, Any], betas: set[str], rule: ModelRule, *, continuing: bool = False
+) -> None:
+    """Raise the ``Refusal`` the API answers ``body`` with under ``rule`` (first rule broken).
+    ``continuing``: the last message is a reply that stopped with ``pause_turn``, sent back for
+    the model to go on (documented), not a prefill."""
     kind, display = thinking_setting(body, rule)
     if display == DISPLAY_UPDATES:
         if DISPLAY_UPDATES_BETA not in betas:
@@ -415,7 +419,8 @@ def request_refusal(body: dict[str, Any], betas: set[str], rule: ModelRule) -> N
             "tool_choice: forced tool use is not supported for this model; use 'auto' or 'none'"
         )
     messages = body.get("messages") or []
-    if messages and messages[-1].get("role") == "assistant" and rule.refuses_prefill:
+    last_is_assistant = bool(messages) and messages[-1].get("role") == "assistant"
+    if last_is_assistant and rule.refuses_prefill and not continuing:
         raise _invalid(
             "This model does not support assistant message prefill. The conversation must end "
             "with a user message."
