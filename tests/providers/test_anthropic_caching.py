@@ -80,7 +80,7 @@ async def test_each_request_after_a_wide_turn_reads_the_previous_one_from_cache(
     registry = ToolRegistry()
     registry.register(probe)
     agent = Agent(
-        AnthropicProvider("claude-test", client=fake.client()),
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client()),
         workspace=tmp_path,
         system_prompt="You check items.",
         registry=registry,
@@ -104,7 +104,7 @@ async def test_a_paused_turn_is_marked_where_it_can_be_and_never_on_thinking() -
     """Continuing a ``pause_turn`` sends the paused assistant message last; thinking blocks
     cannot carry a breakpoint, so it goes on the block before them."""
     fake = FakeAnthropic(text("Done."))
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=1024)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), thinking_budget=1024)
     paused = [
         {"type": "text", "text": "Searching first."},
         {"type": "thinking", "thinking": "Still looking.", "signature": "sig"},

@@ -27,7 +27,7 @@ async def collect(provider: AnthropicProvider, request: ModelRequest = REQUEST) 
 @pytest.mark.parametrize(("budget", "max_tokens"), [(2048, 8192), (16_000, 24_192)])
 async def test_thinking_budget_is_sent_with_room_above_it(budget: int, max_tokens: int) -> None:
     fake = FakeAnthropic(text("42"))
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=budget)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), thinking_budget=budget)
     await collect(provider)
     sent = fake.requests[0]
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": budget}
@@ -37,7 +37,7 @@ async def test_thinking_budget_is_sent_with_room_above_it(budget: int, max_token
 @pytest.mark.parametrize("off", [None, 0])
 async def test_no_thinking_unless_asked(off: int | None) -> None:
     fake = FakeAnthropic(text("42"))
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=off)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), thinking_budget=off)
     assert provider.thinking_budget is None
     await collect(provider)
     assert "thinking" not in fake.requests[0]
@@ -46,7 +46,9 @@ async def test_no_thinking_unless_asked(off: int | None) -> None:
 @pytest.mark.parametrize("budget", [-1, 1023, 2048.0, True, False, "4096"])
 def test_a_budget_the_api_refuses_is_refused_here(budget: object) -> None:
     with pytest.raises(ValueError, match="at least 1024"):
-        AnthropicProvider("claude-test", client=FakeAnthropic().client(), thinking_budget=budget)  # type: ignore[arg-type]
+        AnthropicProvider(
+            "claude-sonnet-5-5", client=FakeAnthropic().client(), thinking_budget=budget
+        )  # type: ignore[arg-type]
 
 
 async def test_thinking_streams_apart_from_the_answer_and_keeps_its_signature() -> None:
@@ -54,7 +56,7 @@ async def test_thinking_streams_apart_from_the_answer_and_keeps_its_signature() 
     fake = FakeAnthropic(
         Reply([thinking(reasoning, "sig-abc"), REDACTED, {"type": "text", "text": "It is 42."}])
     )
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=1024)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), thinking_budget=1024)
     events = await collect(provider)
     thoughts = [e.text for e in events if isinstance(e, ThinkingDelta)]
     answer = [e.text for e in events if isinstance(e, TextDelta)]
@@ -93,7 +95,7 @@ async def test_thinking_blocks_round_trip_through_a_tool_loop(tmp_path: Path) ->
     )
     registry = ToolRegistry()
     registry.register(multiply)
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=4096)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), thinking_budget=4096)
     agent = Agent(provider, workspace=tmp_path, system_prompt="Be exact.", registry=registry)
     events = [e async for e in agent.stream_chat("What is 6 x 7?")]
     final = events[-1]
@@ -110,6 +112,6 @@ async def test_thinking_blocks_round_trip_through_a_tool_loop(tmp_path: Path) ->
 )
 async def test_the_stop_reason_passes_through_untouched(stop_reason: str) -> None:
     fake = FakeAnthropic(text("partial", stop_reason=stop_reason))
-    events = await collect(AnthropicProvider("claude-test", client=fake.client()))
+    events = await collect(AnthropicProvider("claude-sonnet-5-5", client=fake.client()))
     response = events[-1]
     assert isinstance(response, ModelResponse) and response.stop_reason == stop_reason
