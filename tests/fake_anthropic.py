@@ -338,6 +338,8 @@ class FakeAnthropic:
         self.lifecycle = dict(lifecycle or {})
         #: ``False``: a proxy or platform without the Models API (its routes are 404s).
         self.models_api = models_api
+        #: Awaited before the Models API answers (lets a test hold the lookup back).
+        self.models_gate: asyncio.Event | None = None
         #: Every ``GET /v1/models...`` path asked.
         self.model_lookups: list[str] = []
         #: The prompt cache every reply's usage is accounted by (unless the script gives usage).
@@ -510,6 +512,8 @@ class FakeAnthropic:
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
         if request.method == "GET" and request.url.path.startswith("/v1/models"):
+            if self.models_gate is not None:
+                await self.models_gate.wait()
             return self._models(request)
         if request.method != "POST" or request.url.path != "/v1/messages":
             return self._error(
@@ -549,12 +553,12 @@ class FakeAnthropic:
         elif self.context_limit is not None:
             usage = {**usage, "input_tokens": request_tokens(body)}
         self.usages.append(usage)
-        if reply.resolved_stop == "pause_turn":
-            self.paused.append(json.dumps(without_cache_control(reply.content), sort_keys=True))
         kind, display = contract.thinking_setting(body, rule)
         content = contract.render_thinking(reply.content, kind, display)
         contract.sign_reply(body, rule.id, content)
         reply = dataclasses.replace(reply, usage=usage, content=content)
+        if reply.resolved_stop == "pause_turn":
+            self.paused.append(json.dumps(without_cache_control(reply.content), sort_keys=True))
         message = self._message(reply, str(body.get("model")))
         self._hold(body, message["id"], reply)
         if not body.get("stream"):

@@ -163,7 +163,7 @@ def test_budgets_work_where_the_model_takes_them() -> None:
 
 
 def test_an_unknown_or_retired_model_is_a_404() -> None:
-    for model in ("claude-sonnet-5-5", "claude-3-7-sonnet-20250219"):
+    for model in ("claude-nonesuch", "claude-3-7-sonnet-20250219"):
         with pytest.raises(anthropic.NotFoundError):
             _run(FakeAnthropic(text("never")), **_request(model))
 

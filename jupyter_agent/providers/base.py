@@ -88,6 +88,16 @@ class ReplyCapped(Protocol):
     max_tokens: int | None
 
 
+@runtime_checkable
+class KnowsModelFacts(Protocol):
+    """A provider that knows its model's facts (``AnthropicProvider``: the Models API's answer,
+    else a cited built-in table): the window the agent fits the conversation to."""
+
+    def facts(self) -> Any:
+        """The model's ``ModelFacts`` (``context_window``, ``max_tokens``, ...)."""
+        ...
+
+
 @asynccontextmanager
 async def closing_stream(
     iterator: AsyncIterator[ProviderEvent],

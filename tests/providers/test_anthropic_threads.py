@@ -248,7 +248,7 @@ async def test_threads_off_sends_what_it_always_sent(
     await agent.chat("Check.")
     assert all("thread" not in body for body in fake.wire)
     assert [len(body["messages"]) for body in fake.wire] == [1, 3]
-    assert all("anthropic-beta" not in headers for headers in fake.headers)
+    assert all(THREADS_BETA not in headers.get("anthropic-beta", "") for headers in fake.headers)
 
 
 async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
@@ -276,7 +276,7 @@ async def test_thinking_stays_on_the_server_and_round_trips(
         Reply([thinking("Fine.", "sig-2"), {"type": "text", "text": "Item 7 is fine."}]),
     )
     provider = AnthropicProvider(
-        "claude-sonnet-5-5", client=client, thinking_budget=1024, threads=True
+        "claude-haiku-4-5", client=client, thinking_budget=1024, threads=True
     )
     agent = checker(provider, tmp_path)
     assert await agent.chat("Check item 7.") == "Item 7 is fine."
@@ -284,7 +284,7 @@ async def test_thinking_stays_on_the_server_and_round_trips(
     assert [b["type"] for b in fake.wire[1]["messages"][0]["content"]] == ["tool_result"]
     assert fake.wire[1]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert fake.held_messages() == agent.messages
-    assert agent.messages[1]["content"][0]["signature"] == "sig-1"
+    assert agent.messages[1]["content"][0]["signature"].startswith("sig1.")  # the API's own
 
 
 async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> None:
@@ -332,7 +332,7 @@ async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["system prompt", "tool set", "model"])
-async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
+async def test_a_changed_prompt_or_tool_set_continues_the_thread_a_changed_model_starts_afresh(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, change: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Understood."))
@@ -346,12 +346,21 @@ async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
     else:
         provider.model = "claude-opus-5-5"
     assert await agent.chat("Noted?") == "Understood."
-    assert_full_create(fake.wire[-1], agent)
-    assert fake.held_messages() == agent.messages
+    last = fake.wire[-1]
+    if change == "model":
+        assert_full_create(last, agent)
+        assert fake.held_messages() == agent.messages
+        return
+    # a prompt or tool change goes as a mid-conversation system message: the thread (and the
+    # cached prefix, and the thinking bound to it) carries on
+    assert continued_from(last) is not None
+    changes = [m for m in last["messages"] if m["role"] == "system"]
+    assert len(changes) == 1
+    kinds = [block["type"] for block in changes[0]["content"]]
+    assert kinds == (["text"] if change == "system prompt" else ["tool_removal"])
     if change == "system prompt":
-        assert fake.wire[-1]["system"][0]["text"] == "New rules."
-    if change == "tool set":
-        assert "tools" not in fake.wire[-1]
+        assert "New rules." in changes[0]["content"][0]["text"]
+    assert [m for m in fake.held_messages() if m["role"] != "system"] == agent.messages
 
 
 class OverloadedOnce:
@@ -365,6 +374,8 @@ class OverloadedOnce:
         self.failed: dict[str, Any] = {}
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":  # the Models API lookup
+            return await self.fake.handle(request)
         self.seen += 1
         if self.seen != self.nth:
             return await self.fake.handle(request)

@@ -1,0 +1,271 @@
+"""Keep each conversation's request prefix append-only, so its cache and thinking stay valid.
+
+Current Claude models bind every thinking block to its prefix — the top-level ``system``, the
+``tools`` and every message before it — and refuse a request whose prefix changed under a block
+("bound to a different conversation"); any such change also makes the whole prompt cache miss.
+The agent's prompt and tool list do change mid-conversation (a ``%agent_tools`` toggle, an MCP
+server added, plan mode, a changed ``AGENTS.md``). ``PrefixKeeper`` sends such a change the way
+the API documents (build-with-claude/mid-conversation-system-messages): the top-level ``system``
+and ``tools`` stay as first sent, and a ``{"role": "system"}`` message appended where the change
+happened carries the new prompt and ``tool_addition``/``tool_removal`` blocks (beta
+``mid-conversation-tool-changes-2026-07-01``; tools defined inline under
+``inline-tools-2026-09-15``). It is placed at the same point on every later request.
+
+Where the model takes no such messages, or the conversation was rewritten (compaction), or the
+model changed, the request goes as the agent built it, and every thinking block whose prefix (or
+model) is no longer the one it was produced under is dropped before sending — the API would
+refuse or ignore it. Blocks are tracked by signature, with a digest of the prefix they were
+produced under (as sent, ``cache_control`` aside).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model_facts import ModelFacts
+
+TOOL_CHANGES_BETA = "mid-conversation-tool-changes-2026-07-01"
+INLINE_TOOLS_BETA = "inline-tools-2026-09-15"
+#: Conversations whose layout is kept (the chats of a notebook share one provider).
+MAX_LAYOUTS = 8
+#: Signatures remembered (oldest forgotten first).
+MAX_BINDINGS = 4096
+_THINKING = ("thinking", "redacted_thinking")
+
+Message = dict[str, Any]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(_plain(value), sort_keys=True, default=str).encode()
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _key(block: dict[str, Any]) -> str:
+    return str(block.get("signature") if block.get("type") == "thinking" else block.get("data"))
+
+
+@dataclass
+class Layout:
+    """One conversation: what its prefix was first sent with, and the changes placed since."""
+
+    first: bytes
+    system: str
+    tools: list[dict[str, Any]]
+    current_system: str
+    current_tools: list[dict[str, Any]]
+    #: ``(index, message)``: a system message placed before the agent's ``messages[index]``.
+    insertions: list[tuple[int, Message]] = field(default_factory=list)
+
+
+@dataclass
+class Rendered:
+    """A request as it goes to the API."""
+
+    system: str
+    tools: list[dict[str, Any]]
+    messages: list[Message]
+    betas: list[str]
+    #: How many thinking blocks were dropped (orphaned by a change, or of another model).
+    dropped: int = 0
+
+
+class PrefixKeeper:
+    """The layouts of the latest conversations and the prefix each thinking block is bound to."""
+
+    def __init__(self) -> None:
+        self._layouts: list[Layout] = []
+        #: signature -> (model, digest of the prefix the block was produced under)
+        self._bindings: dict[str, tuple[str, str]] = {}
+
+    def render(
+        self,
+        system: str,
+        tools: list[dict[str, Any]],
+        messages: list[Message],
+        facts: ModelFacts,
+        *,
+        keep_layout: bool = True,
+    ) -> Rendered:
+        """The request to send for the agent's ``system``, ``tools`` and ``messages``
+        (``keep_layout=False``: a one-off request, such as a summary, only has its orphaned
+        thinking dropped)."""
+        betas: list[str] = []
+        layout = self._layout(system, tools, messages) if keep_layout else None
+        changed = layout is not None and (
+            system != layout.current_system or tools != layout.current_tools
+        )
+        if (
+            layout is not None
+            and changed
+            and not self._place_change(layout, system, tools, len(messages), facts)
+        ):
+            # no mid-conversation changes on this model: the prefix is rewritten (and the
+            # thinking bound to the old one dropped below)
+            self._layouts.remove(layout)
+            layout = self._new_layout(system, tools, messages)
+        if layout is None:
+            return self._checked(system, tools, list(messages), facts.model, betas)
+        placed = list(messages)
+        for index, inserted in sorted(layout.insertions, key=lambda item: -item[0]):
+            placed.insert(min(index, len(placed)), inserted)
+            for block in _blocks(inserted):
+                if block.get("type") in ("tool_addition", "tool_removal"):
+                    betas.append(TOOL_CHANGES_BETA)
+                    if (block.get("tool") or {}).get("type") == "tool_definition":
+                        betas.append(INLINE_TOOLS_BETA)
+        return self._checked(layout.system, layout.tools, placed, facts.model, sorted(set(betas)))
+
+    def _layout(
+        self, system: str, tools: list[dict[str, Any]], messages: list[Message]
+    ) -> Layout | None:
+        if not messages:
+            return None
+        first = _canonical(messages[0])
+        for layout in self._layouts:
+            if layout.first == first and all(i <= len(messages) for i, _ in layout.insertions):
+                self._layouts.remove(layout)
+                self._layouts.append(layout)
+                return layout
+        return self._new_layout(system, tools, messages)
+
+    def _new_layout(
+        self, system: str, tools: list[dict[str, Any]], messages: list[Message]
+    ) -> Layout:
+        layout = Layout(_canonical(messages[0]), system, list(tools), system, list(tools))
+        self._layouts.append(layout)
+        del self._layouts[:-MAX_LAYOUTS]
+        return layout
+
+    def _place_change(
+        self,
+        layout: Layout,
+        system: str,
+        tools: list[dict[str, Any]],
+        at: int,
+        facts: ModelFacts,
+    ) -> bool:
+        """Append a system message for the change at ``at``; ``False`` if the model cannot."""
+        if not facts.system_messages:
+            return False
+        tools_changed = tools != layout.current_tools
+        if tools_changed and not facts.tool_changes:
+            return False
+        blocks: list[dict[str, Any]] = []
+        if system != layout.current_system:
+            blocks.append(
+                {
+                    "type": "text",
+                    "text": "The system prompt has changed. From here on it reads:\n\n" + system
+                    if system
+                    else "The system prompt has been cleared.",
+                }
+            )
+        if tools_changed:
+            blocks += _tool_changes(layout, tools)
+        if blocks:
+            layout.insertions.append((at, {"role": "system", "content": blocks}))
+        layout.current_system, layout.current_tools = system, list(tools)
+        return True
+
+    def _checked(
+        self,
+        system: str,
+        tools: list[dict[str, Any]],
+        messages: list[Message],
+        model: str,
+        betas: list[str],
+    ) -> Rendered:
+        """``messages`` without the thinking blocks whose prefix or model changed."""
+        digest = _start(system, tools)
+        out: list[Message] = []
+        dropped = 0
+        for message in messages:
+            digest.update(f"<{message.get('role')}>".encode())
+            kept: list[dict[str, Any]] = []
+            changed = False
+            for block in _blocks(message):
+                if block.get("type") in _THINKING:
+                    bound = self._bindings.get(_key(block))
+                    here = _digest_with(digest, block)
+                    if bound is not None and bound != (model, here):
+                        dropped += 1
+                        changed = True
+                        continue
+                kept.append(block)
+                digest.update(_canonical(block))
+            if changed:
+                if not kept:
+                    kept = [{"type": "text", "text": "…"}]
+                    digest.update(_canonical(kept[0]))
+                out.append({**message, "content": kept})
+            else:
+                out.append(message)
+        return Rendered(system, tools, out, betas, dropped)
+
+    def record(self, rendered: Rendered, model: str, reply: list[dict[str, Any]]) -> None:
+        """Remember the prefix each thinking block of ``reply`` (to ``rendered``) is bound to."""
+        if not any(block.get("type") in _THINKING for block in reply):
+            return
+        digest = _start(rendered.system, rendered.tools)
+        for message in rendered.messages:
+            digest.update(f"<{message.get('role')}>".encode())
+            for block in _blocks(message):
+                digest.update(_canonical(block))
+        digest.update(b"<assistant>")
+        for block in reply:
+            if block.get("type") in _THINKING:
+                self._bindings[_key(block)] = (model, _digest_with(digest, block))
+            digest.update(_canonical(block))
+        while len(self._bindings) > MAX_BINDINGS:
+            del self._bindings[next(iter(self._bindings))]
+
+
+def _start(system: str, tools: list[dict[str, Any]]) -> Any:
+    digest = hashlib.sha256()
+    digest.update(_canonical({"system": system, "tools": tools}))
+    return digest
+
+
+def _digest_with(digest: Any, block: dict[str, Any]) -> str:
+    copy = digest.copy()
+    copy.update(_canonical(block))
+    return str(copy.hexdigest())
+
+
+def _tool_changes(layout: Layout, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``tool_removal``/``tool_addition`` blocks taking ``layout.current_tools`` to ``tools``."""
+    now = {str(tool.get("name")): _plain(tool) for tool in layout.current_tools}
+    wanted = {str(tool.get("name")): _plain(tool) for tool in tools}
+    declared = {str(tool.get("name")): _plain(tool) for tool in layout.tools}
+    blocks: list[dict[str, Any]] = []
+    for name, tool in now.items():
+        if wanted.get(name) != tool:
+            blocks.append(
+                {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
+            )
+    for name, tool in wanted.items():
+        if now.get(name) == tool:
+            continue
+        if declared.get(name) == tool:
+            reference: dict[str, Any] = {"type": "tool_reference", "name": name}
+        else:
+            reference = {"type": "tool_definition", "definition": tool}
+        blocks.append({"type": "tool_addition", "tool": reference})
+    return blocks
