@@ -35,7 +35,6 @@ inside the loop that uses it, or keep one loop, as the notebook magics do).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -78,9 +77,6 @@ MODEL_ENV_VAR = "JUPYTER_AGENT_MODEL"
 #: ``max_tokens`` of a model the package knows nothing about (else it comes from the model's
 #: facts: thinking at the chosen effort plus the answer, ``_anthropic_thinking.py``).
 DEFAULT_MAX_TOKENS = 8192
-#: Seconds the first request waits for the Models API when the built-in table does not know
-#: the model (a known model never waits: the lookup runs beside the request).
-UNKNOWN_MODEL_LOOKUP_WAIT = 5.0
 #: The SDK's default number of retries of a failed request.
 DEFAULT_MAX_RETRIES = 2
 #: The API's smallest thinking budget.
@@ -259,15 +255,13 @@ class AnthropicProvider:
     async def _model_facts(self, client: anthropic.AsyncAnthropic) -> tuple[ModelFacts, list[str]]:
         """The facts a request goes by, and what the cell should be told about them.
 
-        The Models API lookup starts with the first request and runs beside it; a model the
-        built-in table knows never waits for it. A model the Models API does not list, or lists
-        as retired, is a one-line error naming a current model.
+        The Models API lookup starts with the first request and runs beside it: no request
+        waits for it (until it answers, the built-in table serves; a model it does not know gets
+        conservative facts). A model the Models API does not list, or lists as retired, is a
+        one-line error naming a current model.
         """
         task = FACTS.start(client, self.model)
         table = built_in(self.model)
-        if table is None and not task.done():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), UNKNOWN_MODEL_LOOKUP_WAIT)
         if FACTS.is_missing(client, self.model):
             raise ProviderError(
                 f"Claude has no model {self.model!r} (the Models API does not list it); use a "
