@@ -64,7 +64,7 @@ from .model_facts import (
     FACTS,
     ModelFacts,
     built_in,
-    lifecycle_notice,
+    request_facts,
     unknown_facts,
 )
 
@@ -252,39 +252,6 @@ class AnthropicProvider:
             params["messages"] = _with_cache_breakpoints(request.messages)
         return params
 
-    async def _model_facts(self, client: anthropic.AsyncAnthropic) -> tuple[ModelFacts, list[str]]:
-        """The facts a request goes by, and what the cell should be told about them.
-
-        The Models API lookup starts with the first request and runs beside it: no request
-        waits for it (until it answers, the built-in table serves; a model it does not know gets
-        conservative facts). A model the Models API does not list, or lists as retired, is a
-        one-line error naming a current model.
-        """
-        task = FACTS.start(client, self.model)
-        table = built_in(self.model)
-        if FACTS.is_missing(client, self.model):
-            raise ProviderError(
-                f"Claude has no model {self.model!r} (the Models API does not list it); use a "
-                f"current model, e.g. {CURRENT_MODEL}."
-            )
-        facts = FACTS.known(client, self.model)
-        notices: list[str] = []
-        if facts is not None:
-            notice = lifecycle_notice(facts)
-            if facts.lifecycle == "retired" and notice:
-                raise ProviderError(notice)
-            if notice:
-                notices.append(notice)
-            return facts, notices
-        facts = table or unknown_facts(self.model)
-        if task.done():
-            page = facts.source.removeprefix("built-in: ")
-            notices.append(
-                f"The Models API did not answer for {self.model}: its window, output limit and "
-                f"thinking come from the built-in table ({page})."
-            )
-        return facts, notices
-
     def _client_for_running_loop(self) -> anthropic.AsyncAnthropic:
         """``client``, rebuilt first if this provider built it and the event loop changed."""
         if self._loops.moved():
@@ -351,7 +318,7 @@ class AnthropicProvider:
         import anthropic
 
         client = self._client_for_running_loop()
-        facts, notices = await self._model_facts(client)
+        facts, notices = request_facts(client, self.model)
         plan = self._plan(facts)
         for notice in [*notices, *plan.notices]:
             if notice not in self._said:

@@ -320,3 +320,38 @@ def lifecycle_notice(facts: ModelFacts) -> str | None:
     if facts.lifecycle == "retired":
         return f"{facts.model} is retired; use a current model (e.g. {CURRENT_MODEL})."
     return None
+
+
+def request_facts(client: anthropic.AsyncAnthropic, model: str) -> tuple[ModelFacts, list[str]]:
+    """The facts a request to ``model`` goes by, and what the cell should be told about them.
+
+    The Models API lookup starts with the first request and runs beside it: no request waits
+    for it (until it answers the built-in table serves; a model the table does not know gets
+    conservative facts). A model the Models API does not list, or lists as retired, is a
+    one-line ``ProviderError`` naming a current model.
+    """
+    from ..errors import ProviderError
+
+    task = FACTS.start(client, model)
+    if FACTS.is_missing(client, model):
+        raise ProviderError(
+            f"Claude has no model {model!r} (the Models API does not list it); use a current "
+            f"model, e.g. {CURRENT_MODEL}."
+        )
+    facts = FACTS.known(client, model)
+    notices: list[str] = []
+    if facts is not None:
+        notice = lifecycle_notice(facts)
+        if facts.lifecycle == "retired" and notice:
+            raise ProviderError(notice)
+        if notice:
+            notices.append(notice)
+        return facts, notices
+    facts = built_in(model) or unknown_facts(model)
+    if task.done():
+        page = facts.source.removeprefix("built-in: ")
+        notices.append(
+            f"The Models API did not answer for {model}: its window, output limit and thinking "
+            f"come from the built-in table ({page})."
+        )
+    return facts, notices
