@@ -31,6 +31,8 @@ TOOL_CHANGES_BETA = "mid-conversation-tool-changes-2026-07-01"
 INLINE_TOOLS_BETA = "inline-tools-2026-09-15"
 #: Conversations whose layout is kept (the chats of a notebook share one provider).
 MAX_LAYOUTS = 8
+#: Block digests remembered (all forgotten at once past this).
+MAX_DIGESTS = 200_000
 #: Signatures remembered (oldest forgotten first).
 MAX_BINDINGS = 4096
 _THINKING = ("thinking", "redacted_thinking")
@@ -93,6 +95,8 @@ class PrefixKeeper:
         self._layouts: list[Layout] = []
         #: signature -> (model, digest of the prefix the block was produced under)
         self._bindings: dict[str, tuple[str, str]] = {}
+        #: id(block) -> (the block, its digest)
+        self._digests: dict[int, tuple[dict[str, Any], bytes]] = {}
 
     def render(
         self,
@@ -139,7 +143,7 @@ class PrefixKeeper:
             return None
         first = _canonical(messages[0])
         for layout in self._layouts:
-            if layout.first == first and all(i <= len(messages) for i, _ in layout.insertions):
+            if layout.first == first:
                 self._layouts.remove(layout)
                 self._layouts.append(layout)
                 return layout
@@ -193,6 +197,13 @@ class PrefixKeeper:
         betas: list[str],
     ) -> Rendered:
         """``messages`` without the thinking blocks whose prefix or model changed."""
+        if not any(
+            block.get("type") in _THINKING and _key(block) in self._bindings
+            for message in messages
+            if message.get("role") == "assistant"
+            for block in _blocks(message)
+        ):
+            return Rendered(system, tools, messages, betas)  # nothing bound to check
         digest = _start(system, tools)
         out: list[Message] = []
         dropped = 0
@@ -209,15 +220,28 @@ class PrefixKeeper:
                         changed = True
                         continue
                 kept.append(block)
-                digest.update(_canonical(block))
+                digest.update(self._digest_of(block))
             if changed:
                 if not kept:
                     kept = [{"type": "text", "text": "…"}]
-                    digest.update(_canonical(kept[0]))
+                    digest.update(self._digest_of(kept[0]))
                 out.append({**message, "content": kept})
             else:
                 out.append(message)
         return Rendered(system, tools, out, betas, dropped)
+
+    def _digest_of(self, block: dict[str, Any]) -> bytes:
+        """A block's digest, computed once per block object (the agent keeps its blocks as they
+        are; a changed block is a new object), so a check costs a hash per block, not a
+        serialisation of the whole conversation."""
+        known = self._digests.get(id(block))
+        if known is not None and known[0] is block:
+            return known[1]
+        value = hashlib.sha256(_canonical(block)).digest()
+        if len(self._digests) >= MAX_DIGESTS:
+            self._digests.clear()
+        self._digests[id(block)] = (block, value)
+        return value
 
     def record(self, rendered: Rendered, model: str, reply: list[dict[str, Any]]) -> None:
         """Remember the prefix each thinking block of ``reply`` (to ``rendered``) is bound to."""
@@ -227,12 +251,12 @@ class PrefixKeeper:
         for message in rendered.messages:
             digest.update(f"<{message.get('role')}>".encode())
             for block in _blocks(message):
-                digest.update(_canonical(block))
+                digest.update(self._digest_of(block))
         digest.update(b"<assistant>")
         for block in reply:
             if block.get("type") in _THINKING:
                 self._bindings[_key(block)] = (model, _digest_with(digest, block))
-            digest.update(_canonical(block))
+            digest.update(self._digest_of(block))
         while len(self._bindings) > MAX_BINDINGS:
             del self._bindings[next(iter(self._bindings))]
 
