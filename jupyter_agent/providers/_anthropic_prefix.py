@@ -38,6 +38,10 @@ MAX_BINDINGS = 4096
 _THINKING = ("thinking", "redacted_thinking")
 
 Message = dict[str, Any]
+#: signature -> (model, digest of the prefix the block was produced under)
+_BINDINGS: dict[str, tuple[str, str]] = {}
+#: id(block) -> (the block, its digest)
+_DIGESTS: dict[int, tuple[dict[str, Any], bytes]] = {}
 
 
 def _plain(value: Any) -> Any:
@@ -93,10 +97,10 @@ class PrefixKeeper:
 
     def __init__(self) -> None:
         self._layouts: list[Layout] = []
-        #: signature -> (model, digest of the prefix the block was produced under)
-        self._bindings: dict[str, tuple[str, str]] = {}
-        #: id(block) -> (the block, its digest)
-        self._digests: dict[int, tuple[dict[str, Any], bytes]] = {}
+        # one per kernel, shared by every provider: the provider a changed model builds knows
+        # what the old one's blocks were bound to
+        self._bindings = _BINDINGS
+        self._digests = _DIGESTS
 
     def render(
         self,

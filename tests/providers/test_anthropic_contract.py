@@ -208,6 +208,24 @@ async def test_changing_model_drops_what_the_new_model_cannot_read(tmp_path: Pat
     )
 
 
+async def test_a_new_provider_for_another_model_drops_the_old_models_thinking(
+    tmp_path: Path,
+) -> None:
+    """``%agent model X`` builds another provider: it still knows what the blocks were bound to."""
+    fake = FakeAnthropic(_tool_turn("t1"), text("42."), text("Opus here."))
+    agent = _agent(fake, tmp_path)
+    await agent.chat("what is x?")
+    agent.provider = AnthropicProvider("claude-opus-5-5", client=fake.client())
+    assert await agent.chat("and now?") == "Opus here."
+    last = fake.requests[-1]
+    assert not any(
+        b.get("type") == "thinking"
+        for m in last["messages"]
+        for b in m["content"]
+        if isinstance(b, dict)
+    )
+
+
 async def test_compaction_keeps_what_it_rewrites_valid(tmp_path: Path) -> None:
     fake = FakeAnthropic(
         _tool_turn("t1"), text("42."), _tool_turn("t2"), text("43."), text("summary"), text("ok")
