@@ -264,6 +264,39 @@ def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def offered_tools(request: dict[str, Any]) -> list[str]:
+    """The names of the tools the model is offered at the end of a recorded request: the
+    top-level ``tools``, then each mid-conversation ``tool_removal``/``tool_addition`` in order."""
+    names = [str(tool["name"]) for tool in request.get("tools") or []]
+    for message in request["messages"]:
+        if message["role"] != "system" or isinstance(message["content"], str):
+            continue
+        for block in message["content"]:
+            tool = block.get("tool") or {}
+            name = tool.get("name") or (tool.get("definition") or {}).get("name")
+            if block.get("type") == "tool_removal" and name in names:
+                names.remove(name)
+            elif block.get("type") == "tool_addition" and name not in names:
+                names.append(str(name))
+    return names
+
+
+def latest_instructions(request: dict[str, Any]) -> str:
+    """The system instructions the model has last been given in a recorded request: the text of
+    the last mid-conversation system message, else the top-level ``system``."""
+    for message in reversed(request["messages"]):
+        if message["role"] != "system":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            return content
+        texts = [b["text"] for b in content if b.get("type") == "text"]
+        if texts:
+            return "\n".join(texts)
+    system = request.get("system") or ""
+    return system if isinstance(system, str) else "\n".join(b["text"] for b in system)
+
+
 def result_text(block: dict[str, Any]) -> str:
     """The text of a ``tool_result`` block, whether its content is a string or blocks."""
     content = block["content"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fake_anthropic import (
     Reply,
+    offered_tools,
     progress,
     result_text,
     text,
@@ -88,7 +89,7 @@ def test_agent_tools_act_on_every_chat(shell: InteractiveShell) -> None:
     run_ok(shell, "%agent_tools disable web_fetch")
     run_ok(shell, "%agent_tools policy write_file deny")
     run_ok(shell, "%%agent --chat one\nwrite x.txt")
-    assert "web_fetch" not in [tool["name"] for tool in fake.requests[1]["tools"]]
+    assert "web_fetch" not in offered_tools(fake.requests[1])
     assert not Path("x.txt").exists()
     assert magics_of(shell).session.chat("one").get_policy("write_file") == "deny"
 
