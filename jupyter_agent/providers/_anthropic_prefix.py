@@ -76,8 +76,21 @@ class Layout:
     tools: list[dict[str, Any]]
     current_system: str
     current_tools: list[dict[str, Any]]
-    #: ``(index, message)``: a system message placed before the agent's ``messages[index]``.
-    insertions: list[tuple[int, Message]] = field(default_factory=list)
+    #: System messages placed before the agent's ``messages[index]``, in order.
+    insertions: list[Insertion] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Insertion:
+    """A change placed in a conversation: where, what, and what it was placed after."""
+
+    index: int
+    message: Message
+    #: The digest of ``messages[index - 1]`` when it was placed.
+    after: bytes
+    #: The prompt and tools before the change.
+    system: str
+    tools: list[dict[str, Any]]
 
 
 @dataclass
@@ -122,7 +135,7 @@ class PrefixKeeper:
         if (
             layout is not None
             and changed
-            and not self._place_change(layout, system, tools, len(messages), facts)
+            and not self._place_change(layout, system, tools, messages, facts)
         ):
             # no mid-conversation changes on this model: the prefix is rewritten (and the
             # thinking bound to the old one dropped below)
@@ -130,9 +143,14 @@ class PrefixKeeper:
             layout = self._new_layout(system, tools, messages)
         if layout is None:
             return self._checked(system, tools, list(messages), facts.model, betas)
-        placed = list(messages)
-        for index, inserted in sorted(layout.insertions, key=lambda item: -item[0]):
-            placed.insert(min(index, len(placed)), inserted)
+        placed: list[Message] = []
+        pending = list(layout.insertions)  # in index order, placed in the order they were made
+        for position, message in enumerate(messages):
+            while pending and pending[0].index <= position:
+                placed.append(pending.pop(0).message)
+            placed.append(message)
+        placed.extend(insertion.message for insertion in pending)
+        for inserted in (insertion.message for insertion in layout.insertions):
             for block in _blocks(inserted):
                 if block.get("type") in ("tool_addition", "tool_removal"):
                     betas.append(TOOL_CHANGES_BETA)
@@ -150,8 +168,20 @@ class PrefixKeeper:
             if layout.first == first:
                 self._layouts.remove(layout)
                 self._layouts.append(layout)
+                self._prune(layout, messages)
                 return layout
         return self._new_layout(system, tools, messages)
+
+    def _prune(self, layout: Layout, messages: list[Message]) -> None:
+        """Forget the changes placed after a message that is no longer there (a conversation
+        loaded, cut back after a failed request, or rewritten): the prompt and tools go back to
+        what they were before the first of them, and a change is placed anew if need be."""
+        for position, insertion in enumerate(layout.insertions):
+            index = insertion.index
+            if index > len(messages) or self._digest_of(messages[index - 1]) != insertion.after:
+                layout.current_system, layout.current_tools = insertion.system, insertion.tools
+                del layout.insertions[position:]
+                return
 
     def _new_layout(
         self, system: str, tools: list[dict[str, Any]], messages: list[Message]
@@ -166,10 +196,12 @@ class PrefixKeeper:
         layout: Layout,
         system: str,
         tools: list[dict[str, Any]],
-        at: int,
+        messages: list[Message],
         facts: ModelFacts,
     ) -> bool:
-        """Append a system message for the change at ``at``; ``False`` if the model cannot."""
+        """Append a system message for the change after the last of ``messages``; ``False`` if
+        the model cannot take one."""
+        at = len(messages)
         if not facts.system_messages:
             return False
         tools_changed = tools != layout.current_tools
@@ -188,7 +220,14 @@ class PrefixKeeper:
         if tools_changed:
             blocks += _tool_changes(layout, tools)
         if blocks:
-            layout.insertions.append((at, {"role": "system", "content": blocks}))
+            placed = Insertion(
+                at,
+                {"role": "system", "content": blocks},
+                self._digest_of(messages[at - 1]),
+                layout.current_system,
+                layout.current_tools,
+            )
+            layout.insertions.append(placed)
         layout.current_system, layout.current_tools = system, list(tools)
         return True
 
