@@ -276,7 +276,7 @@ class NotebookSession:
                     "provider answers without it."
                 )
             return provider
-        if provider.thinking_budget == budget and getattr(provider, "effort", None) == effort:
+        if provider.thinking_budget == budget and provider.effort == effort:
             return provider
         key = ("variant", id(provider), budget, effort)
         variant = self._providers.get(key)
@@ -284,8 +284,7 @@ class NotebookSession:
             variant = copy.copy(provider)  # the same client, on the same loop
             try:
                 variant.thinking_budget = budget
-                if hasattr(variant, "effort"):
-                    variant.effort = effort
+                variant.effort = effort
             except ValueError as exc:
                 raise SessionError(_one_line(str(exc))) from None
             self._providers[key] = variant

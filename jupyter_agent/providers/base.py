@@ -70,11 +70,14 @@ class Provider(Protocol):
 class ThinkingProvider(Protocol):
     """A provider that can think before it answers (extended thinking, ``AnthropicProvider``).
 
-    ``thinking_budget`` is the tokens a reply may spend thinking, ``None`` for none; setting it
+    ``thinking_budget`` is the tokens a reply may spend thinking, ``None`` for none, and
+    ``effort`` how hard it thinks (``None``: the model's default); setting them
     on a copy gives a variant sharing the client. A provider without it answers without thinking.
     """
 
     thinking_budget: int | None
+    #: ``low`` … ``max``, or ``None`` for the model's own effort.
+    effort: str | None
 
 
 @runtime_checkable
