@@ -143,6 +143,8 @@ class PrefixKeeper:
             layout = self._new_layout(system, tools, messages)
         if layout is None:
             return self._checked(system, tools, list(messages), facts.model, betas)
+        if not layout.insertions:  # nothing changed mid-conversation
+            return self._checked(layout.system, layout.tools, messages, facts.model, betas)
         placed: list[Message] = []
         pending = list(layout.insertions)  # in index order, placed in the order they were made
         for position, message in enumerate(messages):
@@ -240,7 +242,7 @@ class PrefixKeeper:
         betas: list[str],
     ) -> Rendered:
         """``messages`` without the thinking blocks whose prefix or model changed."""
-        if not any(
+        if not self._bindings or not any(
             block.get("type") in _THINKING and _key(block) in self._bindings
             for message in messages
             if message.get("role") == "assistant"
