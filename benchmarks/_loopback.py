@@ -13,12 +13,21 @@ an answer of ``tokens`` words at ``STREAM_TOKENS_PER_S``, one text delta each, a
 (``"thread": {"type": "continue", "previous_message_id": ...}``), where a request carries only
 the new messages: the one piece of state it keeps is, per message id it sent, how many assistant
 turns came before.
+
+For issue 32's rows it also answers the Models API (``GET /v1/models/{id}``: a current model's
+facts under the id asked), takes the script from the system prompt when the model name is a real
+one (``claude-sonnet-5-5`` with a system prompt holding ``bench-t30-c1``), and accounts a whole
+(unthreaded) request's usage by the prompt cache the way the API documents it: each breakpoint
+writes its prefix; a breakpoint reads the longest prefix written before that ends at it or at
+most 20 blocks earlier; ``cache_read_input_tokens`` for what was read,
+``cache_creation_input_tokens`` for the rest up to the last breakpoint, ``input_tokens`` after.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import re
@@ -38,7 +47,9 @@ _threads: dict[str, tuple[int, list[dict[str, Any]]]] = {}
 
 def plan_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, int]:
     """Content blocks, stop reason and turn number for a request, from its model name's script."""
-    match = _MODEL.search(str(body.get("model", "")))
+    match = _MODEL.search(str(body.get("model", ""))) or _MODEL.search(
+        json.dumps(body.get("system") or "")
+    )
     turns, calls = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
     messages = body.get("messages") or []
     assistant_turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -99,7 +110,7 @@ def sse_parts(message: dict[str, Any], *, paced: bool = False) -> list[str]:
         **message,
         "content": [],
         "stop_reason": None,
-        "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1},
+        "usage": {**message["usage"], "output_tokens": 1},
     }
     parts = [_sse("message_start", {"type": "message_start", "message": start_message})]
     for index, block in enumerate(message["content"]):
@@ -146,12 +157,100 @@ def sse_body(message: dict[str, Any]) -> bytes:
     return "".join(sse_parts(message)).encode()
 
 
+#: Prefix digests the prompt cache holds (this process's whole life).
+_written: set[str] = set()
+#: The API looks for an earlier cache entry at a breakpoint and at most this many blocks before.
+CACHE_LOOKBACK_BLOCKS = 20
+
+
+def cache_usage(body: dict[str, Any]) -> dict[str, int] | None:
+    """The usage of an unthreaded request with breakpoints, by the prompt cache; else ``None``."""
+    if body.get("thread") or '"cache_control"' not in json.dumps(body):
+        return None
+
+    def plain(block: Any) -> str:
+        if isinstance(block, dict):
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+        return json.dumps(block, sort_keys=True)
+
+    blocks: list[tuple[str, bool]] = []
+    for tool in body.get("tools") or []:
+        blocks.append(("tool:" + plain(tool), "cache_control" in tool))
+    system = body.get("system") or []
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+        blocks.append(("system:" + plain(block), "cache_control" in block))
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for part in parts:
+            blocks.append((f"{message.get('role')}:" + plain(part), "cache_control" in part))
+    digest = hashlib.sha256()
+    prefixes: list[str] = []
+    for canonical, _ in blocks:
+        digest.update(canonical.encode() + b"\0")
+        prefixes.append(digest.copy().hexdigest())
+    tokens = [max(1, len(canonical) // 4) for canonical, _ in blocks]
+    points = [i for i, (_, marked) in enumerate(blocks) if marked]
+    read_to = -1
+    for point in points:
+        for i in range(point, max(point - CACHE_LOOKBACK_BLOCKS, 0) - 1, -1):
+            if prefixes[i] in _written:
+                read_to = max(read_to, i)
+                break
+    _written.update(prefixes[i] for i in points)
+    cached_to = max(max(points, default=-1), read_to)
+    return {
+        "cache_read_input_tokens": sum(tokens[: read_to + 1]),
+        "cache_creation_input_tokens": sum(tokens[read_to + 1 : cached_to + 1]),
+        "input_tokens": sum(tokens[cached_to + 1 :]),
+        "output_tokens": 6,
+    }
+
+
+def model_info(model_id: str) -> bytes:
+    """The Models API's answer for ``model_id``: the facts of a current model (1M window)."""
+    yes = {"supported": True}
+    no = {"supported": False}
+    levels = {level: yes for level in ("low", "medium", "high", "xhigh", "max")}
+    info = {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": "2026-09-28T00:00:00Z",
+        "lifecycle": "active",
+        "deprecated_at": None,
+        "retires_at": None,
+        "line": None,
+        "max_input_tokens": 1_000_000,
+        "max_tokens": 128_000,
+        "capabilities": {
+            "batch": yes,
+            "citations": yes,
+            "code_execution": yes,
+            "context_management": yes,
+            "effort": {"supported": True, **levels},
+            "image_input": yes,
+            "pdf_input": yes,
+            "server_tools": {"supported": True, "web_search": yes, "code_execution": yes},
+            "structured_outputs": yes,
+            "thinking": {
+                "supported": True,
+                "types": {"adaptive": yes, "between_tools": yes, "disabled": no, "enabled": no},
+            },
+        },
+    }
+    return json.dumps(info).encode()
+
+
 def respond(raw: bytes) -> tuple[bytes, str]:
     """The response body and content type for one request body."""
     body = json.loads(raw) if raw else {}
     content, stop, assistant_turns = plan_reply(body)
     # the prompt's size, about four bytes a token, as the API would report it
     message = _message(body, content, stop, input_tokens=max(12, len(raw) // 4))
+    usage = cache_usage(body)
+    if usage is not None:
+        message["usage"] = usage
     if body.get("thread"):
         tools = body.get("tools") or []
         thread = body["thread"]
@@ -174,6 +273,18 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                 if name.strip().lower() == "content-length":
                     length = int(value.strip())
             raw = await reader.readexactly(length) if length else b""
+            method, _, rest = headers[0].partition(" ")
+            path = rest.partition(" ")[0].partition("?")[0]
+            if method == "GET" and path.startswith("/v1/models/"):
+                info = model_info(path.removeprefix("/v1/models/"))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(info)}\r\n".encode()
+                    + b"request-id: req_bench\r\n\r\n"
+                    + info
+                )
+                await writer.drain()
+                continue
             if b'"bench-stream-' in raw and b'"stream":true' in raw.replace(b" ", b""):
                 await _paced(writer, raw)
                 continue

@@ -50,6 +50,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("18", "benchmarks.fig18_first_token", "first token of a fresh kernel's first `%%agent` cell"),
     ("19", "benchmarks.fig19_widget_round_trip", "widget round trip during a `%%agent` turn"),
     ("20", "benchmarks.fig20_run_cell", "`run_cell` end to end vs a plain cell execution"),
+    ("21", "benchmarks.fig21_model_contract", "prompt cache across a tool toggle; a whole session"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -89,9 +89,16 @@ class TextReset:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingDelta:
-    """A piece of the model's extended thinking, as it streams (not part of the answer)."""
+    """A piece of what the model writes apart from its answer, as it streams.
+
+    ``kind``: ``"thinking"`` (its reasoning, shown collapsed), ``"progress"`` (the short progress
+    text current models write between tool calls, which arrives in thinking blocks; shown as it
+    streams) or ``"notice"`` (a one-line note from the provider about the model: a setting it
+    mapped, a deprecated model, facts from the built-in table).
+    """
 
     text: str
+    kind: str = "thinking"
 
 
 @dataclass(frozen=True, slots=True)

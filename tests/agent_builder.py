@@ -33,7 +33,7 @@ def make_agent(
     ``Agent`` (``max_turns``, ``approval_handler``, ``context_window``, ...).
     """
     if isinstance(model, FakeAnthropic):
-        model = AnthropicProvider("claude-test", client=model.client(max_retries=max_retries))
+        model = AnthropicProvider("claude-sonnet-5-5", client=model.client(max_retries=max_retries))
     registry = ToolRegistry()
     for item in tools:
         registry.register(item)

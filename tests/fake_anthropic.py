@@ -38,6 +38,8 @@ from typing import Any
 
 import anthropic
 import httpx2
+import model_contract as contract
+from model_contract import model_info
 
 TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 #: What the first bytes of an image say it is.
@@ -87,7 +89,8 @@ class Reply:
 
     content: list[dict[str, Any]]
     stop_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5})
+    #: ``None``: the fake's prompt cache accounts for the request (``PromptCache``).
+    usage: dict[str, int] | None = None
     #: Split text and tool JSON into pieces of this size.
     chunk: int = 7
     #: Awaited before each text delta after the first (lets a test prove streaming is live).
@@ -126,6 +129,11 @@ def api_problems(body: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
+        return ["messages: at least one message is required"]
+    # mid-conversation system messages: where they stand is checked by ``model_contract``; the
+    # user and assistant messages around them follow every rule below as if they were not there
+    messages = [m for m in messages if m.get("role") != "system"]
+    if not messages:
         return ["messages: at least one message is required"]
     if not isinstance(body.get("max_tokens"), int):
         problems.append("max_tokens: required integer")
@@ -256,6 +264,39 @@ def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def offered_tools(request: dict[str, Any]) -> list[str]:
+    """The names of the tools the model is offered at the end of a recorded request: the
+    top-level ``tools``, then each mid-conversation ``tool_removal``/``tool_addition`` in order."""
+    names = [str(tool["name"]) for tool in request.get("tools") or []]
+    for message in request["messages"]:
+        if message["role"] != "system" or isinstance(message["content"], str):
+            continue
+        for block in message["content"]:
+            tool = block.get("tool") or {}
+            name = tool.get("name") or (tool.get("definition") or {}).get("name")
+            if block.get("type") == "tool_removal" and name in names:
+                names.remove(name)
+            elif block.get("type") == "tool_addition" and name not in names:
+                names.append(str(name))
+    return names
+
+
+def latest_instructions(request: dict[str, Any]) -> str:
+    """The system instructions the model has last been given in a recorded request: the text of
+    the last mid-conversation system message, else the top-level ``system``."""
+    for message in reversed(request["messages"]):
+        if message["role"] != "system":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            return content
+        texts = [b["text"] for b in content if b.get("type") == "text"]
+        if texts:
+            return "\n".join(texts)
+    system = request.get("system") or ""
+    return system if isinstance(system, str) else "\n".join(b["text"] for b in system)
+
+
 def result_text(block: dict[str, Any]) -> str:
     """The text of a ``tool_result`` block, whether its content is a string or blocks."""
     content = block["content"]
@@ -310,9 +351,11 @@ class FakeAnthropic:
     def __init__(
         self,
         *script: Script,
-        model: str = "claude-test",
+        model: str | None = None,
         context_limit: int | None = None,
         threads: bool | str = True,
+        lifecycle: dict[str, tuple[str, str | None]] | None = None,
+        models_api: bool = True,
     ) -> None:
         self.script: list[Script] = list(script)
         #: Enforce a context window like the API: a larger prompt gets 400 "prompt is too long",
@@ -321,7 +364,26 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.wire: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        #: The model replies name (``None``: the model the request named, as the API does).
         self.model = model
+        #: ``model id -> (lifecycle, retires_at)`` overriding the contract table's (a model
+        #: that turned deprecated, say).
+        self.lifecycle = dict(lifecycle or {})
+        #: ``False``: a proxy or platform without the Models API (its routes are 404s).
+        self.models_api = models_api
+        #: Awaited before the Models API answers (lets a test hold the lookup back).
+        self.models_gate: asyncio.Event | None = None
+        #: Every ``GET /v1/models...`` path asked.
+        self.model_lookups: list[str] = []
+        #: The prompt cache every reply's usage is accounted by (unless the script gives usage).
+        self.cache = PromptCache()
+        #: The usage of every reply, in order.
+        self.usages: list[dict[str, int]] = []
+        #: The content of every reply that stopped with ``pause_turn`` (canonical JSON): sent
+        #: back as the last message, it is a continuation, not a prefill.
+        self.paused: list[str] = []
+        #: Per request: the thinking blocks the API dropped without an error (``"i.j"``).
+        self.dropped: list[list[str]] = []
         #: ``True``: hold threads; ``"unknown"``: refuse the field; ``"unsupported"``: refuse to
         #: thread (``thread_unsupported_request``).
         self.threads = threads
@@ -432,7 +494,60 @@ class FakeAnthropic:
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
         )
 
+    def _models(self, request: httpx2.Request) -> httpx2.Response:
+        """The Models API: ``GET /v1/models/{id}`` (404 for an id it does not list) and the list."""
+        path = request.url.path
+        self.model_lookups.append(path)
+        if not self.models_api:
+            return self._error(404, "not_found_error", f"no route GET {path}")
+        if path.rstrip("/") == "/v1/models":
+            data = [
+                model_info(rule, self.lifecycle.get(rule.id))
+                for rule in contract.RULES
+                if rule.lifecycle != "retired"
+            ]
+            return httpx2.Response(
+                200,
+                json={
+                    "data": data,
+                    "has_more": False,
+                    "first_id": data[0]["id"],
+                    "last_id": data[-1]["id"],
+                },
+            )
+        model_id = path.removeprefix("/v1/models/")
+        rule = contract.BY_ID.get(model_id)
+        if rule is None:
+            return self._error(404, "not_found_error", f"model: {model_id}")
+        return httpx2.Response(200, json=model_info(rule, self.lifecycle.get(model_id)))
+
+    def _contract(
+        self, body: dict[str, Any], headers: httpx2.Headers
+    ) -> tuple[contract.ModelRule | None, httpx2.Response | None]:
+        """The request's model row, or the API's refusal under the per-model contract."""
+        betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()}
+        try:
+            rule = contract.rule_for(body.get("model"))
+            stage = self.lifecycle.get(rule.id, (rule.lifecycle, None))[0]
+            if stage == "retired":
+                raise contract.Refusal(404, "not_found_error", f"model: {rule.id}")
+            messages = body.get("messages") or []
+            last = messages[-1] if messages else {}
+            continuing = last.get("role") == "assistant" and (
+                json.dumps(without_cache_control(last.get("content")), sort_keys=True)
+                in self.paused
+            )
+            contract.request_refusal(body, betas, rule, continuing=continuing)
+            self.dropped.append(contract.thinking_check(body, rule))
+        except contract.Refusal as refusal:
+            return None, self._error(refusal.status, refusal.kind, refusal.message)
+        return rule, None
+
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET" and request.url.path.startswith("/v1/models"):
+            if self.models_gate is not None:
+                await self.models_gate.wait()
+            return self._models(request)
         if request.method != "POST" or request.url.path != "/v1/messages":
             return self._error(
                 404, "not_found_error", f"no route {request.method} {request.url.path}"
@@ -447,6 +562,9 @@ class FakeAnthropic:
         problems = api_problems(body)
         if problems:
             return self._error(400, "invalid_request_error", "; ".join(problems))
+        rule, refusal = self._contract(body, request.headers)
+        if refusal is not None or rule is None:
+            return refusal or self._error(500, "api_error", "no model")
         if self.context_limit is not None:
             tokens = request_tokens(body)
             if tokens > self.context_limit:
@@ -459,13 +577,22 @@ class FakeAnthropic:
             return self._error(500, "api_error", "the fake server ran out of scripted replies")
         step = self.script.pop(0)
         reply = step(body) if callable(step) else step
-        if self.context_limit is not None and isinstance(reply, Reply):
-            reply = dataclasses.replace(
-                reply, usage={**reply.usage, "input_tokens": request_tokens(body)}
-            )
         if isinstance(reply, ErrorReply):
             return self._error(reply.status, reply.type, reply.message, reply.headers)
-        message = self._message(reply)
+        usage = reply.usage
+        if usage is None:
+            # the three input fields add up to the prompt (``request_tokens``)
+            usage = {**self.cache.usage(body), "output_tokens": 5}
+        elif self.context_limit is not None:
+            usage = {**usage, "input_tokens": request_tokens(body)}
+        self.usages.append(usage)
+        kind, display = contract.thinking_setting(body, rule)
+        content = contract.render_thinking(reply.content, kind, display)
+        contract.sign_reply(body, rule.id, content)
+        reply = dataclasses.replace(reply, usage=usage, content=content)
+        if reply.resolved_stop == "pause_turn":
+            self.paused.append(json.dumps(without_cache_control(reply.content), sort_keys=True))
+        message = self._message(reply, str(body.get("model")))
         self._hold(body, message["id"], reply)
         if not body.get("stream"):
             return httpx2.Response(200, json=message)
@@ -484,21 +611,22 @@ class FakeAnthropic:
             json={"type": "error", "error": {"type": kind, "message": message}},
         )
 
-    def _message(self, reply: Reply) -> dict[str, Any]:
+    def _message(self, reply: Reply, model: str) -> dict[str, Any]:
         self._ids += 1
         return {
             "id": f"msg_fake_{self._ids}",
             "type": "message",
             "role": "assistant",
-            "model": self.model,
+            "model": self.model or model,
             "content": reply.content,
             "stop_reason": reply.resolved_stop,
             "stop_sequence": None,
-            "usage": reply.usage,
+            "usage": reply.usage or {},
         }
 
     async def _events(self, reply: Reply, message: dict[str, Any]) -> AsyncIterator[bytes]:
-        start_usage = {**reply.usage, "output_tokens": 1}
+        usage = reply.usage or {}
+        start_usage = {**usage, "output_tokens": 1}
         yield _sse(
             "message_start",
             {
@@ -565,7 +693,7 @@ class FakeAnthropic:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": reply.resolved_stop, "stop_sequence": None},
-                "usage": {"output_tokens": reply.usage.get("output_tokens", 0)},
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
             },
         )
         yield _sse("message_stop", {"type": "message_stop"})
@@ -661,7 +789,7 @@ def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply
     """A script step that answers ``reply`` with the usage ``cache`` computes for the request."""
 
     def step(body: dict[str, Any]) -> Reply:
-        usage = {**cache.usage(body), "output_tokens": reply.usage.get("output_tokens", 5)}
+        usage = {**cache.usage(body), "output_tokens": (reply.usage or {}).get("output_tokens", 5)}
         return dataclasses.replace(reply, usage=usage)
 
     return step
@@ -670,8 +798,15 @@ def cached(cache: PromptCache, reply: Reply) -> Callable[[dict[str, Any]], Reply
 # -- extended thinking (added for "extended thinking") --------------------------------------------
 
 
-def thinking(value: str, signature: str = "sig-ok") -> dict[str, Any]:
+def thinking(value: str, signature: str = "unsigned") -> dict[str, Any]:
+    """A scripted reasoning block (the fake signs it, bound to the model and the prefix)."""
     return {"type": "thinking", "thinking": value, "signature": signature}
+
+
+def progress(value: str) -> dict[str, Any]:
+    """A scripted progress update: the text the model writes between tool calls, which current
+    models return in a thinking block (``display`` decides whether its text comes back)."""
+    return {"type": "thinking", "thinking": value, "signature": "", "progress": True}
 
 
 def thinking_events(index: int, block: dict[str, Any], chunk: int) -> list[bytes]:
@@ -794,7 +929,7 @@ def overloaded_stream(text_first: str = "") -> httpx2.Response:
             "type": "message",
             "role": "assistant",
             "content": [],
-            "model": "claude-test",
+            "model": "claude-sonnet-5-5",
             "stop_reason": None,
             "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 1},

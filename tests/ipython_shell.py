@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_anthropic import FakeAnthropic
+from fake_anthropic import FakeAnthropic, offered_tools
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_agent.notebook.extension import get_magics
@@ -35,7 +35,8 @@ def run_ok(ip: InteractiveShell, code: str) -> None:
 
 
 def tool_names(request: dict[str, Any]) -> list[str]:
-    return [tool["name"] for tool in request.get("tools", [])]
+    """The tools the model is offered by ``request`` (with its mid-conversation tool changes)."""
+    return offered_tools(request)
 
 
 class Terminal:

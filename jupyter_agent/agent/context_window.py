@@ -17,7 +17,14 @@ from typing import Any, Protocol
 
 from ..errors import ContextOverflowError, ProviderError
 from ..events import ContextCompacted
-from ..providers.base import ModelRequest, ModelResponse, Provider, ReplyCapped, closing_stream
+from ..providers.base import (
+    KnowsModelFacts,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ReplyCapped,
+    closing_stream,
+)
 from . import conversation
 from .compaction import SUMMARY_SYSTEM, TARGET_SHARE, compact
 from .results import CHARS_PER_TOKEN, cut_middle
@@ -56,9 +63,12 @@ class ContextWindow:
 
     @property
     def size(self) -> int:
-        """``context_window``, or the documented window of the provider's model."""
+        """``context_window``, or the provider's model's own (its facts: the Models API's answer
+        once in, else the built-in table)."""
         subject = self._subject
-        window = subject.context_window or context_window_for(subject.provider.model)
+        provider = subject.provider
+        known = provider.facts().context_window if isinstance(provider, KnowsModelFacts) else None
+        window = subject.context_window or known or context_window_for(subject.provider.model)
         if self.reported_window is not None:
             window = min(window, self.reported_window)
         return window

@@ -1,9 +1,9 @@
 """Token estimates: how big the next request is, and what the model's window holds.
 
-The context window of a model (``context_window_for``), whether a failed request was a prompt
-too long for it (``is_overflow``, ``reported_sizes``), and ``TokenEstimator``, which estimates a
-request's tokens from the last reply's reported count plus what was added since — cheap enough to
-run before every request of a 200-turn session.
+The context window of a model (``context_window_for``, from the model facts), whether a failed
+request was a prompt too long for it (``is_overflow``, ``reported_sizes``), and
+``TokenEstimator``, which estimates a request's tokens from the last reply's reported count plus
+what was added since — cheap enough to run before every request of a 200-turn session.
 """
 
 from __future__ import annotations
@@ -11,19 +11,12 @@ from __future__ import annotations
 import json
 import re
 
+from ..providers.model_facts import built_in
 from .conversation import Block, Message, content_blocks
 from .results import CHARS_PER_TOKEN
 
-#: The window of a model the package does not know.
+#: The window of a model neither the Models API nor the built-in table knows.
 DEFAULT_CONTEXT_WINDOW = 200_000
-#: Documented context windows, by model name prefix (longest prefix wins).
-CONTEXT_WINDOWS: dict[str, int] = {
-    "claude-": 200_000,
-    "claude-3-": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-opus-4": 200_000,
-    "claude-haiku-4": 200_000,
-}
 #: Tokens an image costs in the estimate when its size is unknown (1568 × 1568 / 750).
 IMAGE_TOKENS = 3_300
 
@@ -36,9 +29,11 @@ _REPORTED = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum")
 
 
 def context_window_for(model: str) -> int:
-    """The documented context window of ``model``; ``DEFAULT_CONTEXT_WINDOW`` if unknown."""
-    matches = [prefix for prefix in CONTEXT_WINDOWS if model.startswith(prefix)]
-    return CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
+    """The window of ``model`` from the built-in table of model facts (the Models API's answer,
+    once a provider has it, comes from ``provider.facts()``); ``DEFAULT_CONTEXT_WINDOW`` if
+    unknown."""
+    facts = built_in(model)
+    return facts.context_window if facts is not None else DEFAULT_CONTEXT_WINDOW
 
 
 def is_overflow(error: BaseException) -> bool:

@@ -89,6 +89,7 @@ class CellTurn:
         max_turns: int | None = None,
         think: int | None = None,
         budget: float | None = None,
+        effort: str | None = None,
     ) -> TurnOutcome:
         """Run the turn, rendering its events in the cell; the renderer is closed either way.
 
@@ -106,6 +107,7 @@ class CellTurn:
                 max_turns=max_turns,
                 think=think,
                 budget=budget,
+                effort=effort,
             )
 
     def _run(
@@ -118,6 +120,7 @@ class CellTurn:
         max_turns: int | None,
         think: int | None,
         budget: float | None,
+        effort: str | None = None,
     ) -> TurnOutcome:
         renderer, poller = self.renderer, self.poller
         bridge = self.session.bridge
@@ -133,6 +136,7 @@ class CellTurn:
                 max_turns=max_turns,
                 think=think,
                 budget=budget,
+                effort=effort,
                 label=cell_label(self.shell),
                 on_event=renderer.handle,
                 on_idle=self._on_idle,

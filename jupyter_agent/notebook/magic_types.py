@@ -39,6 +39,10 @@ def identifier(text: str) -> str:
     return text
 
 
+#: ``--effort`` and ``AgentMagics.effort`` (the API's ``output_config.effort`` levels).
+EFFORT_CHOICES = ("low", "medium", "high", "xhigh", "max")
+
+
 def thinking_budget(value: int | str) -> int:
     """A thinking budget the API accepts (checked where the provider checks it)."""
     from ..providers.anthropic import MIN_THINKING_BUDGET  # imports the SDK: only when used

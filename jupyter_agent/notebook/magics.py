@@ -32,6 +32,7 @@ from .inert import InertMarkdown, visible
 from .kernel_comm import KernelCommPoller
 from .live_panel import LivePanel
 from .magic_types import (
+    EFFORT_CHOICES,
     chat_name,
     dollars,
     identifier,
@@ -168,8 +169,15 @@ class AgentMagics(Magics):
     thinking_budget = Int(
         _DEFAULTS.thinking_budget,
         allow_none=True,
-        help="Tokens Claude may think before answering (extended thinking, at least 1024; "
-        "None: off). %%agent --think N sets it for one cell.",
+        help="Tokens Claude may think before answering (at least 1024; None: off). On a model "
+        "that takes no budget, adaptive thinking at a matching effort. %%agent --think N sets "
+        "it for one cell.",
+    ).tag(config=True)
+    effort = Unicode(
+        _DEFAULTS.effort,
+        allow_none=True,
+        help="Claude's effort: low, medium, high, xhigh or max (None: the model's default; a "
+        "level the model lacks becomes its nearest). %%agent --effort sets it for one cell.",
     ).tag(config=True)
 
     budget = Float(
@@ -269,6 +277,13 @@ class AgentMagics(Magics):
         value = proposal["value"]
         if value is not None and value <= 0:
             raise TraitError("tool_timeout must be a positive number of seconds, or None")
+        return value  # type: ignore[no-any-return]
+
+    @validate("effort")
+    def _check_effort(self, proposal: dict[str, Any]) -> str | None:
+        value = proposal["value"]
+        if value is not None and value not in EFFORT_CHOICES:
+            raise TraitError(f"effort must be one of {', '.join(EFFORT_CHOICES)}, or None")
         return value  # type: ignore[no-any-return]
 
     @validate("thinking_budget")
@@ -393,12 +408,13 @@ class AgentMagics(Magics):
         max_turns: int | None = None,
         think: int | None = None,
         budget: float | None = None,
+        effort: str | None = None,
     ) -> TurnOutcome:
         """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
         with _as_usage_errors():  # refusals before anything is shown
             self.managed.check_turn(vars(self.session.settings), provider, model, budget)
             self.session.chat(chat)
-            self.session.provider(provider, model, think)
+            self.session.provider(provider, model, think, effort)
         self._turn = CellTurn(
             self.session,
             self.shell,
@@ -415,6 +431,7 @@ class AgentMagics(Magics):
                 max_turns=max_turns,
                 think=think,
                 budget=budget,
+                effort=effort,
             )
         finally:
             self._turn = None
@@ -452,7 +469,14 @@ class AgentMagics(Magics):
         type=think,
         default=None,
         metavar="N",
-        help="Let Claude think up to N tokens first (extended thinking), for this cell.",
+        help="Let Claude think up to N tokens first, for this cell (on a model without "
+        "budgets: adaptive thinking at a matching effort).",
+    )
+    @argument(
+        "--effort",
+        choices=EFFORT_CHOICES,
+        default=None,
+        help="Claude's effort for this cell (the model's nearest level if it lacks this one).",
     )
     @argument(
         "--budget",
@@ -502,6 +526,7 @@ class AgentMagics(Magics):
             max_turns=args.max_turns,
             think=args.think,
             budget=args.budget,
+            effort=args.effort,
         )
         outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:

@@ -76,12 +76,20 @@ MarkdownText = InertMarkdown
 
 
 class ThinkingBlock:
-    """The model's extended thinking, collapsed under a summary line (HTML) or one line (text)."""
+    """The model's extended thinking, collapsed under a summary line (HTML) or one line (text);
+    its progress text between tool calls and the provider's notices (``ThinkingDelta.kind``)
+    shown as they are, apart from the answer."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, kind: str = "thinking") -> None:
         self.text = text
+        self.kind = kind
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        if self.kind != "thinking":
+            return html_bundle(
+                f"<div style='color: #666; font-style: italic;'>{html_text(self.text)}</div>",
+                f"[{self.text}]" if self.kind == "notice" else f"… {self.text}",
+            )
         chars = len(self.text)
         return html_bundle(
             f"<details><summary><i>Thinking ({chars:,} characters)</i></summary>"
@@ -152,6 +160,7 @@ class RichRenderer:
         self.interval_s = interval_s
         self._clock = clock
         self._thinking: list[str] = []
+        self._thinking_kind = "thinking"
         self._thinking_handle: Any = None
         self._thinking_shown = 0.0
         self._parts: list[str] = []
@@ -191,7 +200,7 @@ class RichRenderer:
 
     def handle(self, event: object) -> None:
         if isinstance(event, ThinkingDelta):
-            self._think(event.text)
+            self._think(event.text, event.kind)
             return
         if self._thinking:
             self._end_thinking()
@@ -249,23 +258,28 @@ class RichRenderer:
 
     # -- thinking ----------------------------------------------------------------------------
 
-    def _think(self, text: str) -> None:
-        """Thinking streams into one collapsed block per turn, updated at the renderer's pace."""
+    def _think(self, text: str, kind: str = "thinking") -> None:
+        """Thinking streams into one collapsed block per turn, updated at the renderer's pace
+        (progress text and notices into a visible one of their own)."""
+        if self._thinking and kind != self._thinking_kind:
+            self._end_thinking()
         if not self._thinking:
             self._end_segment()
+        self._thinking_kind = kind
         self._thinking.append(text)
         now = self._clock()
         if self._thinking_handle is None:
             self._thinking_handle = self._handle_factory()
-            self._thinking_handle.display(ThinkingBlock("".join(self._thinking)))
+            self._thinking_handle.display(ThinkingBlock("".join(self._thinking), kind))
             self._thinking_shown = now
         elif now - self._thinking_shown >= self.interval_s:
-            self._thinking_handle.update(ThinkingBlock("".join(self._thinking)))
+            self._thinking_handle.update(ThinkingBlock("".join(self._thinking), kind))
             self._thinking_shown = now
 
     def _end_thinking(self) -> None:
         if self._thinking_handle is not None:
-            self._thinking_handle.update(ThinkingBlock("".join(self._thinking)))
+            block = ThinkingBlock("".join(self._thinking), self._thinking_kind)
+            self._thinking_handle.update(block)
         self._thinking = []
         self._thinking_handle = None
 
@@ -457,6 +471,7 @@ class TextRenderer:
         #: Started calls whose line is not written yet, with their "⇉" prefix.
         self._unannounced: list[tuple[ToolCallStarted, str]] = []
         self._thinking_noted = False
+        self._in_progress = False
         #: Where the current turn's text begins in ``_parts`` (TextReset).
         self._turn_parts_start = 0
         self._tty: bool | None = None
@@ -500,6 +515,26 @@ class TextRenderer:
         if self._on_tty():
             self._raw(self._markdown.flush())
 
+    def _progress_text(self, text: str, kind: str) -> None:
+        """Write progress text (``… ``) or a notice (``[…]``) apart from the answer."""
+        if kind == "notice":
+            self._end_progress()
+            self._line(f"[{text}]")
+            return
+        if not self._in_progress:
+            self._in_progress = True
+            self._line("")
+            self._raw("\x1b[2m… " if self._on_tty() else "… ")
+            self._at_line_start = False
+        self._write(text)
+
+    def _end_progress(self) -> None:
+        if self._in_progress:
+            self._in_progress = False
+            if self._on_tty():
+                self._raw("\x1b[0m")
+            self._write("\n")
+
     def _line(self, text: str) -> None:
         if not self._at_line_start:
             self._write("\n")
@@ -539,10 +574,15 @@ class TextRenderer:
 
     def handle(self, event: object) -> None:
         if isinstance(event, ThinkingDelta):
+            if event.kind != "thinking":
+                # progress between tool calls and notices: their own lines, as they stream
+                self._progress_text(event.text, event.kind)
+                return
             if not self._thinking_noted:
                 self._thinking_noted = True
                 self._line("[thinking …]")
             return
+        self._end_progress()
         self._thinking_noted = False
         if isinstance(event, ContextCompacted):
             self._line(f"[{compaction_notice(event)}]")
@@ -603,6 +643,7 @@ class TextRenderer:
             self.stream.flush()
 
     def close(self, *, interrupted: bool) -> None:
+        self._end_progress()
         self._announce()
         self._flush_markdown()
         if interrupted:

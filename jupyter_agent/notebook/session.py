@@ -243,7 +243,11 @@ class NotebookSession:
             agent.provider = provider
 
     def provider(
-        self, kind: str | None = None, model: str | None = None, think: int | None = None
+        self,
+        kind: str | None = None,
+        model: str | None = None,
+        think: int | None = None,
+        effort: str | None = None,
     ) -> Provider:
         """The provider for ``kind``/``model`` (the settings' when ``None``), built once.
 
@@ -251,8 +255,9 @@ class NotebookSession:
         applies to Claude (``AnthropicProvider``) and is ignored, with a note, by the others.
         """
         budget = think if think is not None else self.settings.thinking_budget
+        effort = effort if effort is not None else self.settings.effort
         if kind is None and model is None and self._custom_provider is not None:
-            return self._with_thinking(self._custom_provider, budget)
+            return self._with_thinking(self._custom_provider, budget, effort)
         kind = kind or self.settings.provider
         if kind not in PROVIDER_KINDS:
             raise SessionError(f"Unknown provider {kind!r}; use auto, anthropic, offline or openai")
@@ -261,27 +266,31 @@ class NotebookSession:
         provider = self._providers.get(key)
         if provider is None:
             built = self.bridge.background.run(self._build_provider(kind, model))
-            provider = self._with_thinking(built, budget)
+            provider = self._with_thinking(built, budget, effort)
             self._providers[key] = provider
         return provider
 
-    def _with_thinking(self, provider: Provider, budget: int | None) -> Provider:
-        """``provider`` thinking with ``budget``: itself, or a cached copy sharing its client."""
+    def _with_thinking(
+        self, provider: Provider, budget: int | None, effort: str | None = None
+    ) -> Provider:
+        """``provider`` thinking with ``budget`` at ``effort``: itself, or a cached copy sharing
+        its client."""
         if not isinstance(provider, ThinkingProvider):
-            if budget is not None:
+            if budget is not None or effort is not None:
                 self._notify(
                     f"jupyter-agent: extended thinking is for Claude; the {provider.name} "
                     "provider answers without it."
                 )
             return provider
-        if provider.thinking_budget == budget:
+        if provider.thinking_budget == budget and provider.effort == effort:
             return provider
-        key = ("variant", id(provider), budget)
+        key = ("variant", id(provider), budget, effort)
         variant = self._providers.get(key)
         if variant is None:
             variant = copy.copy(provider)  # the same client, on the same loop
             try:
                 variant.thinking_budget = budget
+                variant.effort = effort
             except ValueError as exc:
                 raise SessionError(_one_line(str(exc))) from None
             self._providers[key] = variant
@@ -561,6 +570,7 @@ class NotebookSession:
         on_idle: Callable[[], None] | None = None,
         text_growth: float | None = None,
         budget: float | None = None,
+        effort: str | None = None,
     ) -> TurnOutcome:
         """Run one turn of chat ``chat`` on the background loop, pumping events to ``on_event``.
 
@@ -579,7 +589,7 @@ class NotebookSession:
         if agent.system_prompt != system_prompt:
             agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
-        agent.provider = self.provider(provider, model, think)
+        agent.provider = self.provider(provider, model, think, effort)
         guard = self._spend_guard(budget)
         if guard is not None:  # requests that could pass the budget are not sent
             agent.provider = BudgetedProvider(agent.provider, guard)

@@ -53,6 +53,8 @@ class SessionSettings:
     context_window: int | None = None
     #: Tokens Claude may think before answering (``None``: extended thinking off).
     thinking_budget: int | None = None
+    #: Claude's effort (``low``, ``medium``, ``high``, ``xhigh``, ``max``; ``None``: the model's).
+    effort: str | None = None
     #: Tool calls of one reply that run at the same time.
     max_parallel_tools: int = 8
     #: Dollars one %%agent cell may spend (``None``: no cap); ``--budget`` for one cell.

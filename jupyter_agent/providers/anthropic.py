@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProviderError
 from ..events import TextDelta, TextReset, ThinkingDelta, Usage
+from ._anthropic_prefix import PrefixKeeper
+from ._anthropic_thinking import ThinkingPlan, default_max_tokens, plan_thinking
 from ._anthropic_threads import (
     CREATE,
     REPLAY_ERROR_CODES,
@@ -56,6 +58,15 @@ from ._anthropic_threads import (
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff, capped_copy
 from .base import ModelRequest, ModelResponse, ProviderEvent
+from .model_facts import (
+    CURRENT_MODEL,
+    EFFORT_LEVELS,
+    FACTS,
+    ModelFacts,
+    built_in,
+    request_facts,
+    unknown_facts,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -63,6 +74,8 @@ if TYPE_CHECKING:
 #: The newest Claude Sonnet that the installed SDK knows; ``JUPYTER_AGENT_MODEL`` overrides it.
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MODEL_ENV_VAR = "JUPYTER_AGENT_MODEL"
+#: ``max_tokens`` of a model the package knows nothing about (else it comes from the model's
+#: facts: thinking at the chosen effort plus the answer, ``_anthropic_thinking.py``).
 DEFAULT_MAX_TOKENS = 8192
 #: The SDK's default number of retries of a failed request.
 DEFAULT_MAX_RETRIES = 2
@@ -85,15 +98,17 @@ class AnthropicProvider:
         model: str | None = None,
         *,
         client: anthropic.AsyncAnthropic | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         cache: bool = True,
         thinking_budget: int | None = None,
+        effort: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
         threads: bool | None = None,
     ) -> None:
         self.model: str = model or os.environ.get(MODEL_ENV_VAR) or DEFAULT_MODEL
         self.max_tokens = max_tokens
+        self.effort = effort
         #: Mark the system prompt, the tools and the conversation for prompt caching.
         self.cache = cache
         self.thinking_budget = thinking_budget
@@ -115,6 +130,10 @@ class AnthropicProvider:
         #: goes on with its own. A thread is out of the table while its request is in flight, and
         #: does not come back after a failed or cancelled one.
         self._threads: list[Thread] = []
+        #: Each conversation's prefix kept append-only (``_anthropic_prefix.py``).
+        self._prefix = PrefixKeeper()
+        #: Notices already given (each is said once).
+        self._said: set[str] = set()
 
     @property
     def threads(self) -> bool:
@@ -129,6 +148,50 @@ class AnthropicProvider:
     @threads.setter
     def threads(self, value: bool | None) -> None:
         self._threads_setting = value
+
+    @property
+    def max_tokens(self) -> int:
+        """The largest reply: as set, else room for thinking at the chosen effort plus the
+        answer, within the model's maximum (the model's facts)."""
+        if self._max_tokens is not None:
+            return self._max_tokens
+        facts = self.facts()
+        return default_max_tokens(facts, self._plan(facts))
+
+    @max_tokens.setter
+    def max_tokens(self, value: int | None) -> None:
+        self._max_tokens = value
+
+    @property
+    def effort(self) -> str | None:
+        """``low``, ``medium``, ``high``, ``xhigh`` or ``max``; ``None``: the model's own."""
+        return self._effort
+
+    @effort.setter
+    def effort(self, value: str | None) -> None:
+        if value is not None and value not in EFFORT_LEVELS:
+            raise ValueError(
+                f"effort must be one of {', '.join(EFFORT_LEVELS)} (or None); got {value!r}"
+            )
+        self._effort = value
+
+    def facts(self) -> ModelFacts:
+        """What the model accepts: the Models API's answer once it is in, else the built-in
+        table (``model_facts.py``)."""
+        known = FACTS.known(self._sending_client(), self.model)
+        if known is not None:
+            return known
+        return built_in(self.model) or unknown_facts(self.model)
+
+    async def lookup_facts(self) -> ModelFacts:
+        """The model's facts, waiting for the Models API lookup (started now if need be); the
+        built-in table's if the Models API cannot answer."""
+        client = self._client_for_running_loop()
+        await FACTS.start(client, self.model)
+        return self.facts()
+
+    def _plan(self, facts: ModelFacts) -> ThinkingPlan:
+        return plan_thinking(facts, self.thinking_budget, self.effort)
 
     @property
     def thinking_budget(self) -> int | None:
@@ -159,17 +222,22 @@ class AnthropicProvider:
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.stream`` for ``request`` (caching applied)."""
+        facts = self.facts()
+        plan = self._plan(facts)
+        max_tokens = self._max_tokens or default_max_tokens(facts, plan)
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": min(max_tokens, facts.max_tokens),
             "messages": request.messages,
         }
-        budget = self.thinking_budget
-        if budget is not None:
-            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            if self.max_tokens <= budget:
-                # thinking counts against max_tokens: leave the answer its usual room
-                params["max_tokens"] = budget + self.max_tokens
+        if plan.thinking is not None:
+            params["thinking"] = dict(plan.thinking)
+            budget = plan.thinking.get("budget_tokens")
+            if isinstance(budget, int) and params["max_tokens"] <= budget:
+                # thinking counts against max_tokens: leave the answer its room
+                params["max_tokens"] = min(budget + max_tokens, facts.max_tokens)
+        if plan.output_config is not None:
+            params["output_config"] = dict(plan.output_config)
         if request.system:
             system: dict[str, Any] = {"type": "text", "text": request.system}
             if self.cache:
@@ -216,7 +284,7 @@ class AnthropicProvider:
 
     def _thread_key(self, request: ModelRequest) -> tuple[object, ...]:
         """What a thread keeps fixed: a request with other values starts a new one."""
-        return (self.model, request.system, request.tools, self.thinking_budget)
+        return (self.model, request.system, request.tools, self.thinking_budget, self.effort)
 
     def _take_thread(
         self, messages: list[dict[str, Any]], key: tuple[object, ...]
@@ -250,6 +318,21 @@ class AnthropicProvider:
         import anthropic
 
         client = self._client_for_running_loop()
+        facts, notices = request_facts(client, self.model)
+        plan = self._plan(facts)
+        for notice in [*notices, *plan.notices]:
+            if notice not in self._said:
+                self._said.add(notice)
+                yield ThinkingDelta(notice, kind="notice")
+        rendered = self._prefix.render(
+            request.system,
+            request.tools,
+            request.messages,
+            facts,
+            keep_layout=request.purpose == "chat",
+        )
+        request = ModelRequest(rendered.system, rendered.messages, rendered.tools, request.purpose)
+        betas = sorted({*plan.betas, *rendered.betas})
         threading = self._threading(request)
         key = self._thread_key(request) if threading else ()
         # taken for the time of the request: one that fails or is cancelled leaves no thread to
@@ -270,14 +353,14 @@ class AnthropicProvider:
         while True:
             streamed = False
             try:
-                async with _open_stream(client, params, thread_field) as stream:
+                async with _open_stream(client, params, thread_field, betas) as stream:
                     async for event in stream:
                         if event.type == "text" and event.text:
                             streamed = True
                             yield TextDelta(event.text)
                         elif event.type == "thinking" and event.thinking:
                             streamed = True
-                            yield ThinkingDelta(event.thinking)
+                            yield ThinkingDelta(event.thinking, kind=plan.streamed_as)
                     message = await stream.get_final_message()
                 break
             except anthropic.APIStatusError as exc:
@@ -363,6 +446,7 @@ class AnthropicProvider:
             else:
                 # server-tool blocks go back to the API unchanged
                 content.append(block.to_dict())
+        self._prefix.record(rendered, self.model, content)
         if refused is not None and self.threads:
             # the whole request went through where the threaded one was refused
             self.threads = False
@@ -431,13 +515,21 @@ def _refuses_threads(exc: anthropic.APIStatusError) -> bool:
 
 
 def _open_stream(
-    client: anthropic.AsyncAnthropic, params: dict[str, Any], thread: dict[str, str] | None
+    client: anthropic.AsyncAnthropic,
+    params: dict[str, Any],
+    thread: dict[str, str] | None,
+    betas: list[str] | None = None,
 ) -> Any:
-    """The SDK's stream manager for ``params``: on the beta endpoint with ``thread``, else as
-    ever."""
-    if thread is None:
+    """The SDK's stream manager for ``params``: on the beta endpoint with ``thread`` or
+    ``betas``, else as ever."""
+    betas = list(betas or [])
+    if thread is None and not betas:
         return client.messages.stream(**params)
-    return client.beta.messages.stream(**params, thread=cast(Any, thread), betas=[THREADS_BETA])
+    if thread is None:
+        return client.beta.messages.stream(**params, betas=cast(Any, betas))
+    return client.beta.messages.stream(
+        **params, thread=cast(Any, thread), betas=cast(Any, [THREADS_BETA, *betas])
+    )
 
 
 def _continuable(message: Any) -> bool:
@@ -511,7 +603,10 @@ def _describe_status_error(exc: anthropic.APIStatusError, stream_retries: int = 
     hints = {
         401: " Check ANTHROPIC_API_KEY.",
         403: " The API key is not allowed to do this.",
-        404: " Check the model name (agent.provider.model or JUPYTER_AGENT_MODEL).",
+        404: (
+            " Check the model name (agent.provider.model or JUPYTER_AGENT_MODEL); a current "
+            f"one is {CURRENT_MODEL}."
+        ),
         413: " The conversation is too large; clear it with %agent reset.",
         429: " Rate limited even after the SDK's retries; wait a moment and try again.",
         529: " Anthropic is overloaded even after the SDK's retries; try again shortly.",

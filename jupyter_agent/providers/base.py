@@ -71,11 +71,14 @@ class Provider(Protocol):
 class ThinkingProvider(Protocol):
     """A provider that can think before it answers (extended thinking, ``AnthropicProvider``).
 
-    ``thinking_budget`` is the tokens a reply may spend thinking, ``None`` for none; setting it
+    ``thinking_budget`` is the tokens a reply may spend thinking, ``None`` for none, and
+    ``effort`` how hard it thinks (``None``: the model's default); setting them
     on a copy gives a variant sharing the client. A provider without it answers without thinking.
     """
 
     thinking_budget: int | None
+    #: ``low`` … ``max``, or ``None`` for the model's own effort.
+    effort: str | None
 
 
 @runtime_checkable
@@ -87,6 +90,16 @@ class ReplyCapped(Protocol):
     """
 
     max_tokens: int | None
+
+
+@runtime_checkable
+class KnowsModelFacts(Protocol):
+    """A provider that knows its model's facts (``AnthropicProvider``: the Models API's answer,
+    else a cited built-in table): the window the agent fits the conversation to."""
+
+    def facts(self) -> Any:
+        """The model's ``ModelFacts`` (``context_window``, ``max_tokens``, ...)."""
+        ...
 
 
 @asynccontextmanager

@@ -93,7 +93,7 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
     events = await collect(agent, "What is 2 + 3?")
 
     first, second = fake.requests
-    assert first["model"] == "claude-test"
+    assert first["model"] == "claude-sonnet-5-5"
     assert first["stream"] is True
     assert first["system"] == [
         {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}
@@ -146,7 +146,7 @@ async def test_request_format_tool_results_and_caching(tmp_path: Path) -> None:
     assert agent.usage == final.usage
     assert final.text == "Let me compute.\n\n2 + 3 = 5; the other tool failed."
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == final.text
-    assert isinstance(events[0], TurnStarted) and events[0].model == "claude-test"
+    assert isinstance(events[0], TurnStarted) and events[0].model == "claude-sonnet-5-5"
 
 
 async def test_the_four_calls_of_one_reply_all_run_at_once(tmp_path: Path) -> None:

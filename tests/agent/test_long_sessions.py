@@ -494,7 +494,7 @@ class ThinkingProvider:
     """A provider that streams extended thinking before its answer (the provider contract)."""
 
     name = "thinking"
-    model = "claude-test"
+    model = "claude-sonnet-5-5"
 
     def __init__(self) -> None:
         self.requests: list[ModelRequest] = []

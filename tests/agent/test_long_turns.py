@@ -81,7 +81,7 @@ def long_turns(rounds: int, *, think: bool) -> Any:
 def make_long_agent(fake: FakeAnthropic, tmp_path: Path, *, think: bool = False) -> Agent:
     """Threads off and a context window the fake API enforces, for turns of many rounds."""
     provider = AnthropicProvider(
-        "claude-test",
+        "claude-sonnet-5-5",
         client=fake.client(),
         threads=False,
         thinking_budget=1024 if think else None,
@@ -186,7 +186,7 @@ def test_the_fake_refuses_a_tool_loop_that_does_not_open_with_thinking() -> None
     call = tool_use("toolu_1", "work", {"i": 1})
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}
     body: dict[str, Any] = {
-        "model": "claude-test",
+        "model": "claude-sonnet-5-5",
         "max_tokens": 4096,
         "thinking": {"type": "enabled", "budget_tokens": 1024},
         "messages": [

@@ -118,7 +118,7 @@ async def test_a_headless_agent_does_not_commit_the_model_s_workflow(repo: Path)
         Reply([tool_use("t2", "git_commit", {"message": "Add tests"})]),
         text("Done."),
     )
-    provider = AnthropicProvider("claude-test", client=fake.client(max_retries=0))
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(max_retries=0))
     agent = Agent(provider, workspace=repo)
     await agent.chat("tidy the repository")
     assert commits(repo) == 1, git(repo, "log", "--stat")

@@ -18,7 +18,7 @@ from ipython_shell import magics_of, run_ok
 from jupyter_agent.notebook.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
-PRICES = {"claude-test": {"input": 1000, "output": 1000}}
+PRICES = {"claude-sonnet-5-5": {"input": 1000, "output": 1000}}
 
 
 @pytest.fixture
@@ -29,7 +29,9 @@ def session_settings(tmp_path: Path) -> SessionSettings:
 
 def _fake(session: NotebookSession, *script: Reply) -> FakeAnthropic:
     fake = FakeAnthropic(*script)
-    session.use_provider(AnthropicProvider("claude-test", client=fake.client(), max_tokens=100))
+    session.use_provider(
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client(), max_tokens=100)
+    )
     return fake
 
 
@@ -74,7 +76,9 @@ def test_budget_option_and_usage_in_the_notebook(
     magics = magics_of(shell)
     magics.prices = PRICES
     fake = FakeAnthropic(text("never sent"))
-    magics.use_provider(AnthropicProvider("claude-test", client=fake.client(), max_tokens=100))
+    magics.use_provider(
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client(), max_tokens=100)
+    )
     run_ok(shell, "%%agent --budget 0.01\nhello")
     out = capsys.readouterr().out
     assert fake.requests == []

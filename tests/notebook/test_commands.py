@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_anthropic import Reply, result_text, text, tool_results, tool_use, user_texts
+from fake_anthropic import (
+    Reply,
+    offered_tools,
+    progress,
+    result_text,
+    text,
+    tool_results,
+    tool_use,
+    user_texts,
+)
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import magics_of, run_ok, use_fake
@@ -80,7 +89,7 @@ def test_agent_tools_act_on_every_chat(shell: InteractiveShell) -> None:
     run_ok(shell, "%agent_tools disable web_fetch")
     run_ok(shell, "%agent_tools policy write_file deny")
     run_ok(shell, "%%agent --chat one\nwrite x.txt")
-    assert "web_fetch" not in [tool["name"] for tool in fake.requests[1]["tools"]]
+    assert "web_fetch" not in offered_tools(fake.requests[1])
     assert not Path("x.txt").exists()
     assert magics_of(shell).session.chat("one").get_policy("write_file") == "deny"
 
@@ -282,23 +291,50 @@ def test_undo_works_after_the_session_restarts_and_spares_the_users_edits(
 def test_think_option_and_thinking_budget_setting_turn_on_extended_thinking(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake = use_fake(shell, text("a"), text("b"), text("c"), text("d"))
+    """Issue 32, fault 1: the default model takes no budget; --think maps to adaptive thinking
+    at an effort the cell names once — never a 400 (a model that takes budgets gets one:
+    ``tests/providers/test_anthropic_contract.py``)."""
+    fake = use_fake(shell, *[text(c) for c in "abcde"])
     run_ok(shell, "%%agent --think 2048\nThink first")
-    run_ok(shell, "%%agent\nNo thinking now")
-    run_ok(shell, "%config AgentMagics.thinking_budget = 4096")
+    assert "thinking adaptively at effort 'low' for --think 2048" in capsys.readouterr().out
+    run_ok(shell, "%%agent\nNo budget now")
+    run_ok(shell, "%config AgentMagics.thinking_budget = 20000")
     run_ok(shell, "%%agent\nThink by default")
-    run_ok(shell, "%%agent --chat other --think 1024\nThink less")
-    budgets = [request.get("thinking") for request in fake.requests]
-    assert budgets == [
-        {"type": "enabled", "budget_tokens": 2048},
-        None,
-        {"type": "enabled", "budget_tokens": 4096},
-        {"type": "enabled", "budget_tokens": 1024},
+    run_ok(shell, "%%agent --chat other --think 1024 --effort max\nThink less, try hard")
+    run_ok(shell, "%config AgentMagics.thinking_budget = None")
+    run_ok(shell, "%config AgentMagics.effort = 'medium'")
+    run_ok(shell, "%%agent\nMedium")
+    sent = [(r.get("thinking"), r.get("output_config")) for r in fake.requests]
+    assert sent == [
+        ({"type": "adaptive", "display": "summarized"}, {"effort": "low"}),
+        ({"type": "adaptive", "display": "updates"}, None),
+        ({"type": "adaptive", "display": "summarized"}, {"effort": "high"}),
+        ({"type": "adaptive", "display": "summarized"}, {"effort": "max"}),
+        ({"type": "adaptive", "display": "updates"}, {"effort": "medium"}),
     ]
     line = one_line_usage_error(shell, capsys, "%%agent --think 10\nhi")
     assert "argument --think: a thinking budget is at least 1024 tokens" in line
+    line = one_line_usage_error(shell, capsys, "%%agent --effort extreme\nhi")
+    assert "argument --effort: invalid choice" in line
     shell.run_cell("%config AgentMagics.thinking_budget = 5")  # refused, not kept
-    assert magics_of(shell).thinking_budget == 4096
+    assert magics_of(shell).thinking_budget is None
+    shell.run_cell("%config AgentMagics.effort = 'extreme'")  # refused, not kept
+    assert magics_of(shell).effort == "medium"
+
+
+def test_the_progress_between_tool_calls_shows_apart_from_the_answer(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, fault 2: current models write progress text in thinking blocks; the cell shows
+    it as it streams (the package asks for a display that returns it), apart from the answer."""
+    fake = use_fake(
+        shell, Reply([progress("Reading the data first."), {"type": "text", "text": "It is 42."}])
+    )
+    run_ok(shell, "%%agent\nWhat is it?")
+    out = capsys.readouterr().out
+    assert "… Reading the data first." in out
+    assert "It is 42." in out and "Reading the data first.It is 42." not in out
+    assert fake.requests[0]["thinking"]["display"] == "updates"
 
 
 def test_think_with_the_offline_model_says_it_is_ignored(

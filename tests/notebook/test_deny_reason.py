@@ -52,7 +52,7 @@ def _deny_in_the_notebook(typed: str, tmp_path: Path) -> tuple[ApprovalPrompt, s
         Reply([tool_use("toolu_1", "run_bash", {"command": "rm -rf data"})]), text("Understood.")
     )
     agent = Agent(
-        AnthropicProvider("claude-test", client=fake.client()),
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client()),
         workspace=tmp_path,
         approval_handler=the_user,
     )

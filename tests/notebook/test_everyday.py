@@ -8,7 +8,7 @@ model is the offline demo model or the fake Messages API at the HTTP boundary.
 from __future__ import annotations
 
 import pytest
-from fake_anthropic import text, user_texts
+from fake_anthropic import latest_instructions, text, user_texts
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import magics_of, run_ok, use_fake
 
@@ -70,7 +70,7 @@ def test_quoted_option_values_lose_their_quotes(
     names = [chat.name for chat in magics_of(shell).session.chats()]
     assert "mine" in names and not [name for name in names if "'" in name or '"' in name]
     assert user_texts(fake.requests[1])[-1] == "again"
-    assert fake.requests[1]["system"][0]["text"] == "Be terse."
+    assert latest_instructions(fake.requests[1]).endswith("\n\nBe terse.")
 
 
 def test_agent_help_is_plain_text_not_restructured_text(shell: InteractiveShell) -> None:

@@ -153,7 +153,7 @@ async def test_read_file_pages_of_a_6_mb_notebook_are_never_cut_by_the_agent(
         return Reply([tool_use(f"toolu_{len(results)}", "read_file", arguments)])
 
     fake = FakeAnthropic(*[next_page] * (pages + 1))
-    provider = AnthropicProvider("claude-test", client=fake.client(), cache=False)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), cache=False)
     agent = Agent(provider, workspace=tmp_path, max_result_chars=100_000)
     assert await agent.chat("read big.ipynb") == "Read enough."
     seen = [result_text(r) for r in tool_results(fake.requests[-1])]
@@ -201,7 +201,7 @@ async def test_read_notebook_pages_fit_a_small_result_cap(tmp_path: Path) -> Non
         return Reply([tool_use(f"toolu_{len(results)}", "read_notebook", arguments)])
 
     fake = FakeAnthropic(step, step, step)
-    provider = AnthropicProvider("claude-test", client=fake.client(), cache=False)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), cache=False)
     agent = Agent(provider, workspace=tmp_path, max_result_chars=10_000)
     assert await agent.chat("read long.ipynb") == "Done."
     first, second = (result_text(r) for r in tool_results(fake.requests[-1]))

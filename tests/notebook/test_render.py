@@ -146,6 +146,35 @@ def test_a_flood_of_progress_redraws_a_title_each_interval_and_the_latest_shows(
         teardown_test_comm()
 
 
+def test_progress_between_tool_calls_shows_as_it_streams_apart_from_the_answer(
+    bare_shell: InteractiveShell,
+) -> None:
+    """Issue 32, fault 2: the progress text current models write between tool calls (it comes in
+    thinking blocks) is shown in the cell — sanitised, not collapsed — apart from the answer,
+    and reasoning stays collapsed."""
+    from jupyter_agent.events import ThinkingDelta
+
+    clock = SimulatedClock()
+    renderer = RichRenderer(clock=clock)
+    with capture_output() as captured:
+        renderer.handle(TurnStarted(turn=1))
+        renderer.handle(ThinkingDelta("Mapped effort.", kind="notice"))
+        for piece in ("Reading ", "the <data> first."):
+            clock.now += 0.01
+            renderer.handle(ThinkingDelta(piece, kind="progress"))
+        renderer.handle(ThinkingDelta("secret reasoning"))
+        renderer.handle(TextDelta("The answer."))
+        renderer.close(interrupted=False)
+    html = [o.data["text/html"] for o in captured.outputs if "text/html" in o.data]
+    shown = [h for h in html if "Reading the &lt;data&gt; first." in h]
+    assert shown and not shown[-1].startswith("<details>")
+    assert any("Mapped effort." in h for h in html)
+    assert any(h.startswith("<details>") and "secret reasoning" in h for h in html)
+    assert renderer.text == "The answer."
+    plain = [o.data["text/plain"] for o in captured.outputs if "text/plain" in o.data]
+    assert "… Reading the <data> first." in plain  # the static record's text
+
+
 def test_the_terminal_says_so_too(capsys: pytest.CaptureFixture[str]) -> None:
     from jupyter_agent.events import ContextCompacted, ThinkingDelta
     from jupyter_agent.notebook.render import TextRenderer
@@ -154,9 +183,11 @@ def test_the_terminal_says_so_too(capsys: pytest.CaptureFixture[str]) -> None:
     renderer.handle(ContextCompacted(tokens_before=1000, tokens_after=400))
     renderer.handle(ThinkingDelta("hmm"))
     renderer.handle(ThinkingDelta("mm"))
+    renderer.handle(ThinkingDelta("Looking at the \x1b[2Jfile.", kind="progress"))
     renderer.handle(TextDelta("Done."))
     renderer.close(interrupted=False)
     out = capsys.readouterr().out
     assert "1,000 → 400 tokens" in out
     assert out.count("[thinking …]") == 1 and "hmm" not in out
+    assert "… Looking at the " in out and "\x1b[2J" not in out  # progress, escaped
     assert out.rstrip().endswith("Done.")

@@ -60,7 +60,7 @@ def test_model_from_argument_environment_or_default(monkeypatch: pytest.MonkeyPa
 async def test_a_client_passed_in_is_used_as_is_and_not_closed() -> None:
     fake = FakeAnthropic(text("hi"))
     client = fake.client()
-    provider = AnthropicProvider("claude-test", client=client, max_tokens=123)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, max_tokens=123)
     assert provider.client is client
     events = [
         e async for e in provider.stream(ModelRequest("", [{"role": "user", "content": "x"}], []))
@@ -88,7 +88,7 @@ async def test_stream_yields_deltas_then_one_complete_response() -> None:
             chunk=3,
         )
     )
-    provider = AnthropicProvider("claude-test", client=fake.client())
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
     request = ModelRequest(
         "sys",
         [{"role": "user", "content": [{"type": "text", "text": "go"}]}],
@@ -117,7 +117,7 @@ async def test_stream_yields_deltas_then_one_complete_response() -> None:
     }
     assert response.stop_reason == "tool_use"
     assert response.usage == Usage(7, 3, 11, 13)
-    assert response.model == "claude-test"
+    assert response.model == "claude-sonnet-5-5"
     # the caller's request is not modified by the caching marks
     assert "cache_control" not in request.messages[0]["content"][0]
     assert "cache_control" not in request.tools[0]
@@ -125,7 +125,7 @@ async def test_stream_yields_deltas_then_one_complete_response() -> None:
 
 async def test_cache_can_be_turned_off() -> None:
     fake = FakeAnthropic(text("ok"))
-    provider = AnthropicProvider("claude-test", client=fake.client(), cache=False)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), cache=False)
     request = ModelRequest(
         "sys",
         [{"role": "user", "content": "x"}],
@@ -151,7 +151,7 @@ async def test_status_errors_read_clearly(status: int, kind: str, expected: str)
     fake = FakeAnthropic(
         ErrorReply(status, kind, "invalid x-api-key", headers={"retry-after-ms": "1"})
     )
-    provider = AnthropicProvider("claude-test", client=fake.client())
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
     with pytest.raises(ProviderError) as caught:
         _ = [
             e
@@ -165,7 +165,7 @@ async def test_status_errors_read_clearly(status: int, kind: str, expected: str)
 
 async def test_401_is_not_retried() -> None:
     fake = FakeAnthropic(ErrorReply(401, "authentication_error", "bad key"), text("never"))
-    provider = AnthropicProvider("claude-test", client=fake.client(max_retries=3))
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(max_retries=3))
     with pytest.raises(ProviderError, match="401"):
         _ = [
             e
@@ -184,7 +184,7 @@ async def test_connection_failure_names_the_endpoint() -> None:
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)),
     )
-    provider = AnthropicProvider("claude-test", client=client)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client)
     with pytest.raises(
         ProviderError, match=r"Could not connect to the Anthropic API at https://unreachable\.test"
     ):
@@ -203,7 +203,7 @@ async def test_overloaded_error_event_mid_stream_is_a_provider_error() -> None:
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
     )
-    provider = AnthropicProvider("claude-test", client=client)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client)
     with pytest.raises(ProviderError, match="overloaded"):
         _ = [
             e
@@ -215,7 +215,7 @@ async def test_missing_credentials_say_what_to_set(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://nowhere.invalid")
-    provider = AnthropicProvider("claude-test")
+    provider = AnthropicProvider("claude-sonnet-5-5")
     with pytest.raises(ProviderError, match="ANTHROPIC_API_KEY"):
         _ = [
             e
@@ -237,7 +237,7 @@ def test_one_provider_serves_several_asyncio_runs_without_resending(
     with serve(fake, keep_alive=True) as base_url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        provider = AnthropicProvider("claude-test")
+        provider = AnthropicProvider("claude-sonnet-5-5")
         agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # an owned client: no warning
@@ -252,7 +252,9 @@ def test_a_client_passed_in_on_a_new_loop_is_kept_with_a_warning(tmp_path: Path)
     fake = FakeAnthropic(text("first"), text("second"))
     client = fake.client()
     agent = Agent(
-        AnthropicProvider("claude-test", client=client), workspace=tmp_path, registry=ToolRegistry()
+        AnthropicProvider("claude-sonnet-5-5", client=client),
+        workspace=tmp_path,
+        registry=ToolRegistry(),
     )
     assert asyncio.run(agent.chat("one")) == "first"
     with pytest.warns(RuntimeWarning, match="different event loop"):

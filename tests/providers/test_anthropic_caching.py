@@ -25,7 +25,7 @@ from fake_anthropic import (
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.events import TurnFinished
 from jupyter_agent.providers.anthropic import AnthropicProvider
-from jupyter_agent.providers.base import ModelRequest
+from jupyter_agent.providers.base import ModelRequest, ModelResponse
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
 
@@ -80,7 +80,7 @@ async def test_each_request_after_a_wide_turn_reads_the_previous_one_from_cache(
     registry = ToolRegistry()
     registry.register(probe)
     agent = Agent(
-        AnthropicProvider("claude-test", client=fake.client()),
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client()),
         workspace=tmp_path,
         system_prompt="You check items.",
         registry=registry,
@@ -103,20 +103,24 @@ async def test_each_request_after_a_wide_turn_reads_the_previous_one_from_cache(
 async def test_a_paused_turn_is_marked_where_it_can_be_and_never_on_thinking() -> None:
     """Continuing a ``pause_turn`` sends the paused assistant message last; thinking blocks
     cannot carry a breakpoint, so it goes on the block before them."""
-    fake = FakeAnthropic(text("Done."))
-    provider = AnthropicProvider("claude-test", client=fake.client(), thinking_budget=1024)
     paused = [
         {"type": "text", "text": "Searching first."},
-        {"type": "thinking", "thinking": "Still looking.", "signature": "sig"},
+        {"type": "thinking", "thinking": "Still looking.", "signature": "unsigned"},
     ]
+    fake = FakeAnthropic(Reply(paused, stop_reason="pause_turn"), text("Done."))
+    provider = AnthropicProvider("claude-haiku-4-5", client=fake.client(), thinking_budget=1024)
+    first = ModelRequest("sys", [{"role": "user", "content": "find it"}], [])
+    reply = [e async for e in provider.stream(first)][-1]
+    assert isinstance(reply, ModelResponse) and reply.stop_reason == "pause_turn"
     request = ModelRequest(
         "sys",
-        [{"role": "user", "content": "find it"}, {"role": "assistant", "content": paused}],
+        [first.messages[0], {"role": "assistant", "content": reply.content}],
         [],
     )
     _ = [e async for e in provider.stream(request)]
-    user, assistant = fake.requests[0]["messages"]  # the fake refused nothing
+    user, assistant = fake.requests[1]["messages"]  # the fake refused nothing
     assert user["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert assistant["content"][0]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in assistant["content"][1]
-    assert request.messages[1]["content"] is paused and "cache_control" not in paused[0]
+    content = request.messages[1]["content"]
+    assert content is reply.content and "cache_control" not in content[0]

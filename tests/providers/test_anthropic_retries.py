@@ -72,7 +72,7 @@ async def test_an_hour_of_retry_after_waits_only_the_cap(loopback) -> None:  # t
             text("Back."),
         )
     )
-    provider = AnthropicProvider("claude-test", max_retries=1, max_retry_wait=0.2)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=1, max_retry_wait=0.2)
     started = time.monotonic()
     response = await reply_of(provider)
     elapsed = time.monotonic() - started
@@ -82,14 +82,16 @@ async def test_an_hour_of_retry_after_waits_only_the_cap(loopback) -> None:  # t
 
 
 def test_the_default_cap_is_a_minute() -> None:
-    provider = AnthropicProvider("claude-test", client=None)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=None)
     client = provider.client
     options = FinalRequestOptions(method="post", url="/v1/messages")
     for header in ({"retry-after": "3600"}, {"retry-after-ms": "3600000"}):
         wait = client._calculate_retry_timeout(2, options, httpx2.Headers(header))
         assert wait == 60.0
     assert client._calculate_retry_timeout(2, options, httpx2.Headers({"retry-after": "3"})) == 3.0
-    tighter = AnthropicProvider("claude-test", max_retry_wait=5).client.with_options(timeout=9)
+    tighter = AnthropicProvider("claude-sonnet-5-5", max_retry_wait=5).client.with_options(
+        timeout=9
+    )
     assert (
         tighter._calculate_retry_timeout(2, options, httpx2.Headers({"retry-after": "3600"})) == 5
     )
@@ -101,7 +103,7 @@ async def test_rate_limit_after_the_retries_says_what_the_api_asked(loopback) ->
             *[ErrorReply(429, "rate_limit_error", "Slow down", headers={"retry-after": "3600"})] * 2
         )
     )
-    provider = AnthropicProvider("claude-test", max_retries=1, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=1, max_retry_wait=0.01)
     with pytest.raises(ProviderError) as caught:
         await reply_of(provider)
     message = str(caught.value)
@@ -111,7 +113,7 @@ async def test_rate_limit_after_the_retries_says_what_the_api_asked(loopback) ->
 
 async def test_an_overloaded_stream_is_retried(loopback) -> None:  # type: ignore[no-untyped-def]
     server = loopback(OverloadedStreams(FakeAnthropic(text("Made it.")), failures=2))
-    provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=2, max_retry_wait=0.01)
     response = await reply_of(provider)
     assert response.content == [{"type": "text", "text": "Made it."}]
     assert server.requests == 3
@@ -119,7 +121,7 @@ async def test_an_overloaded_stream_is_retried(loopback) -> None:  # type: ignor
 
 async def test_an_overloaded_stream_that_stays_overloaded_names_the_error(loopback) -> None:  # type: ignore[no-untyped-def]
     server = loopback(OverloadedStreams(FakeAnthropic(text("never")), failures=3))
-    provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=2, max_retry_wait=0.01)
     with pytest.raises(ProviderError) as caught:
         await reply_of(provider)
     message = str(caught.value)
@@ -137,7 +139,7 @@ async def test_a_stream_that_already_showed_text_is_retried_and_taken_back(loopb
     server = loopback(
         OverloadedStreams(FakeAnthropic(text("again")), failures=1, text_first="Half an ans")
     )
-    provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=2, max_retry_wait=0.01)
     seen = [event async for event in provider.stream(REQUEST)]
     await provider.aclose()
     assert server.requests == 2
@@ -153,7 +155,7 @@ async def test_a_client_passed_in_keeps_its_retry_count_for_streams() -> None:
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle)),
     )
-    provider = AnthropicProvider("claude-test", client=client, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, max_retry_wait=0.01)
     with pytest.raises(ProviderError, match="in the stream — overloaded_error: Overloaded"):
         await reply_of(provider)
     assert server.requests == 1

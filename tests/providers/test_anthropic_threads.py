@@ -95,7 +95,7 @@ async def test_a_chat_sends_only_the_new_messages_after_its_first_request(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), calls(2, 1, 2), calls(3, 3), text("All fine."), text("Yes."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     assert await agent.chat("Check everything.") == (
         "Checking, turn 1.\n\nChecking, turn 2.\n\nChecking, turn 3.\n\nAll fine."
     )
@@ -114,14 +114,18 @@ async def test_a_chat_sends_only_the_new_messages_after_its_first_request(
     assert fake.held_messages() == agent.messages
     # every request the model saw was the whole conversation, and a valid one
     assert [len(r["messages"]) for r in fake.requests] == [1, 3, 5, 7, 9]
-    assert agent.usage.input_tokens == 10 * len(fake.wire)
+    # usage adds up every reply's (the fake accounts each request by its prompt cache)
+    assert agent.usage.input_tokens == sum(u["input_tokens"] for u in fake.usages)
+    assert agent.usage.cache_read_input_tokens == sum(
+        u["cache_read_input_tokens"] for u in fake.usages
+    )
 
 
 async def test_reset_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Hello again."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     agent.clear_context()
     assert await agent.chat("Hi.") == "Hello again."
@@ -135,7 +139,7 @@ async def test_an_edited_conversation_is_sent_whole(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, edit: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Noted."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     if edit == "text in place":
         agent.messages[0]["content"][0]["text"] = "Check twice."
@@ -155,7 +159,7 @@ async def test_compaction_starts_a_new_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0, 1), calls(2, 2), text("Done."), text("Still fine."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     assert await agent.compact() is not None  # the old tool results are stubs now
     assert await agent.chat("Anything else?") == "Still fine."
@@ -167,7 +171,7 @@ async def test_a_summary_request_goes_alone_and_leaves_the_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("A summary."), text("More."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     await agent.chat("Check.")
     summary = ModelRequest("Summarise.", [{"role": "user", "content": "..."}], [], "summary")
     _ = [event async for event in agent.provider.stream(summary)]
@@ -181,12 +185,12 @@ async def test_another_providers_turns_are_sent_as_new_messages(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, base_url: str, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("From the other one."), text("Back."))
-    mine = AnthropicProvider("claude-test", client=client, threads=True)
+    mine = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agent = checker(mine, tmp_path)
     await agent.chat("Check.")
     other_client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=0)
     try:
-        agent.provider = AnthropicProvider("claude-test", client=other_client, threads=False)
+        agent.provider = AnthropicProvider("claude-sonnet-5-5", client=other_client, threads=False)
         await agent.chat("Who are you?")
     finally:
         await other_client.close()
@@ -209,7 +213,7 @@ async def test_a_server_that_refuses_threads_gets_whole_conversations(
 ) -> None:
     fake.threads = server
     fake.add(calls(1, 0), calls(2, 1), text("Done."), text("Again."))
-    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agent = checker(provider, tmp_path)
     events = [e async for e in agent.stream_chat("Check.")]
     assert not [e for e in events if isinstance(e, AgentError)]
@@ -226,7 +230,7 @@ async def test_a_lost_thread_is_replayed_whole(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Still here."))
-    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agent = checker(provider, tmp_path)
     await agent.chat("Check.")
     fake.held.clear()  # the server forgot every thread
@@ -240,11 +244,11 @@ async def test_threads_off_sends_what_it_always_sent(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
     fake.add(calls(1, 0), text("Done."))
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=False), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=False), tmp_path)
     await agent.chat("Check.")
     assert all("thread" not in body for body in fake.wire)
     assert [len(body["messages"]) for body in fake.wire] == [1, 3]
-    assert all("anthropic-beta" not in headers for headers in fake.headers)
+    assert all(THREADS_BETA not in headers.get("anthropic-beta", "") for headers in fake.headers)
 
 
 async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
@@ -255,7 +259,7 @@ async def test_a_paused_turn_continues_with_nothing_new_then_starts_afresh(
         text("Found it."),
         text("You're welcome."),
     )
-    agent = checker(AnthropicProvider("claude-test", client=client, threads=True), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client, threads=True), tmp_path)
     assert await agent.chat("Find it.") == "Searching first.\n\nFound it."
     assert continued_from(fake.wire[1]) is not None and fake.wire[1]["messages"] == []
     assert await agent.chat("Thanks.") == "You're welcome."
@@ -271,14 +275,16 @@ async def test_thinking_stays_on_the_server_and_round_trips(
         Reply([thinking("Which item?", "sig-1"), tool_use("toolu_t", "probe", {"i": 7})]),
         Reply([thinking("Fine.", "sig-2"), {"type": "text", "text": "Item 7 is fine."}]),
     )
-    provider = AnthropicProvider("claude-test", client=client, thinking_budget=1024, threads=True)
+    provider = AnthropicProvider(
+        "claude-haiku-4-5", client=client, thinking_budget=1024, threads=True
+    )
     agent = checker(provider, tmp_path)
     assert await agent.chat("Check item 7.") == "Item 7 is fine."
     assert continued_from(fake.wire[1]) is not None
     assert [b["type"] for b in fake.wire[1]["messages"][0]["content"]] == ["tool_result"]
     assert fake.wire[1]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert fake.held_messages() == agent.messages
-    assert agent.messages[1]["content"][0]["signature"] == "sig-1"
+    assert agent.messages[1]["content"][0]["signature"].startswith("sig1.")  # the API's own
 
 
 async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> None:
@@ -288,7 +294,9 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
         text("A long answer that streams slowly.", gate=gate),
         text("Fresh answer."),
     )
-    agent = checker(AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path)
+    agent = checker(
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client(), threads=True), tmp_path
+    )
     started = asyncio.Event()
 
     async def chat() -> None:
@@ -310,7 +318,9 @@ async def test_a_cancelled_turn_leaves_both_sides_consistent(tmp_path: Path) -> 
 async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
     """The continuation marks the end of what it sends; the thread's own prompt is read back."""
     fake = FakeAnthropic(calls(1, *range(25)), text("Done."))
-    agent = checker(AnthropicProvider("claude-test", client=fake.client(), threads=True), tmp_path)
+    agent = checker(
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client(), threads=True), tmp_path
+    )
     await agent.chat("Check all.")
     marked = [
         block
@@ -322,11 +332,11 @@ async def test_a_wide_turn_is_still_read_from_the_cache(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["system prompt", "tool set", "model"])
-async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
+async def test_a_changed_prompt_or_tool_set_continues_the_thread_a_changed_model_starts_afresh(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path, change: str
 ) -> None:
     fake.add(calls(1, 0), text("Done."), text("Understood."))
-    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agent = checker(provider, tmp_path)
     await agent.chat("Check.")
     if change == "system prompt":
@@ -334,14 +344,23 @@ async def test_what_a_thread_keeps_fixed_starts_a_new_one_when_it_changes(
     elif change == "tool set":
         agent.disable_tool("probe")
     else:
-        provider.model = "claude-other"
+        provider.model = "claude-opus-5-5"
     assert await agent.chat("Noted?") == "Understood."
-    assert_full_create(fake.wire[-1], agent)
-    assert fake.held_messages() == agent.messages
+    last = fake.wire[-1]
+    if change == "model":
+        assert_full_create(last, agent)
+        assert fake.held_messages() == agent.messages
+        return
+    # a prompt or tool change goes as a mid-conversation system message: the thread (and the
+    # cached prefix, and the thinking bound to it) carries on
+    assert continued_from(last) is not None
+    changes = [m for m in last["messages"] if m["role"] == "system"]
+    assert len(changes) == 1
+    kinds = [block["type"] for block in changes[0]["content"]]
+    assert kinds == (["text"] if change == "system prompt" else ["tool_removal"])
     if change == "system prompt":
-        assert fake.wire[-1]["system"][0]["text"] == "New rules."
-    if change == "tool set":
-        assert "tools" not in fake.wire[-1]
+        assert "New rules." in changes[0]["content"][0]["text"]
+    assert [m for m in fake.held_messages() if m["role"] != "system"] == agent.messages
 
 
 class OverloadedOnce:
@@ -355,6 +374,8 @@ class OverloadedOnce:
         self.failed: dict[str, Any] = {}
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":  # the Models API lookup
+            return await self.fake.handle(request)
         self.seen += 1
         if self.seen != self.nth:
             return await self.fake.handle(request)
@@ -374,7 +395,8 @@ async def test_an_overloaded_continuation_is_retried_whole(tmp_path: Path) -> No
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handle)),
     )
     agent = checker(
-        AnthropicProvider("claude-test", client=client, max_retry_wait=0.01, threads=True), tmp_path
+        AnthropicProvider("claude-sonnet-5-5", client=client, max_retry_wait=0.01, threads=True),
+        tmp_path,
     )
     assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
     assert continued_from(server.failed) is not None
@@ -389,7 +411,7 @@ async def test_through_a_proxy_threads_are_off_unless_asked_for(
     pass on only the new messages: the next cell's prompt would reach the model alone. So there
     the default is whole conversations, as before threads."""
     fake.add(calls(1, 0), text("All fine."), text("Yes."))
-    agent = checker(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client), tmp_path)
     assert agent.provider.threads is False
     await agent.chat("Check everything.")
     await agent.chat("Sure?")
@@ -405,7 +427,7 @@ async def test_against_anthropics_own_api_threads_are_on_by_default(tmp_path: Pa
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
     )
     assert str(client.base_url).startswith("https://api.anthropic.com")
-    agent = checker(AnthropicProvider("claude-test", client=client), tmp_path)
+    agent = checker(AnthropicProvider("claude-sonnet-5-5", client=client), tmp_path)
     assert await agent.chat("Check.") == "Checking, turn 1.\n\nDone."
     assert fake.wire[0]["thread"] == {"type": "create"}
     assert continued_from(fake.wire[1]) is not None and len(fake.wire[1]["messages"]) == 1
@@ -418,7 +440,7 @@ async def test_two_chats_on_one_provider_never_continue_each_others_thread(
     # A notebook session serves every chat (%%agent --chat NAME) from one provider: the turns of
     # two conversations alternate on it, and neither may land on the other's thread; each goes
     # on with its own.
-    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     first, second = (
         checker(provider, tmp_path),
         checker(provider, tmp_path),
@@ -447,7 +469,7 @@ async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
     # sharing its client and, at that moment, its thread); a later cell goes back to the original.
     import copy
 
-    plain = AnthropicProvider("claude-test", client=client, threads=True)
+    plain = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agent = checker(plain, tmp_path)
     fake.add(calls(1, 0), text("Plain."))
     await agent.chat("First.")
@@ -471,7 +493,7 @@ async def test_a_thinking_copy_of_the_provider_and_back_keeps_one_conversation(
 async def test_each_of_many_chats_goes_on_with_its_own_thread(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, tmp_path: Path
 ) -> None:
-    provider = AnthropicProvider("claude-test", client=client, threads=True)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, threads=True)
     agents = [checker(provider, tmp_path) for _ in range(4)]
     for round_ in range(3):
         for index, agent in enumerate(agents):
@@ -500,7 +522,7 @@ async def test_a_client_assigned_later_decides_whether_threads_are_used(tmp_path
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
     )
-    provider = AnthropicProvider("claude-test", client=official)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=official)
     assert provider.threads is True
     provider.client = fake.client()  # another host (api.anthropic.test): a proxy, in-process
     assert provider.threads is False
@@ -511,6 +533,6 @@ async def test_a_client_assigned_later_decides_whether_threads_are_used(tmp_path
     assert [len(body["messages"]) for body in fake.wire] == [1, 3, 5]
     provider.client = official
     assert provider.threads is True
-    explicit = AnthropicProvider("claude-test", client=official, threads=False)
+    explicit = AnthropicProvider("claude-sonnet-5-5", client=official, threads=False)
     explicit.client = fake.client()
     assert explicit.threads is False

@@ -74,7 +74,7 @@ async def test_a_client_passed_in_waits_only_the_cap(anthropic_server: Any) -> N
     base_url = anthropic_server(fake)
     # a client as a user builds one for a proxy: the SDK's own class, its own retry count
     client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=1)
-    provider = AnthropicProvider("claude-test", client=client, max_retry_wait=0.2)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, max_retry_wait=0.2)
     started = time.monotonic()
     events = await asyncio.wait_for(_all(provider.stream(REQUEST)), timeout=20)
     elapsed = time.monotonic() - started
@@ -100,7 +100,7 @@ def test_the_cap_holds_for_bedrock_and_vertex_clients() -> None:
         anthropic.AsyncAnthropicVertex(region="us-east5", project_id="p", access_token="t"),
     ]
     for client in clients:
-        provider = AnthropicProvider("claude-test", client=client, max_retry_wait=7)
+        provider = AnthropicProvider("claude-sonnet-5-5", client=client, max_retry_wait=7)
         sending = provider._sending_client()
         assert type(sending) is type(client)
         assert sending._calculate_retry_timeout(1, options, headers) == 7
@@ -129,7 +129,7 @@ async def test_a_vertex_client_passed_in_waits_only_the_cap(anthropic_server: An
         base_url=anthropic_server(server),
         max_retries=1,
     )
-    provider = AnthropicProvider("claude-test", client=client, max_retry_wait=0.2)
+    provider = AnthropicProvider("claude-sonnet-5-5", client=client, max_retry_wait=0.2)
     started = time.monotonic()
     with pytest.raises(ProviderError, match="rate_limit_error"):
         await asyncio.wait_for(_all(provider.stream(REQUEST)), timeout=20)
@@ -183,7 +183,7 @@ async def test_an_overloaded_stream_after_text_is_retried_and_the_text_replaced(
     server = OverloadedOnce(FakeAnthropic(text("The whole answer.")), "Half an ans")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server(server))
-    provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=2, max_retry_wait=0.01)
     agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
     events = [event async for event in agent.stream_chat("hello")]
     await provider.aclose()
@@ -227,7 +227,7 @@ async def test_a_reset_in_a_later_turn_keeps_the_earlier_turns_text(
     server = SecondTurnOverloaded()
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server(server))
-    provider = AnthropicProvider("claude-test", max_retries=2, max_retry_wait=0.01)
+    provider = AnthropicProvider("claude-sonnet-5-5", max_retries=2, max_retry_wait=0.01)
     registry = ToolRegistry()
     registry.register(ping)
     agent = Agent(provider, workspace=tmp_path, registry=registry)

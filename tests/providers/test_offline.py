@@ -314,8 +314,10 @@ async def test_recording_round_trip_replays_the_same_events(tmp_path: Path) -> N
         text("You're welcome."),
     )
     cassette = tmp_path / "cassettes" / "session.json"
-    recorder = RecordingProvider(AnthropicProvider("claude-test", client=fake.client()), cassette)
-    assert (recorder.name, recorder.model) == ("anthropic", "claude-test")
+    recorder = RecordingProvider(
+        AnthropicProvider("claude-sonnet-5-5", client=fake.client()), cassette
+    )
+    assert (recorder.name, recorder.model) == ("anthropic", "claude-sonnet-5-5")
     live = Agent(recorder, workspace=recorded_ws, registry=file_registry(recorded_ws))
     live_events = [await collect(live, "Add up numbers.txt"), await collect(live, "thanks")]
 

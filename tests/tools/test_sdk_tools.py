@@ -104,7 +104,7 @@ async def test_agent_add_tool_takes_sdk_tools_and_the_model_sees_the_image(tmp_p
     )
     from jupyter_agent.providers.anthropic import AnthropicProvider
 
-    provider = AnthropicProvider("claude-test", client=fake.client())
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
     agent = Agent(provider, workspace=tmp_path, registry=ToolRegistry())
     agent.add_tool(get_weather)  # type: ignore[arg-type]
     agent.add_tool(plot_sales)  # type: ignore[arg-type]
