@@ -197,3 +197,12 @@ def test_every_current_model_has_a_price() -> None:
     assert all(listed_price(model) is not None for model in current)
     assert listed_price("claude-sonnet-4-5-20250929") is PRICES["claude-sonnet-4-5"]
     assert listed_price("claude-fable-5-3") is None  # not Fable 5's price by its prefix
+
+
+async def test_every_model_the_models_api_lists_has_a_price() -> None:
+    """The tests' Models API (the contract table's models, listed through the real SDK): each
+    model it offers is priced by its own row, or is named unpriced with a reason."""
+    listed = [model.id async for model in FakeAnthropic().client().models.list()]
+    assert "claude-sonnet-5-5" in listed
+    silent = [m for m in listed if listed_price(m) is None and m not in UNPRICED]
+    assert not silent, f"the Models API lists models with no price: {silent}"

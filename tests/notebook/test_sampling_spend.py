@@ -29,7 +29,7 @@ pytest.importorskip("mcp")
 
 SERVER = Path(__file__).parents[1] / "mcp_servers" / "sampling_server.py"
 #: A tenth of a cent per token, in and out: costs easy to reason about.
-PRICES = {"claude-test": {"input": 1000, "output": 1000}}
+PRICES = {"claude-sonnet-5-5": {"input": 1000, "output": 1000}}
 
 
 class Spender:
@@ -58,7 +58,7 @@ class Spender:
         self.session.bridge.background.run(manager.add(parse_server_entry("spender", entry)))
 
     def use(self, fake: FakeAnthropic) -> None:
-        provider = AnthropicProvider("claude-test", client=fake.client(), max_tokens=8192)
+        provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client(), max_tokens=8192)
         self.session.use_provider(provider)
 
     def complete(self, max_tokens: int) -> str:
@@ -90,7 +90,7 @@ def test_a_sampling_request_is_counted_and_sent_with_the_max_tokens_shown(
     [request] = fake.requests
     assert request["max_tokens"] == 10  # … is what was sent (was 8,192)
     assert math.isclose(spender.session.spent(), (100 + 10) / 1000)  # was 0
-    assert "claude-test" in spender.session.usage_report()
+    assert "claude-sonnet-5-5" in spender.session.usage_report()
 
 
 def test_a_sampling_request_that_could_pass_the_cap_is_not_sent(spender: Spender) -> None:
@@ -109,7 +109,7 @@ def test_a_sampling_request_that_could_pass_the_cap_is_not_sent(spender: Spender
 
 
 def test_sampling_during_a_turn_counts_against_the_cells_budget(tmp_path: Path) -> None:
-    spender = Spender(tmp_path, prices={"claude-test": {"input": 1, "output": 1}})
+    spender = Spender(tmp_path, prices={"claude-sonnet-5-5": {"input": 1, "output": 1}})
     try:
         fake = FakeAnthropic(
             Reply([tool_use("toolu_1", "spender__complete", {"prompt": "x", "max_tokens": 10})]),
