@@ -15,10 +15,11 @@ refused with a ``ProviderError`` — the server gets it as the error of its requ
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..agent.results import CHARS_PER_TOKEN
 from ..agent.tokens import messages_tokens
@@ -27,21 +28,42 @@ from ..events import TextDelta, Usage
 from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent, ReplyCapped
 from .pricing import Price, estimate_cost, money, price_for
 
-#: Output tokens assumed for a provider that does not say its ``max_tokens``.
+#: Output tokens assumed for a provider that does not say its ``max_tokens``; also the least
+#: room a reply is given when the budget would not cover the provider's whole ``max_tokens``
+#: (a current model's default leaves room for a long think: tens of thousands of tokens).
 DEFAULT_OUTPUT_TOKENS = 8192
+
+
+def _input_cost(
+    model: str, request: ModelRequest, prices: Mapping[str, Price]
+) -> tuple[float, float] | None:
+    """What ``request``'s input costs on ``model`` and what one output token costs (dollars),
+    or ``None`` for a model with no price."""
+    price = price_for(model, prices)
+    if price is None:
+        return None
+    schema_chars = len(request.system) + len(json.dumps(request.tools, ensure_ascii=False))
+    input_tokens = messages_tokens(request.messages) + schema_chars // CHARS_PER_TOKEN
+    rates = price.for_prompt(input_tokens)  # a long prompt may bill the whole request higher
+    return input_tokens * rates.input / 1_000_000, rates.output / 1_000_000
 
 
 def request_cost_bound(
     model: str, request: ModelRequest, max_tokens: int, prices: Mapping[str, Price]
 ) -> float:
     """The most ``request`` could cost on ``model`` (0 for a model with no price)."""
-    price = price_for(model, prices)
-    if price is None:
-        return 0.0
-    schema_chars = len(request.system) + len(json.dumps(request.tools, ensure_ascii=False))
-    input_tokens = messages_tokens(request.messages) + schema_chars // CHARS_PER_TOKEN
-    rates = price.for_prompt(input_tokens)  # a long prompt may bill the whole request higher
-    return (input_tokens * rates.input + max_tokens * rates.output) / 1_000_000
+    costs = _input_cost(model, request, prices)
+    return 0.0 if costs is None else costs[0] + max_tokens * costs[1]
+
+
+def affordable_output(
+    model: str, request: ModelRequest, left: float, prices: Mapping[str, Price]
+) -> int:
+    """The most output tokens ``request`` may ask for on ``model`` with ``left`` dollars."""
+    costs = _input_cost(model, request, prices)
+    if costs is None or costs[1] <= 0:
+        return 2**31
+    return max(int((left - costs[0]) / costs[1]), 0)
 
 
 @dataclass
@@ -74,8 +96,20 @@ class SpendGuard:
             )
         return None
 
+    def left(self) -> float | None:
+        """Dollars the next request may still cost (``None``: no cap)."""
+        caps = [cap for cap in (self.cell, self.session_left) if cap is not None]
+        return min(caps) - self.spent if caps else None
+
     def record(self, model: str, usage: Usage) -> None:
         self.spent += estimate_cost(model, usage, self.prices) or 0.0
+
+
+def with_max_tokens(provider: Provider, max_tokens: int) -> Provider:
+    """``provider`` answering in at most ``max_tokens`` (a copy sharing its client and state)."""
+    variant = copy.copy(provider)
+    cast("ReplyCapped", variant).max_tokens = max_tokens
+    return variant
 
 
 class BudgetedProvider:
@@ -105,6 +139,15 @@ class BudgetedProvider:
             max_tokens = DEFAULT_OUTPUT_TOKENS
         estimate = request_cost_bound(model, request, max_tokens, self.guard.prices)
         refusal = self.guard.refusal(estimate)
+        inner = self.inner
+        left = self.guard.left()
+        if refusal is not None and left is not None and max_tokens > DEFAULT_OUTPUT_TOKENS:
+            # The model's default room (sized for a long think) would not fit the budget: a
+            # reply with less room, no less than the usual default, may.
+            room = affordable_output(model, request, left, self.guard.prices)
+            if room >= DEFAULT_OUTPUT_TOKENS:
+                inner = with_max_tokens(self.inner, min(room, max_tokens))
+                refusal = None
         if refusal is not None:
             self.guard.stopped = refusal
             if request.purpose == "sampling":  # an MCP server's request: its error, not a reply
@@ -115,7 +158,7 @@ class BudgetedProvider:
             yield TextDelta(refusal)
             yield ModelResponse([{"type": "text", "text": refusal}], "end_turn", model=model)
             return
-        async for event in self.inner.stream(request):
+        async for event in inner.stream(request):
             if isinstance(event, ModelResponse):
                 self.guard.record(event.model or model, event.usage)
                 if self.on_usage is not None:

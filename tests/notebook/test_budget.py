@@ -163,3 +163,25 @@ def test_the_cost_bound_of_a_long_prompt_uses_the_models_higher_tier() -> None:
     assert request_cost_bound("claude-haiku-5-5", short_prompt, 1_000, {}) == pytest.approx(
         (4 * 0.10 + 1_000 * 0.50) / 1e6, rel=1e-2
     )
+
+
+def test_a_budget_below_the_models_default_room_shrinks_the_room_not_the_turn(
+    tmp_path: Path,
+) -> None:
+    """A current model's default ``max_tokens`` leaves room for a long think (tens of thousands
+    of tokens, about $0.49 of output on Sonnet 5.5): a cell with ``--budget 0.25`` must still
+    get its answer, with the reply's room cut to what the budget covers — never below the usual
+    8,192 tokens — instead of being stopped before its first request."""
+    session = NotebookSession(SessionSettings(workspace=str(tmp_path)))
+    fake = FakeAnthropic(text("Fine."))
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
+    session.use_provider(provider)
+    outcome = session.run("hello", budget=0.25)
+    assert len(fake.requests) == 1, outcome.answer
+    sent = fake.requests[0]["max_tokens"]
+    assert 8192 <= sent < provider.max_tokens
+    assert outcome.answer == "Fine."
+    # a budget that cannot cover even the usual room still stops the turn before sending
+    outcome = session.run("again", budget=0.01)
+    assert len(fake.requests) == 1
+    assert outcome.answer is not None and "budget" in outcome.answer
