@@ -275,3 +275,43 @@ def test_both_owner_lookups_name_the_user_of_a_loopback_connection(host: str) ->
                 gone = (peer[0], 1 if peer[1] != 1 else 2)
                 assert owner_by_netlink(gone, server) is None
                 assert owner_by_table(gone, server) is None
+
+
+ORPHAN_CLIENT = """
+import socket, sys
+sock = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print(sock.getsockname()[1], flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the uid lookups are Linux's")
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_a_client_whose_process_is_gone_has_no_known_owner(host: str) -> None:
+    """When the client's process exits, its socket is an orphan (FIN_WAIT2) that no process
+    holds, and both lookups report uid 0 for it: a kernel running as root would take it for its
+    own user's (review S1; another user sends a whole request and exits). Neither lookup may
+    name an owner then (inode 0), so the gate refuses it as "owner unknown"."""
+    from jupyter_agent.notebook.serve_connections import (
+        owner_by_netlink,
+        owner_by_table,
+        socket_owner,
+    )
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as listener:
+        try:
+            listener.bind((host, 0))
+        except OSError:
+            pytest.skip(f"no {host} here")
+        listener.listen()
+        server = listener.getsockname()[:2]
+        command = [sys.executable, "-c", ORPHAN_CLIENT, host, str(server[1])]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        accepted, address = listener.accept()
+        with accepted:
+            peer = (str(address[0]), int(address[1]))
+            assert peer[1] == int(done.stdout)
+            assert owner_by_netlink(peer, server) is None
+            assert owner_by_table(peer, server) is None
+            assert socket_owner(peer, server) is None  # what the gate asks: refused
