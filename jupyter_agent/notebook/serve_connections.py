@@ -253,6 +253,19 @@ class GuardedConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.admitted:
             self.inner.data_received(data)
+            transport = self._transport
+            if transport is not None and transport.get_protocol() is not self:
+                self._handed_over(transport)
+
+    def _handed_over(self, transport: asyncio.Transport) -> None:
+        """uvicorn gave the transport to another protocol (a WebSocket upgrade, should one be
+        configured): this one never hears it close, so its slot is given back now, and the
+        connection is closed (the server speaks no WebSocket)."""
+        self._disarm()
+        self.admitted = False
+        self.gate.release(self)
+        self.gate.refused["handed over"] += 1
+        transport.abort()
 
     def eof_received(self) -> bool | None:
         if self.admitted:

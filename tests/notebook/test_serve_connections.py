@@ -9,6 +9,7 @@ served.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -315,3 +316,34 @@ def test_a_client_whose_process_is_gone_has_no_known_owner(host: str) -> None:
             assert owner_by_netlink(peer, server) is None
             assert owner_by_table(peer, server) is None
             assert socket_owner(peer, server) is None  # what the gate asks: refused
+
+
+def test_websocket_upgrades_give_their_slots_back(tmp_path: Path) -> None:
+    """With ``websockets`` importable (common where Jupyter is), uvicorn handed an upgraded
+    connection to its WebSocket protocol and the gate never heard it close: more upgrades than
+    the cap (no token needed) and serve answered everyone 503 (review S2). The server speaks no
+    WebSocket, and every closed connection gives its slot back."""
+    pytest.importorskip("websockets")  # the dev environment has it (pyproject's dev extra)
+    for served in _serving(tmp_path):
+        upgrade = (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+        for _ in range(MAX_CONNECTIONS + 6):
+            with socket.create_connection(("127.0.0.1", served.port), timeout=2) as sock:
+                sock.sendall(upgrade)
+                with contextlib.suppress(OSError):
+                    sock.recv(200)
+        deadline = time.monotonic() + 5
+        while served.connections.open_connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert served.connections.open_connections == 0
+        answer = httpx.post(
+            f"http://127.0.0.1:{served.port}/mcp",
+            json=BODY,
+            headers={**ACCEPT, "Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        # served by the MCP app (which wants a session first), not refused by the gate
+        assert answer.status_code != 503 and "jsonrpc" in answer.text, answer.text
