@@ -14,6 +14,7 @@ The SDK is imported only inside the callbacks' bodies (this module loads without
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,20 +136,91 @@ def form_from_schema(server: str, message: str, schema: dict[str, Any]) -> Form:
     return Form(server, message, tuple(fields))
 
 
-#: Words in a field's name, title or description that say it asks for a secret.
+#: Words in a field's name, title or description that say it asks for a secret (matched on the
+#: ``_normalised`` text: case-folded, compatibility forms and look-alike letters made plain).
 _SECRET_WORDS = re.compile(
-    r"pass(?:word|wd|phrase|code)?(?![a-z])|secret|token|api[\s_-]?key|private[\s_-]?key|"
-    r"access[\s_-]?key|credential|\bpin\b|\bcvv\b|\bcvc\b|card[\s_-]?number|\botp\b|"
-    r"one[\s_-]?time[\s_-]?code|auth(?:entication|orization)?[\s_-]?code|\bssn\b",
-    re.IGNORECASE,
+    "|".join(
+        (
+            r"(?<![a-z])pass(?:word|wd|phrase|code)?(?![a-z])",
+            r"pass(?:word|wd|phrase|code)",  # dbpassword
+            r"(?<![a-z])pw(?:d)?(?![a-z])",
+            r"secret|token|credential|cookie|bearer|mnemonic",
+            r"(?:api|private|access|secret|ssh|gpg|pgp|signing|encryption|license|licence|"
+            r"recovery|openai|anthropic|github|stripe|aws|google|azure|auth)[\s_-]?key",
+            r"(?<![a-z])sk-",  # "OpenAI key (sk-...)"
+            r"(?<![a-z])pat(?![a-z])|personal[\s_-]?access",
+            r"session[\s_-]?(?:id|key)",
+            r"(?:seed|recovery|secret)[\s_-]?(?:phrase|words?|code)",
+            r"(?<![a-z])(?:pin|cvv|cvc|cvv2|otp|totp|ssn|iban|2fa|mfa)(?![a-z])",
+            r"card[\s_-]?number|account[\s_-]?number|routing[\s_-]?number",
+            r"one[\s_-]?time[\s_-]?(?:code|password|pin)",
+            r"auth(?:entication|orization)?[\s_-]?code|authenticator",
+            r"(?:verification|security|sms|login|sign[\s_-]?in|digit)[\s_-]?code",
+            # other languages: German, French, Spanish, Portuguese, Italian, Dutch, Russian,
+            # Chinese, Japanese, Korean
+            r"passwort|kennwort|mot[\s_-]?de[\s_-]?passe|contrase(?:n|ñ)a|senha|"
+            r"parola[\s_-]?d[\s'_-]?ordine|wachtwoord|пароль|密码|密碼|口令|パスワード|비밀번호",
+        )
+    )
 )
+
+#: Look-alike letters (Cyrillic, Greek) that NFKC keeps apart from the Latin ones they copy.
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "ѕ": "s",
+        "і": "i",
+        "ј": "j",
+        "ԁ": "d",
+        "ԛ": "q",
+        "ԝ": "w",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ω": "w",
+    }
+)
+#: Characters that show nothing (zero-width, soft hyphen, joiners, bidi controls): dropped.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\ufeff]"
+)
+
+
+def _normalised(text: str) -> str:
+    """``text`` as compared with ``_SECRET_WORDS``: NFKC (full-width and other compatibility
+    forms made plain), invisible characters dropped, case folded, look-alike letters Latin. A
+    word in Cyrillic (пароль) is kept when it is all Cyrillic: it is mapped in a second copy."""
+    plain = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    return f"{plain} {plain.translate(_CONFUSABLES)}"
 
 
 def looks_secret(name: str, spec: dict[str, Any]) -> bool:
     """True for a form field that looks like it asks for a secret: its name, title or
-    description says password, API key, token, secret, PIN…, or its schema says
-    ``format: password`` or ``writeOnly``. The MCP specification forbids it ("Servers MUST NOT
-    use form mode elicitation to request sensitive information such as passwords, API keys,
+    description says password, API key, token, secret, PIN, a one-time code, a seed phrase…
+    (in a few languages, whatever the case, full-width or look-alike letters), or its schema
+    says ``format: password`` or ``writeOnly``. The MCP specification forbids it ("Servers MUST
+    NOT use form mode elicitation to request sensitive information such as passwords, API keys,
     access tokens, or payment credentials", client/elicitation, 2025-11-25; "MUST NOT use
     elicitation to request sensitive information", 2025-06-18)."""
     if spec.get("format") == "password" or spec.get("writeOnly") is True:
@@ -157,7 +229,7 @@ def looks_secret(name: str, spec: dict[str, Any]) -> bool:
         return False  # a secret is typed text ("max tokens" is a number, not a token)
     words = " ".join(str(spec.get(key) or "") for key in ("title", "description"))
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)  # apiKey -> api Key
-    return bool(_SECRET_WORDS.search(f"{name} {spaced} {words}"))
+    return bool(_SECRET_WORDS.search(_normalised(f"{name} {spaced} {words}")))
 
 
 def _options(spec: dict[str, Any]) -> tuple[str, ...]:

@@ -13,7 +13,9 @@ which the MCP specification forbids servers to ask for in a form — is flagged 
 offers to decline the form, is typed masked (a password box; ``getpass`` in a terminal), shown
 as ``••••`` in the answered line, and its answer is redacted from every later tool result and
 prompt (``tools/redact.remember_secret``), so a server that echoes it reaches neither the model,
-the conversation file nor the saved record.
+the conversation file nor the saved record. What the user types into any other field goes to the
+server only too: the answered line (saved with the notebook) says it was answered and how many
+characters it had; a choice among the server's options is shown as chosen.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def _question(form: Form, field: FormField, position: int) -> Question:
         options = (*options, KEEP) if options else (KEEP,)
     elif not field.required:
         options = (*options, SKIP) if options else ()
-    return Question(prompt, tuple(options))
+    # what the user types goes to the server only: the cell's record says it was answered
+    return Question(prompt, tuple(options), private=True)
 
 
 def mcp_form_asker(questions: UserQuestions) -> FormAsker:

@@ -14,6 +14,9 @@ class Question:
     options: tuple[str, ...] = field(default=())
     #: The answer is a secret (a server's "password" field): typed masked, never shown again.
     secret: bool = False
+    #: Typed words go to someone other than the model (a server's form): the record says the
+    #: question was answered and how long the answer was, not what it was.
+    private: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,10 @@ So every accepted connection passes this gate before uvicorn's HTTP protocol see
   client's socket, as identd does (RFC 1413): one exact ``sock_diag`` netlink query (what ``ss``
   uses; ~15 µs), else ``/proc/net/tcp`` and ``/proc/net/tcp6`` (which the kernel writes out
   whole: ~25 ms on a host with a thousand sockets). A connection from any other user is answered
-  403 and closed, whatever token it would send. One whose owner cannot be found is refused too.
+  403 and closed, whatever token it would send. One whose owner cannot be found is refused too,
+  and so is one no process holds any more (its inode is 0: the client sent its request and
+  exited; the kernel then reports uid 0 for the socket, which a root kernel would take as its
+  own).
   Elsewhere (macOS, Windows) there is no such lookup: the token alone stands between other local
   users and the kernel.
 - **Bounded.** At most ``MAX_CONNECTIONS`` connections are open at once, and at most
@@ -72,7 +75,8 @@ _NETLINK_SOCK_DIAG = 4
 _SOCK_DIAG_BY_FAMILY = 20
 _NLM_F_REQUEST = 1
 #: Where ``idiag_uid`` sits in the answer: the netlink header (16 bytes), then ``inet_diag_msg``'s
-#: family, state, timer, retrans (4), its socket id (48), expires, rqueue, wqueue (12).
+#: family, state, timer, retrans (4), its socket id (48), expires, rqueue, wqueue (12); then
+#: ``idiag_inode``.
 _UID_OFFSET = 16 + 4 + 48 + 12
 
 
@@ -100,8 +104,12 @@ def owner_by_netlink(peer: tuple[str, int], local: tuple[str, int]) -> int | Non
     _length, kind = struct.unpack_from("=IH", answer)
     if kind != _SOCK_DIAG_BY_FAMILY:  # NLMSG_ERROR: no such socket
         return None
-    uid: int = struct.unpack_from("=I", answer, _UID_OFFSET)[0]
-    return uid
+    uid: int
+    inode: int
+    uid, inode = struct.unpack_from("=II", answer, _UID_OFFSET)
+    # no inode: no process holds the socket any more (its owner exited: an orphan, or one in
+    # TIME_WAIT), and the kernel reports uid 0 for it, which a root kernel would take as its own
+    return uid if inode else None
 
 
 def socket_owner(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
@@ -123,8 +131,9 @@ def owner_by_table(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
             next(lines, None)
             for line in lines:
                 fields = line.split()
-                if len(fields) > 7 and fields[1] == client and fields[2] == server:
-                    return int(fields[7])
+                if len(fields) > 9 and fields[1] == client and fields[2] == server:
+                    # inode 0: no process holds it (an orphan, whose uid reads 0): unknown
+                    return int(fields[7]) if int(fields[9]) else None
     except (OSError, ValueError):
         return None
     return None
@@ -244,6 +253,19 @@ class GuardedConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.admitted:
             self.inner.data_received(data)
+            transport = self._transport
+            if transport is not None and transport.get_protocol() is not self:
+                self._handed_over(transport)
+
+    def _handed_over(self, transport: asyncio.Transport) -> None:
+        """uvicorn gave the transport to another protocol (a WebSocket upgrade, should one be
+        configured): this one never hears it close, so its slot is given back now, and the
+        connection is closed (the server speaks no WebSocket)."""
+        self._disarm()
+        self.admitted = False
+        self.gate.release(self)
+        self.gate.refused["handed over"] += 1
+        transport.abort()
 
     def eof_received(self) -> bool | None:
         if self.admitted:

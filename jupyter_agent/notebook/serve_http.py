@@ -425,6 +425,9 @@ class ToolServer:
             proxy_headers=False,
             # every connection passes the gate first (its owner, the caps, read deadlines)
             http=cast(Any, self.connections),
+            # no WebSocket: an upgrade would hand the connection to another protocol, out of
+            # the gate's sight (its slot never given back), and MCP does not use one
+            ws="none",
             # asyncio accepts up to ``backlog`` connections at a time before the gate closes
             # the ones it refuses: a small backlog keeps that burst of descriptors small too
             backlog=self.connections.max_connections,

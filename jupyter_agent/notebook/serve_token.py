@@ -5,7 +5,8 @@ A token printed in the cell went wherever the cell's outputs go — the saved ``
 sends outputs to the model. On a shared host another user read it there and drove the kernel.
 
 So the token is written to ``jupyter-agent-serve-PORT.token`` in Jupyter's runtime folder (the
-folder of the kernels' connection files, which the file tools already refuse), created with mode
+folder of the kernels' connection files, which the file tools already refuse; refused if another
+user owns it or may write in it, as they could swap the file), created with mode
 0600 — never through a symlink, never over a file someone else made — and removed when the server
 stops. The printed lines name the file (``$(cat '…')``, which bash, zsh and PowerShell expand
 where the user pastes them), and the token is among the redactor's secrets while it is valid,
@@ -30,7 +31,24 @@ def token_folder() -> Path:
 
     folder = Path(jupyter_runtime_dir())
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private(folder)
     return folder
+
+
+def _check_private(folder: Path) -> None:
+    """Raise ``PermissionError`` unless ``folder`` is the user's own and no one else may write
+    in it: another user who could would swap the token file the printed lines read (POSIX)."""
+    if not hasattr(os, "geteuid"):
+        return
+    found = folder.stat()
+    fix = "; set JUPYTER_RUNTIME_DIR to a folder only you can write"
+    if found.st_uid != os.geteuid():
+        raise PermissionError(
+            f"the folder {folder} is owned by another user (uid {found.st_uid}){fix}"
+        )
+    if found.st_mode & 0o022:
+        mode = oct(found.st_mode & 0o7777)
+        raise PermissionError(f"the folder {folder} is writable by other users (mode {mode}){fix}")
 
 
 def keep_token(token: str, port: int) -> Path:

@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .redact import redact
+
 #: The files looked for at the workspace root, the first found wins.
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 
@@ -73,7 +75,10 @@ def find_instructions(workspace: str | os.PathLike[str]) -> ProjectInstructions 
             data = path.read_bytes()
         except OSError:
             continue
-        text = data.decode("utf-8", errors="replace")
+        # a key pasted into the file reaches the model no more than one in a tool result (the
+        # whole text is redacted before it is cut, so no cut secret slips through); the hash
+        # the cell shows stays the file's own
+        text, _count = redact(data.decode("utf-8", errors="replace"))
         digest = hashlib.sha256(data).hexdigest()[:8]
         return ProjectInstructions(name, text[:MAX_INSTRUCTIONS_CHARS], len(text), digest)
     return None
@@ -98,7 +103,22 @@ def instructions_write_reason(workspace: Path, file_path: object) -> str | None:
         return None
     if target.parent == root and target.name.lower() in {n.lower() for n in INSTRUCTION_FILES}:
         return f"{target.name} holds the user's project instructions"
+    linked = _linked_instructions(root).get(target)
+    if linked is not None:
+        return f"{linked} is a link to it: it holds the user's project instructions"
     return None
+
+
+def _linked_instructions(root: Path) -> dict[Path, str]:
+    """Where the root's instructions files lead (``AGENTS.md -> docs/agents.md``): the real
+    path of each, dangling links included (``realpath`` resolves those too), by its name."""
+    found: dict[Path, str] = {}
+    for name in INSTRUCTION_FILES:
+        try:
+            found.setdefault(Path(os.path.realpath(root / name)), name)
+        except (ValueError, OSError):
+            continue
+    return found
 
 
 def _is_instructions_name(name: str) -> bool:
@@ -119,9 +139,12 @@ def instructions_move_reason(workspace: Path, source: object, destination: objec
             target = target / moved.name
     except (ValueError, OSError):
         return None
+    linked = _linked_instructions(root)
     for path in (moved, target):
         if path.parent == root and _is_instructions_name(path.name):
             return f"{path.name} holds the user's project instructions"
+        if path in linked:
+            return f"{linked[path]} is a link to {path.name}: it holds the project instructions"
     if moved.is_dir() and not moved.is_symlink():
         held = _held_instructions(moved)
         if held is not None:

@@ -242,9 +242,16 @@ def _editable_sources() -> tuple[tuple[str, frozenset[str]], ...]:
 
 
 def _is_users_own(folder: str, module: str) -> bool:
-    """True if ``folder/module`` is the source of an editable install's top-level module."""
+    """True if ``folder/module`` is the source of an editable install's top-level module, or a
+    module inside one (``mypkg/types.py`` of the user's ``mypkg``: its sources, which run
+    whenever the user imports it anyway)."""
     for project, modules in _editable_sources():
-        if module in modules and (folder == project or folder.startswith(project + os.sep)):
+        if not (folder == project or folder.startswith(project + os.sep)):
+            continue
+        if module in modules:
+            return True
+        inside = folder[len(project) :].split(os.sep)
+        if any(part in modules for part in inside):
             return True
     return False
 
@@ -365,28 +372,17 @@ def refusal(real: Path, parts: list[str]) -> str | None:
 
 
 def _later_start_folders(real: Path, root: Path) -> list[str]:
-    """The folders of the workspace where a *later* kernel may start, above ``real``: the
-    workspace root (a kernel may be started there, whatever folder this one runs in) and every
-    folder between it and ``real`` that holds a notebook (a kernel started for that notebook
-    runs there, with it first on its import path)."""
+    """The folders of the workspace where a *later* kernel may start, above ``real``: every one,
+    from the root down to ``real``'s own folder. A kernel starts in its notebook's folder, with
+    that folder first on its import path, and the user may put a notebook in any folder later;
+    asking which folders hold one today would also race with a notebook written by another tool
+    call of the same reply (both checks done before either wrote)."""
     folders = [str(root)]
     current = root
     for part in real.relative_to(root).parts[:-1]:
         current = current / part
-        if _holds_notebook(current):
-            folders.append(str(current))
+        folders.append(str(current))
     return folders
-
-
-def _holds_notebook(folder: Path) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            return any(
-                entry.name.endswith(".ipynb") and not entry.is_dir(follow_symlinks=False)
-                for entry in entries
-            )
-    except OSError:
-        return False
 
 
 def notebook_folder_refusal(listed: Path, start: Path) -> str | None:

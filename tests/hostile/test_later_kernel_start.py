@@ -19,6 +19,7 @@ import pytest
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
+from jupyter_agent.tools.registry import ToolRegistry
 
 NOTEBOOK = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
@@ -60,11 +61,11 @@ def test_workspace_root_is_a_start_folder_when_not_the_kernels(elsewhere: Path, 
 
 
 def test_notebook_created_after_the_module_is_refused(elsewhere: Path) -> None:
-    """The module first (no notebook yet: allowed), then the notebook next to it: refused, as it
-    would make the folder a kernel's start folder where the module shadows one."""
+    """A shadowing module already there (put by hand), then a notebook next to it: refused, as
+    it would make the folder a kernel's start folder where the module shadows one."""
     context = ToolContext(elsewhere)
-    error, text = _call(context, "write_file", {"file_path": "sub/uuid.py", "content": "1"})
-    assert not error, text
+    (elsewhere / "sub").mkdir()
+    (elsewhere / "sub" / "uuid.py").write_text("1")
     error, text = _call(
         context, "write_file", {"file_path": "sub/analysis.ipynb", "content": NOTEBOOK}
     )
@@ -109,8 +110,37 @@ def test_ordinary_files_next_to_a_notebook_stay_writable(elsewhere: Path) -> Non
     context = ToolContext(elsewhere)
     (elsewhere / "sub").mkdir()
     (elsewhere / "sub" / "analysis.ipynb").write_text(NOTEBOOK)
-    for path in ("sub/my_helpers_x.py", "sub/mypkg/__init__.py", "sub/data.csv", "other/uuid.py"):
+    for path in ("sub/my_helpers_x.py", "sub/mypkg/__init__.py", "sub/data.csv", "other/x.py"):
         error, text = _call(context, "write_file", {"file_path": path, "content": "1"})
         assert not error, (path, text)
     error, text = _call(context, "write_file", {"file_path": "sub/b.ipynb", "content": NOTEBOOK})
     assert not error, text
+
+
+@pytest.mark.parametrize(
+    "path", ["other/uuid.py", "a/b/ipykernel_launcher.py", "c/json/__init__.py"]
+)
+def test_folder_without_a_notebook_is_a_later_start_folder(elsewhere: Path, path: str) -> None:
+    """The user may start a notebook in any folder later: a shadowing module is refused in every
+    folder of the workspace, notebook or not (review F1)."""
+    error, text = _call(ToolContext(elsewhere), "write_file", {"file_path": path, "content": "1"})
+    assert error and "Refusing to create or change" in text, text
+    assert not (elsewhere / path).exists()
+
+
+def test_module_and_notebook_in_one_reply_cannot_both_land(elsewhere: Path) -> None:
+    """Two tool calls of one model reply run in parallel; neither may see the folder before the
+    other wrote and so let the pair through (review F1: 10/10 turns wrote both)."""
+    for attempt in range(5):
+        workspace = elsewhere / f"w{attempt}"
+        workspace.mkdir()
+        registry = create_default_registry(ToolContext(workspace))
+
+        async def both(registry: ToolRegistry = registry) -> None:
+            await asyncio.gather(
+                registry.call("write_file", {"file_path": "sub/uuid.py", "content": "1"}),
+                registry.call("write_file", {"file_path": "sub/a.ipynb", "content": NOTEBOOK}),
+            )
+
+        asyncio.run(both())
+        assert not (workspace / "sub" / "uuid.py").exists(), attempt

@@ -108,3 +108,72 @@ def test_the_cell_form_masks_a_secret_and_its_answered_line() -> None:
     finally:
         secret.close_all()
         plain.close_all()
+
+
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("pw", "pw"),
+        ("pwd", "Your pwd"),
+        ("field1", "GitHub PAT"),
+        ("field2", "OpenAI key (sk-...)"),
+        ("auth", "Bearer"),
+        ("field3", "Session cookie"),
+        ("field4", "Wallet seed phrase"),
+        ("field5", "Passwort"),
+        ("field6", "Mot de passe"),
+        ("field7", "6-digit code from your authenticator"),
+        ("field8", "p\u0430ssword"),  # a Cyrillic "а"
+        ("field9", "ＰＡＳＳＷＯＲＤ"),  # full-width letters
+        ("field10", "pass\u200bword"),  # a zero-width space inside
+    ],
+)
+def test_secret_fields_in_other_words_languages_and_spellings_are_flagged(
+    name: str, title: str
+) -> None:
+    """Review F4: abbreviations, token kinds, other languages and look-alike letters all ask for
+    a secret; the words are compared after NFKC, case folding and a small confusables map."""
+    schema = {"type": "object", "properties": {name: {"type": "string", "title": title}}}
+    [field] = form_from_schema("vault", "Sign in", schema).fields
+    assert field.secret, (name, title)
+
+
+@pytest.mark.parametrize(
+    "title", ["City", "User name", "Sort key", "Project description", "E-mail", "Compass point"]
+)
+def test_ordinary_fields_are_not_taken_for_secrets(title: str) -> None:
+    schema = {"type": "object", "properties": {"f": {"type": "string", "title": title}}}
+    [field] = form_from_schema("vault", "Details", schema).fields
+    assert not field.secret, title
+
+
+def test_a_free_text_answer_is_recorded_as_answered_not_verbatim() -> None:
+    """Review F4: what the user types into a server's form goes to the server only; the cell's
+    static record (saved with the notebook) says it was answered and how long it was. A choice
+    among the server's options is shown as chosen."""
+    from jupyter_agent.notebook.mcp_forms import _question
+    from jupyter_agent.notebook.widgets.question_form import QuestionForm
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "note": {"type": "string", "title": "Anything else"},
+            "size": {"type": "string", "title": "Size", "enum": ["S", "M", "L"]},
+        },
+    }
+    form = form_from_schema("vault", "Details", schema)
+    typed = "my recovery words are apple banana"
+    free = QuestionForm(_question(form, form.fields[0], 0))
+    chosen = QuestionForm(_question(form, form.fields[1], 1))
+    try:
+        free.text.value = typed
+        free._send_text()
+        assert free.answer == Answer(typed)  # what the server gets
+        record = free.static_bundle()
+        assert typed not in str(record), record
+        assert f"answered ({len(typed)} characters" in record["text/plain"], record
+        chosen.decide(Answer("M"))
+        assert chosen.static_bundle()["text/plain"].endswith("→ M")
+    finally:
+        free.close_all()
+        chosen.close_all()

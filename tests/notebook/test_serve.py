@@ -266,3 +266,37 @@ def test_the_token_is_never_printed_and_is_redacted(
         with capture_output():
             shell.run_line_magic("agent", "serve stop")
     assert not token_file.exists(), "the token file outlived the server"
+
+
+def test_a_token_folder_others_can_write_or_own_is_refused(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token file lives in Jupyter's runtime folder; one that other users may write (a
+    shared ``JUPYTER_RUNTIME_DIR=/tmp/jrt``, mode 0777), or that another user owns, lets them
+    swap the file the printed ``$(cat …)`` reads (review S3): ``%agent serve`` refuses it with
+    one line, and nothing is served."""
+    import os
+    import shutil
+    import subprocess
+
+    shared = tmp_path / "jrt"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(shared))
+    with pytest.raises(UsageError, match="writable by other users") as refused:
+        shell.run_line_magic("agent", "serve")
+    assert "\n" not in str(refused.value) and str(shared) in str(refused.value)
+    assert get_magics(shell).server is None and not list(shared.iterdir())
+    if os.geteuid() == 0 and shutil.which("useradd"):
+        other = "jagent-other"
+        if subprocess.run(["id", "-u", other], capture_output=True).returncode != 0:
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", other],
+                check=True,
+            )
+        uid = int(subprocess.run(["id", "-u", other], capture_output=True, text=True).stdout)
+        shared.chmod(0o700)
+        os.chown(shared, uid, -1)
+        with pytest.raises(UsageError, match="owned by another user"):
+            shell.run_line_magic("agent", "serve")
+        assert get_magics(shell).server is None

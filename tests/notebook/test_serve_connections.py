@@ -9,6 +9,7 @@ served.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -275,3 +276,74 @@ def test_both_owner_lookups_name_the_user_of_a_loopback_connection(host: str) ->
                 gone = (peer[0], 1 if peer[1] != 1 else 2)
                 assert owner_by_netlink(gone, server) is None
                 assert owner_by_table(gone, server) is None
+
+
+ORPHAN_CLIENT = """
+import socket, sys
+sock = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print(sock.getsockname()[1], flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the uid lookups are Linux's")
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_a_client_whose_process_is_gone_has_no_known_owner(host: str) -> None:
+    """When the client's process exits, its socket is an orphan (FIN_WAIT2) that no process
+    holds, and both lookups report uid 0 for it: a kernel running as root would take it for its
+    own user's (review S1; another user sends a whole request and exits). Neither lookup may
+    name an owner then (inode 0), so the gate refuses it as "owner unknown"."""
+    from jupyter_agent.notebook.serve_connections import (
+        owner_by_netlink,
+        owner_by_table,
+        socket_owner,
+    )
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as listener:
+        try:
+            listener.bind((host, 0))
+        except OSError:
+            pytest.skip(f"no {host} here")
+        listener.listen()
+        server = listener.getsockname()[:2]
+        command = [sys.executable, "-c", ORPHAN_CLIENT, host, str(server[1])]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        accepted, address = listener.accept()
+        with accepted:
+            peer = (str(address[0]), int(address[1]))
+            assert peer[1] == int(done.stdout)
+            assert owner_by_netlink(peer, server) is None
+            assert owner_by_table(peer, server) is None
+            assert socket_owner(peer, server) is None  # what the gate asks: refused
+
+
+def test_websocket_upgrades_give_their_slots_back(tmp_path: Path) -> None:
+    """With ``websockets`` importable (common where Jupyter is), uvicorn handed an upgraded
+    connection to its WebSocket protocol and the gate never heard it close: more upgrades than
+    the cap (no token needed) and serve answered everyone 503 (review S2). The server speaks no
+    WebSocket, and every closed connection gives its slot back."""
+    pytest.importorskip("websockets")  # the dev environment has it (pyproject's dev extra)
+    for served in _serving(tmp_path):
+        upgrade = (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+        for _ in range(MAX_CONNECTIONS + 6):
+            with socket.create_connection(("127.0.0.1", served.port), timeout=2) as sock:
+                sock.sendall(upgrade)
+                with contextlib.suppress(OSError):
+                    sock.recv(200)
+        deadline = time.monotonic() + 5
+        while served.connections.open_connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert served.connections.open_connections == 0
+        answer = httpx.post(
+            f"http://127.0.0.1:{served.port}/mcp",
+            json=BODY,
+            headers={**ACCEPT, "Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        # served by the MCP app (which wants a session first), not refused by the gate
+        assert answer.status_code != 503 and "jsonrpc" in answer.text, answer.text

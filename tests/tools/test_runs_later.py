@@ -74,7 +74,8 @@ def test_write_file_refuses_what_runs_later(start_folder: Path, path: str) -> No
 
 def test_ordinary_files_stay_writable(start_folder: Path) -> None:
     tool = WriteFileTool(ToolContext(start_folder))
-    for path in ("analysis.py", "mypkg/__init__.py", "sub/uuid.py", "test/a.py", "data.json"):
+    # (``sub/uuid.py`` is refused since review F1: any folder may become a kernel's start folder)
+    for path in ("analysis.py", "mypkg/__init__.py", "sub/uuid_tools.py", "test/a.py", "data.json"):
         result = _run(tool.execute({"file_path": path, "content": "x = 1\n"}))
         assert result.startswith("Wrote"), (path, result)
     assert _run(MkdirTool(ToolContext(start_folder)).execute({"path": "email"})).startswith(
@@ -185,7 +186,8 @@ def test_editable_install_sources_stay_writable(tmp_path: Path) -> None:
         from jupyter_agent.tools.context import ToolContext
         from jupyter_agent.tools.files import WriteFileTool
         tool = WriteFileTool(ToolContext("."))
-        for path in ("six/__init__.py", "six/moves.py", "uuid.py"):
+        for path in ("six/__init__.py", "six/moves.py", "uuid.py", "six/types.py",
+                     "six/sub/json.py", "tools/uuid.py"):
             try:
                 print(path, asyncio.run(tool.execute({"file_path": path, "content": "x = 1"})))
             except Exception as exc:
@@ -200,6 +202,11 @@ def test_editable_install_sources_stay_writable(tmp_path: Path) -> None:
     assert lines[0].startswith("six/__init__.py Wrote"), out
     assert lines[1].startswith("six/moves.py Wrote"), out
     assert lines[2].startswith("uuid.py ERROR Refusing"), out
+    # below the package's top, its modules may take any name (they are its sources, which run
+    # whenever the user imports it), while another folder of the project may not shadow one
+    assert lines[3].startswith("six/types.py Wrote"), out
+    assert lines[4].startswith("six/sub/json.py Wrote"), out
+    assert lines[5].startswith("tools/uuid.py ERROR Refusing"), out
 
 
 @pytest.mark.slow

@@ -72,11 +72,12 @@ class QuestionForm(widgets.VBox):  # type: ignore[misc]
             return f"? {self.question.prompt} — waiting for an answer"
         if self.answer.text is None:
             return f"? {self.question.prompt} — no answer ({self.answer.reason})"
-        shown = (
-            MASK
-            if self.question.secret and self.answer.text not in self.question.options
-            else self.answer.text
-        )
+        shown = self.answer.text
+        if shown not in self.question.options:
+            if self.question.secret:
+                shown = MASK
+            elif self.question.private:
+                shown = f"answered ({len(shown):,} characters, sent to the server only)"
         return f"? {self.question.prompt} → {shown}"
 
     def static_bundle(self) -> dict[str, str]:
