@@ -54,7 +54,12 @@ interface IStep {
 }
 
 interface IEntry {
+  /** The turn's key (the %%agent cell's execute_request), one entry per turn. */
+  key: string;
+  /** Its label as the turn began ("cell N"), used when the %%agent cell is gone. */
   turn: string;
+  /** The %%agent cell's id: the entry is named by that cell's own number at undo time. */
+  cell?: string;
   /** When its first change was made (the kernel's clock, seconds). */
   at: number;
   steps: IStep[];
@@ -167,8 +172,15 @@ class CoAuthor {
     });
     panel.node.addEventListener('click', event => this._maybeStop(event), true);
     panel.node.addEventListener('click', event => this._maybeGo(event), true);
-    panel.disposed.connect(() => this._disconnect());
+    panel.disposed.connect(() => {
+      window.removeEventListener('pagehide', this._leave);
+      this._disconnect();
+    });
+    // a page closed or reloaded mid-turn: the kernel fails that turn's cell tools at once
+    window.addEventListener('pagehide', this._leave);
   }
+
+  private _leave = (): void => this._disconnect();
 
   private get _kernel(): Kernel.IKernelConnection | null {
     return this._panel.sessionContext.session?.kernel ?? null;
@@ -327,12 +339,15 @@ class CoAuthor {
     return this._panel.content.widgets.find(w => w.model.id === id) ?? null;
   }
 
-  private _entry(turn: string, at: number): IEntry {
+  private _entry(op: JSONObject): IEntry {
+    const turn = String(op.turn ?? '');
+    const key = String(op.turn_id || turn);
     const last = this._journal[this._journal.length - 1];
-    if (last && last.turn === turn) {
+    if (last && last.key === key) {
       return last;
     }
-    const entry = { turn, at, steps: [] as IStep[] };
+    const cell = typeof op.agent_cell === 'string' ? op.agent_cell : undefined;
+    const entry = { key, turn, cell, at: Number(op.at ?? 0), steps: [] as IStep[] };
     this._journal.push(entry);
     if (this._journal.length > 20) {
       this._journal.shift();
@@ -368,14 +383,12 @@ class CoAuthor {
       throw new Error('the notebook is not loaded');
     }
     const shared = model.sharedModel;
-    const turn = String(op.turn ?? '');
-    const at = Number(op.at ?? 0);
     switch (op.op) {
       case 'snapshot':
         return {};
       case 'peek': {
         const top = this._journal[this._journal.length - 1];
-        return top ? { turn: top.turn, at: top.at } : {};
+        return top ? { turn: this._label(top), at: top.at } : {};
       }
       case 'insert': {
         let index = model.cells.length;
@@ -392,7 +405,7 @@ class CoAuthor {
           metadata: { jupyter_agent: { author: 'agent' } }
         });
         const id = cell.getId();
-        this._entry(turn, at).steps.push({ kind: 'insert', id, after: String(op.source) });
+        this._entry(op).steps.push({ kind: 'insert', id, after: String(op.source) });
         this._markCells();
         const widget = this._widget(id);
         if (widget && widget.model.type === 'markdown') {
@@ -407,6 +420,13 @@ class CoAuthor {
         }
         const cell = shared.getCell(at);
         const before = cell.getSource();
+        if (typeof op.expect === 'string' && before !== op.expect) {
+          // the diff the user accepted was computed on op.expect: apply that diff or nothing
+          throw new Error(
+            `cell ${op.cell_id} changed since it was approved (by the user or another edit), ` +
+              'so the accepted diff was not applied; read the cell again and propose the edit anew'
+          );
+        }
         const count = countOccurrences(before, op.old_string);
         if (count !== 1) {
           throw new Error(
@@ -418,7 +438,7 @@ class CoAuthor {
         const start = before.indexOf(op.old_string);
         cell.updateSource(start, start + op.old_string.length, op.new_string);
         const after = cell.getSource();
-        this._entry(turn, at).steps.push({ kind: 'edit', id: op.cell_id, before, after });
+        this._entry(op).steps.push({ kind: 'edit', id: op.cell_id, before, after });
         return { before, after };
       }
       case 'review':
@@ -431,7 +451,7 @@ class CoAuthor {
         }
         const json = shared.getCell(at).toJSON() as JSONObject;
         shared.deleteCell(at);
-        this._entry(turn, at).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
+        this._entry(op).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
         return { deleted: json };
       }
       case 'run_start': {
@@ -444,12 +464,16 @@ class CoAuthor {
         if (cell.type !== 'code') {
           throw new Error(`cell ${op.cell_id} is a ${cell.type} cell, not code`);
         }
+        const source = cell.sharedModel.getSource();
+        if (typeof op.expect === 'string' && source !== op.expect) {
+          throw new Error(`cell ${op.cell_id} changed since it was approved`);
+        }
         const code = cell as ICodeCellModel;
         code.outputs.clear();
         code.executionCount = null;
         widget.addClass(RUNNING_CLASS);
         this._running = op.cell_id;
-        return { source: cell.sharedModel.getSource() };
+        return { source };
       }
       case 'outputs':
       case 'run_end': {
@@ -507,7 +531,8 @@ class CoAuthor {
     const decide = (accepted: boolean) => {
       box.remove();
       this._reviews.delete(String(op.id));
-      this._send({ type: 'reply', id: op.id, ok: true, accepted });
+      // `before`: the source the diff was computed on; an accepted edit applies to it alone
+      this._send({ type: 'reply', id: op.id, ok: true, accepted, before });
     };
     for (const [label, accepted] of [
       ['Accept', true],
@@ -582,14 +607,28 @@ class CoAuthor {
       }
     }
     this._markCells();
-    const parts = [`Undid the cell changes of ${entry.turn || 'the last agent cell'}.`];
+    const parts = [`Undid the cell changes of ${this._label(entry)}.`];
     if (restored.length) {
       parts.push(`Cells: ${restored.join('; ')}.`);
     }
     if (skipped.length) {
       parts.push(`Not restored: ${skipped.join('; ')}.`);
     }
-    return { undone: true, turn: entry.turn, message: parts.join(' '), restored, skipped };
+    const turn = this._label(entry);
+    return { undone: true, turn, message: parts.join(' '), restored, skipped };
+  }
+
+  /** An entry's name: its %%agent cell's own number as the notebook shows it now. */
+  private _label(entry: IEntry): string {
+    const at = entry.cell ? this._index(entry.cell) : -1;
+    if (at >= 0) {
+      const cell = this._panel.content.model!.cells.get(at);
+      const count = cell.type === 'code' ? (cell as ICodeCellModel).executionCount : null;
+      if (typeof count === 'number') {
+        return `cell ${count}`;
+      }
+    }
+    return entry.turn || 'the last agent cell';
   }
 
   /**

@@ -32,15 +32,24 @@ TARGET = "jupyter_agent.notebook"
 class FakeNotebook:
     """The frontend's end: a notebook's cells and the operations the extension applies."""
 
-    def __init__(self, kernel: Kernel, cells: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, kernel: Kernel, cells: list[dict[str, Any]], session: str | None = None
+    ) -> None:
         self.kernel = kernel
+        #: The client session this page's kernel connection sends with (another page: another).
+        self.session = session
         self.cells = cells
         self.comm_id = uuid.uuid4().hex
         self.ops: list[dict[str, Any]] = []
         self.journal: list[tuple[str, list[dict[str, Any]], float]] = []
         #: How the user answers an edit shown as a diff (True: accept).
         self.decisions: list[bool] = []
+        #: Reviews shown (the op, the source its diff was computed on); with ``review_later``
+        #: the test answers them itself (``decide``).
+        self.shown: list[tuple[dict[str, Any], str]] = []
+        self.review_later = False
         self.on_op: Callable[[dict[str, Any]], None] | None = None
+        self.labels: dict[str, str] = {}
         self._ids = 0
 
     def snapshot(self) -> dict[str, Any]:
@@ -55,7 +64,20 @@ class FakeNotebook:
                 "data": {"type": "hello", **self.snapshot()},
             },
         )
+        if self.session is not None:
+            message["header"]["session"] = self.session
         self.kernel.client.shell_channel.send(message)
+
+    def close(self) -> None:
+        """The page goes away (closed or reloaded): the extension closes its comm."""
+        message = self.kernel.client.session.msg("comm_close", {"comm_id": self.comm_id})
+        if self.session is not None:
+            message["header"]["session"] = self.session
+        self.kernel.client.shell_channel.send(message)
+
+    def decide(self, shown: int, accepted: bool) -> None:
+        op, before = self.shown[shown]
+        self.reply({"id": op["id"], "ok": True, "accepted": accepted, "before": before})
 
     def index(self, cell_id: str) -> int:
         for at, cell in enumerate(self.cells):
@@ -63,9 +85,13 @@ class FakeNotebook:
                 return at
         raise ValueError(f"no cell with id {cell_id}")
 
-    def entry(self, turn: str, at: float) -> list[dict[str, Any]]:
-        if not self.journal or self.journal[-1][0] != turn:
-            self.journal.append((turn, [], at))
+    def entry(self, op: dict[str, Any]) -> list[dict[str, Any]]:
+        """The turn's journal entry: keyed by the turn (its execute_request), as the extension
+        keys it; named by the label the turn began with."""
+        key = op.get("turn_id") or op["turn"]
+        if not self.journal or self.journal[-1][0] != key:
+            self.journal.append((key, [], op["at"]))
+            self.labels[key] = op["turn"]
         return self.journal[-1][1]
 
     def handle(self, message: dict[str, Any]) -> None:
@@ -89,7 +115,12 @@ class FakeNotebook:
             self.reply({"id": op["id"], "ok": True, **result, **self.snapshot()})
 
     def reply(self, data: dict[str, Any]) -> None:
-        self.kernel.send_comm(self.comm_id, {"type": "reply", **data})
+        message = self.kernel.client.session.msg(
+            "comm_msg", {"comm_id": self.comm_id, "data": {"type": "reply", **data}}
+        )
+        if self.session is not None:
+            message["header"]["session"] = self.session
+        self.kernel.client.shell_channel.send(message)
 
     def apply(self, op: dict[str, Any]) -> dict[str, Any] | None:
         kind = op["op"]
@@ -110,23 +141,30 @@ class FakeNotebook:
                     "agent": True,
                 },
             )
-            self.entry(op["turn"], op["at"]).append({"kind": "insert", "id": cell_id})
+            self.entry(op).append({"kind": "insert", "id": cell_id})
             return {"cell_id": cell_id, "index": at}
         if kind == "review":
+            before = self.cells[self.index(op["cell_id"])]["source"]
+            self.shown.append((op, before))
+            if self.review_later:  # the user decides later (``decide``)
+                return None
             accepted = self.decisions.pop(0)
-            self.reply({"id": op["id"], "ok": True, "accepted": accepted})
+            self.reply({"id": op["id"], "ok": True, "accepted": accepted, "before": before})
             return None
         if kind == "edit":
             cell = self.cells[self.index(op["cell_id"])]
             before = cell["source"]
-            assert before.count(op["old_string"]) == 1
+            if "expect" in op and before != op["expect"]:
+                raise ValueError(f"cell {op['cell_id']} changed since it was approved")
+            if before.count(op["old_string"]) != 1:
+                raise ValueError("old_string is not in the cell once")
             cell["source"] = before.replace(op["old_string"], op["new_string"])
-            self.entry(op["turn"], op["at"]).append(
-                {"kind": "edit", "id": cell["id"], "before": before}
-            )
+            self.entry(op).append({"kind": "edit", "id": cell["id"], "before": before})
             return {}
         if kind == "run_start":
             cell = self.cells[self.index(op["cell_id"])]
+            if "expect" in op and cell["source"] != op["expect"]:
+                raise ValueError(f"cell {op['cell_id']} changed since it was approved")
             cell["outputs"], cell["execution_count"] = [], None
             return {"source": cell["source"]}
         if kind in ("outputs", "run_end"):
@@ -137,11 +175,14 @@ class FakeNotebook:
                 return {}
             return None
         if kind == "peek":
-            return {"turn": self.journal[-1][0], "at": self.journal[-1][2]} if self.journal else {}
+            if not self.journal:
+                return {}
+            return {"turn": self.labels[self.journal[-1][0]], "at": self.journal[-1][2]}
         if kind == "undo":
             if not self.journal:
                 return {"undone": False}
-            turn, steps, _at = self.journal.pop()
+            key, steps, _at = self.journal.pop()
+            turn = self.labels[key]
             for step in reversed(steps):
                 if step["kind"] == "insert":
                     del self.cells[self.index(step["id"])]
@@ -158,10 +199,19 @@ class Kernel(FrontendKernel):
     def __init__(self, cwd: Path) -> None:
         super().__init__(cwd)
         self.notebook: FakeNotebook | None = None
+        #: Other pages connected to this kernel (their own client sessions).
+        self.others: list[FakeNotebook] = []
 
     def execute(  # type: ignore[override]
-        self, code: str, cell_id: str = "user-cell", timeout: float = 60
+        self,
+        code: str,
+        cell_id: str = "user-cell",
+        timeout: float = 60,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        page: FakeNotebook | None = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run ``code`` as cell ``cell_id`` of ``page`` (its client session; default: the
+        kernel's own client, the one ``notebook`` opened its comm from)."""
         content = {
             "code": code,
             "silent": False,
@@ -171,6 +221,8 @@ class Kernel(FrontendKernel):
             "stop_on_error": True,
         }
         message = self.client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        if page is not None and page.session is not None:
+            message["header"]["session"] = page.session
         self.client.shell_channel.send(message)
         msg_id = message["header"]["msg_id"]
         outputs: list[dict[str, Any]] = []
@@ -181,8 +233,11 @@ class Kernel(FrontendKernel):
                 got = self.client.get_iopub_msg(timeout=0.1)
             except Exception:
                 continue
-            if self.notebook is not None:
-                self.notebook.handle(got)
+            for notebook in [self.notebook, *self.others]:
+                if notebook is not None:
+                    notebook.handle(got)
+            if on_message is not None:
+                on_message(got)
             if got["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = got["msg_type"]
@@ -678,3 +733,114 @@ def test_an_answer_through_a_subshell_wakes_the_waiting_run_at_once(
     reply_content, outputs = kernel.execute(code, cell_id="other")
     assert reply_content["status"] == "ok", outputs
     assert float(printed(outputs)) < 0.03, printed(outputs)  # the median of 6: ~1.5 ms
+
+
+# -- what is approved is what runs (issue 33.7) ------------------------------------------------
+
+
+def answer_prompts(
+    kernel: Kernel, seen: list[str], before_click: list[Callable[[], None]] | None = None
+) -> Callable[[dict[str, Any]], None]:
+    """``on_message``: keep the text every widget shows (the approval prompt's arguments), and
+    click each prompt's Approve, after calling the next of ``before_click`` (the user's edit)."""
+    clicked: set[str] = set()
+
+    def on_message(message: dict[str, Any]) -> None:
+        if message["msg_type"] not in ("comm_open", "comm_msg"):
+            return
+        data = message["content"].get("data") or {}
+        state = data.get("state") or {}
+        if isinstance(state.get("value"), str):
+            seen.append(state["value"])
+        comm_id = message["content"]["comm_id"]
+        if (
+            message["msg_type"] == "comm_open"
+            and state.get("_model_name") == "ButtonModel"
+            and state.get("description") == "Approve"
+            and comm_id not in clicked
+        ):
+            clicked.add(comm_id)
+            if before_click:
+                before_click.pop(0)()
+            kernel.send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    return on_message
+
+
+def test_run_cell_asks_with_the_source_that_runs_and_asks_again_after_an_edit(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The agent inserts a harmless cell (allowed without asking) and asks to run it. The prompt
+    used to show the cell id only, and the code was fetched after the yes: an edit made while
+    the prompt waited (by the user, or by anything else that writes the cell) ran unseen. Now
+    the prompt shows the source, the kernel runs exactly that, and an edit in between runs
+    nothing: the next run_cell asks again, showing the new source."""
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "shown_value = 41 + 1\nshown_value"})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        lambda body: Reply([tool_use("t3", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+
+    def swap() -> None:  # while the prompt waits, the cell changes
+        notebook.cells[2]["source"] = "swapped_in = 'unseen'\nswapped_in"
+
+    seen: list[str] = []
+    reply, outputs = kernel.execute(
+        "%%agent\nCompute it",
+        cell_id="ask",
+        on_message=answer_prompts(kernel, seen, [swap, lambda: None]),
+    )
+    assert reply["status"] == "ok", outputs
+    prompts = [value for value in seen if "run_cell" in value or "cell_id" in value]
+    assert any("shown_value = 41 + 1" in value for value in seen), prompts
+    first = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "edited after the user approved" in first, first
+    # the second call asked again, showing what the cell holds now, and ran that
+    assert any("swapped_in = " in value for value in seen), prompts
+    second = tool_results(fake_api.requests[3])[-1]
+    assert not second.get("is_error") and "unseen" in result_text(second)
+    runs = [op for op in notebook.ops if op["op"] == "run_start"]
+    assert [op.get("expect") for op in runs] == [
+        "shown_value = 41 + 1\nshown_value",
+        "swapped_in = 'unseen'\nswapped_in",
+    ]
+
+
+def test_an_accepted_edit_applies_the_diff_shown_or_nothing(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The diff is computed when it is shown, the edit applied when it is accepted: a change to
+    the cell in between (the user typing, another edit of the agent) used to combine with it
+    into a cell neither diff showed. Now the accepted diff applies to the source it showed, or
+    the edit is refused and the cell keeps what it holds."""
+    notebook.review_later = True
+    fake_api.add(
+        Reply(
+            [
+                tool_use(
+                    "t1",
+                    "edit_cell",
+                    {"cell_id": "data", "old_string": "[3, 1, 2]", "new_string": "[3, 1, 2, 4]"},
+                )
+            ]
+        ),
+        text("Done."),
+    )
+
+    def change_then_accept() -> None:
+        # the diff showed "rows = [3, 1, 2]" → "rows = [3, 1, 2, 4]"; then the cell changes
+        notebook.cells[0]["source"] = "import shutil\nrows = [3, 1, 2]"
+        notebook.decide(0, True)
+
+    def accept_after_a_change(op: dict[str, Any]) -> None:
+        if op["op"] == "review":
+            threading.Timer(0.2, change_then_accept).start()
+
+    notebook.on_op = accept_after_a_change
+    reply, outputs = kernel.execute("%%agent\nAdd a row", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert notebook.shown[0][1] == "rows = [3, 1, 2]"
+    result = result_text(tool_results(fake_api.requests[1])[-1])
+    assert "changed since it was approved" in result, result
+    assert notebook.cells[0]["source"] == "import shutil\nrows = [3, 1, 2]"
