@@ -1119,4 +1119,12 @@ def coauthoring_state(shell: Any) -> str:
     link = link_for(shell)
     if link is None or not link.connected:
         return "off (no frontend extension)"
-    return f"on ({link.path or 'the open notebook'})"
+    page = link.page()
+    others = len(link.pages) - (1 if page is not None else 0)
+    if page is None:
+        return (
+            f"off in this page ({others} other page(s) connected; the agent works only in "
+            "the page that runs the %%agent cell)"
+        )
+    more = f"; {others} other page(s) connected, the agent works in this one" if others else ""
+    return f"on ({page.path or 'the open notebook'}{more})"

@@ -36,6 +36,7 @@ class FakeNotebook:
         self, kernel: Kernel, cells: list[dict[str, Any]], session: str | None = None
     ) -> None:
         self.kernel = kernel
+        self.path = "analysis.ipynb"
         #: The client session this page's kernel connection sends with (another page: another).
         self.session = session
         self.cells = cells
@@ -53,7 +54,7 @@ class FakeNotebook:
         self._ids = 0
 
     def snapshot(self) -> dict[str, Any]:
-        return {"path": "analysis.ipynb", "cells": [dict(c) for c in self.cells]}
+        return {"path": self.path, "cells": [dict(c) for c in self.cells]}
 
     def open(self) -> None:
         message = self.kernel.client.session.msg(
@@ -844,3 +845,101 @@ def test_an_accepted_edit_applies_the_diff_shown_or_nothing(
     result = result_text(tool_results(fake_api.requests[1])[-1])
     assert "changed since it was approved" in result, result
     assert notebook.cells[0]["source"] == "import shutil\nrows = [3, 1, 2]"
+
+
+# -- the page that ran the cell is the one the agent works in (33.8, 35.1, 35.2) -------------
+
+
+def second_page(kernel: Kernel, path: str, session: str) -> FakeNotebook:
+    """Another page on this kernel (its own kernel connection: its own client session) that
+    opens the comm after the first — the one that used to take the co-author tools over."""
+    cell = {"id": f"{session}-cell", "cell_type": "code", "source": "x = 1"}
+    cells = [{**cell, "execution_count": 1}]
+    page = FakeNotebook(kernel, cells, session=session)
+    page.path = path
+    page._ids = 100  # its inserted cells get ids of their own
+    kernel.others.append(page)
+    page.open()
+    reply, outputs = kernel.execute("pass", cell_id=f"{session}-cell", page=page)
+    assert reply["status"] == "ok", outputs
+    return page
+
+
+@pytest.mark.parametrize("path", ["analysis.ipynb", "other.ipynb"], ids=["same", "other"])
+def test_the_page_that_ran_the_cell_is_the_one_the_agent_works_in(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, path: str
+) -> None:
+    """Two pages on one kernel — a second view of the same notebook, or another notebook on
+    its kernel — the second connected last. The turn run in the first page inserts, reviews
+    and edits there; the one run in the second works in the second; ``%agent undo`` in each
+    takes back its own turn; ``%agent config`` names each page's own notebook."""
+    other = second_page(kernel, path, "page-b")
+    notebook.decisions = [True]
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "print('from A')"})]),
+        Reply(
+            [tool_use("t2", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "4"})]
+        ),
+        text("A done."),
+        Reply([tool_use("t3", "insert_cell", {"source": "print('from B')"})]),
+        text("B done."),
+    )
+    reply, outputs = kernel.execute("%%agent\nWork here", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert [op["op"] for op in other.ops] == []  # nothing reached the page that did not ask
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+    assert notebook.cells[0]["source"] == "rows = [4, 1, 2]"
+    assert [op["op"] for op in notebook.ops] == ["insert", "review", "edit"]
+
+    reply, outputs = kernel.execute("%%agent\nWork in B", cell_id="page-b-cell", page=other)
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in other.cells] == ["page-b-cell", "agent-101"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent config", page=other)
+    assert re.search(rf"notebook co-authoring +on \({path}", printed(outputs)), printed(outputs)
+    reply, outputs = kernel.execute("%agent undo")  # in the first page: its own turn
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+    assert notebook.cells[0]["source"] == "rows = [3, 1, 2]"
+    assert [c["id"] for c in other.cells] == ["page-b-cell", "agent-101"]
+
+
+def test_when_the_turns_page_goes_away_the_cell_tools_fail_at_once(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The page that ran the cell is closed while its edit is shown as a diff: the review used to
+    wait for ever, and the next cell tool waited 15 s for an answer from a page that was gone
+    (or went to another page). Now both fail at once saying so; another page is not used; the
+    page, opened again, connects and the next turn works there (no ``%load_ext``)."""
+    other = second_page(kernel, "other.ipynb", "page-b")
+    notebook.review_later = True
+    fake_api.add(
+        Reply(
+            [tool_use("t1", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "4"})]
+        ),
+        Reply([tool_use("t2", "insert_cell", {"source": "print('late')"})]),
+        text("Gone."),
+        Reply([tool_use("t3", "insert_cell", {"source": "print('back')"})]),
+        text("Back."),
+    )
+    notebook.on_op = lambda op: op["op"] == "review" and notebook.close()
+    started = time.monotonic()
+    reply, outputs = kernel.execute("%%agent\nEdit", cell_id="ask", timeout=40)
+    took = time.monotonic() - started
+    assert reply["status"] == "ok", outputs
+    review = result_text(tool_results(fake_api.requests[1])[-1])
+    insert = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "went away" in review, review
+    assert "went away" in insert, insert
+    assert took < 10, took
+    assert other.ops == []
+
+    notebook.on_op = None
+    notebook.review_later = False
+    notebook.comm_id = uuid.uuid4().hex  # the page, reloaded, opens a new comm
+    notebook.open()
+    reply, outputs = kernel.execute("%%agent\nAgain", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert notebook.cells[-1]["source"] == "print('back')"
+    assert other.ops == []
