@@ -24,6 +24,7 @@ from .kernel_comm import KernelCommPoller, unattended_kernel
 from .render import Renderer, RichRenderer, TextRenderer
 from .settings import DEFAULT_CHAT
 from .turn_gc import TurnGC
+from .undo_scope import name_turn, scope_journal
 
 if TYPE_CHECKING:
     from .approvals_ui import NotebookApprovals
@@ -124,6 +125,8 @@ class CellTurn:
         if self.approvals is not None:
             self.approvals.poller = poller
         bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
+        journal = self.session.journal()
+        scope_journal(journal, self.shell)  # this notebook's undo entry, not the folder's
         try:
             outcome = self.session.run(
                 prompt,
@@ -146,6 +149,7 @@ class CellTurn:
             renderer.close(interrupted=False)
             raise UsageError(visible(str(exc))) from None
         finally:
+            name_turn(self.shell, journal, cell_label(self.shell))  # as the cell shows itself
             bridge.comm_waiter = None
             if self.approvals is not None:
                 self.approvals.poller = None

@@ -130,6 +130,7 @@ class NotebookLink:
         self._turn_message: str | None = None
         self._turn_label = ""
         self._turn_cell: str | None = None
+        self._changed_in_turn = False
         self._last_inserted: str | None = None
         self._ran_in_turn = False
         self._installed = False
@@ -307,8 +308,7 @@ class NotebookLink:
         if "turn" in op:  # a change: the frontend's journal dates its entry (kernel clock),
             # keys it by the turn and names it by the %%agent cell's own number at undo time
             op = {**op, "at": time.time(), "turn_id": self._turn_message or ""}
-            if self._turn_cell is not None:
-                op["agent_cell"] = self._turn_cell
+            self._changed_in_turn = True
         if not answer:
             op = {**op, "noreply": True}
         else:
@@ -386,10 +386,27 @@ class NotebookLink:
             self._turn_message = message
             self._last_inserted = None
             self._ran_in_turn = False
+            self._changed_in_turn = False
             count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
             self._turn_label = f"cell {count}" if isinstance(count, int) else "the last agent cell"
             self._turn_cell = cell_id if isinstance(cell_id, str) else None
         return self._turn_label, self._turn_cell
+
+    def finish_turn(self, label: str) -> None:
+        """Name the turn's undo entry in the page's journal as its ``%%agent`` cell shows itself
+        now it ends (main thread): the number is known only then, the cells it ran took theirs
+        before it."""
+        parent: dict[str, Any] = {}
+        with contextlib.suppress(Exception):
+            parent = self.kernel.get_parent() or {}
+        running = str((parent.get("header") or {}).get("msg_id", ""))
+        if running != self._turn_message or not self._changed_in_turn:
+            return  # this cell changed no cells (the last turn that did was another's)
+        if label == self._turn_label:
+            return
+        with contextlib.suppress(FrontendError):
+            relabel = {"op": "relabel", "turn_id": self._turn_message or "", "label": label}
+            self.send(relabel, answer=False)
 
     def next_count(self) -> int:
         """The execution count of the next cell ``run_cell`` runs (main thread).

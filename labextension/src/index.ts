@@ -56,10 +56,8 @@ interface IStep {
 interface IEntry {
   /** The turn's key (the %%agent cell's execute_request), one entry per turn. */
   key: string;
-  /** Its label as the turn began ("cell N"), used when the %%agent cell is gone. */
+  /** Its name: "cell N", N the %%agent cell's own number (the kernel renames it as it ends). */
   turn: string;
-  /** The %%agent cell's id: the entry is named by that cell's own number at undo time. */
-  cell?: string;
   /** When its first change was made (the kernel's clock, seconds). */
   at: number;
   steps: IStep[];
@@ -346,8 +344,7 @@ class CoAuthor {
     if (last && last.key === key) {
       return last;
     }
-    const cell = typeof op.agent_cell === 'string' ? op.agent_cell : undefined;
-    const entry = { key, turn, cell, at: Number(op.at ?? 0), steps: [] as IStep[] };
+    const entry = { key, turn, at: Number(op.at ?? 0), steps: [] as IStep[] };
     this._journal.push(entry);
     if (this._journal.length > 20) {
       this._journal.shift();
@@ -388,7 +385,16 @@ class CoAuthor {
         return {};
       case 'peek': {
         const top = this._journal[this._journal.length - 1];
-        return top ? { turn: this._label(top), at: top.at } : {};
+        return top ? { turn: top.turn, at: top.at } : {};
+      }
+      case 'relabel': {
+        // the turn ended: its entry is named as its %%agent cell shows itself now
+        for (const entry of this._journal) {
+          if (entry.key === String(op.turn_id)) {
+            entry.turn = String(op.label);
+          }
+        }
+        return {};
       }
       case 'insert': {
         let index = model.cells.length;
@@ -607,28 +613,14 @@ class CoAuthor {
       }
     }
     this._markCells();
-    const parts = [`Undid the cell changes of ${this._label(entry)}.`];
+    const parts = [`Undid the cell changes of ${entry.turn || 'the last agent cell'}.`];
     if (restored.length) {
       parts.push(`Cells: ${restored.join('; ')}.`);
     }
     if (skipped.length) {
       parts.push(`Not restored: ${skipped.join('; ')}.`);
     }
-    const turn = this._label(entry);
-    return { undone: true, turn, message: parts.join(' '), restored, skipped };
-  }
-
-  /** An entry's name: its %%agent cell's own number as the notebook shows it now. */
-  private _label(entry: IEntry): string {
-    const at = entry.cell ? this._index(entry.cell) : -1;
-    if (at >= 0) {
-      const cell = this._panel.content.model!.cells.get(at);
-      const count = cell.type === 'code' ? (cell as ICodeCellModel).executionCount : null;
-      if (typeof count === 'number') {
-        return `cell ${count}`;
-      }
-    }
-    return entry.turn || 'the last agent cell';
+    return { undone: true, turn: entry.turn, message: parts.join(' '), restored, skipped };
   }
 
   /**

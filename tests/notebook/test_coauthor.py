@@ -95,6 +95,9 @@ class FakeNotebook:
             self.labels[key] = op["turn"]
         return self.journal[-1][1]
 
+    def label(self, key: str) -> str:
+        return self.labels[key]
+
     def handle(self, message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_msg":
             return
@@ -175,15 +178,18 @@ class FakeNotebook:
                 cell["execution_count"] = op["execution_count"]
                 return {}
             return None
+        if kind == "relabel":
+            self.labels[op["turn_id"]] = op["label"]
+            return None
         if kind == "peek":
             if not self.journal:
                 return {}
-            return {"turn": self.labels[self.journal[-1][0]], "at": self.journal[-1][2]}
+            return {"turn": self.label(self.journal[-1][0]), "at": self.journal[-1][2]}
         if kind == "undo":
             if not self.journal:
                 return {"undone": False}
             key, steps, _at = self.journal.pop()
-            turn = self.labels[key]
+            turn = self.label(key)
             for step in reversed(steps):
                 if step["kind"] == "insert":
                     del self.cells[self.index(step["id"])]
@@ -249,6 +255,10 @@ class Kernel(FrontendKernel):
         while True:
             reply = self.client.get_shell_msg(timeout=10)
             if reply["parent_header"].get("msg_id") == msg_id:
+                shown_in = page or self.notebook
+                for cell in shown_in.cells if shown_in is not None else []:
+                    if cell["id"] == cell_id and code.startswith("%%agent"):  # its number shown
+                        cell["execution_count"] = reply["content"].get("execution_count")
                 return reply["content"], outputs
 
 
@@ -505,7 +515,7 @@ def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
     reply, outputs = kernel.execute("%agent undo")
     assert not (tmp_path / "b.txt").exists(), printed(outputs)
     assert (tmp_path / "a.txt").exists()
-    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"], printed(outputs)
 
     reply, outputs = kernel.execute("%agent undo")
     assert "Undid the cells of cell" in printed(outputs)
@@ -943,3 +953,73 @@ def test_when_the_turns_page_goes_away_the_cell_tools_fail_at_once(
     assert reply["status"] == "ok", outputs
     assert notebook.cells[-1]["source"] == "print('back')"
     assert other.ops == []
+
+
+# -- undo per turn and per notebook (34.2) ------------------------------------------------------
+
+
+def test_one_agent_cell_is_one_undo_entry_whatever_it_ran(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Tutorial 07's turn: three cells inserted and run, and a file written. Each run_cell
+    raised the kernel's count, which named the undo entry, so the turn was four entries: one
+    ``%agent undo`` left three cells, each further one removed one under a made-up label. Now
+    one undo takes the whole turn back, named as the %%agent cell shows itself."""
+    sources = ["a = 1", "b = a + 1", "print(b)"]
+
+    def run(index: int, call: str) -> Any:
+        def reply(body: dict[str, Any]) -> Any:
+            ids = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
+            return Reply([tool_use(call, "run_cell", {"cell_id": ids[index]})])
+
+        return reply
+
+    for n, source in enumerate(sources):  # as tutorial 07 does: insert one, run it, ...
+        fake_api.add(Reply([tool_use(f"i{n}", "insert_cell", {"source": source})]), run(n, f"r{n}"))
+    fake_api.add(
+        Reply([tool_use("w", "write_file", {"file_path": "notes.txt", "content": "b is 2"})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    reply, outputs = kernel.execute("%%agent\nBuild it", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    own = reply["execution_count"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1", "agent-2", "agent-3"]
+    assert all(isinstance(c["execution_count"], int) for c in notebook.cells[2:])
+    assert (tmp_path / "notes.txt").exists()
+
+    reply, outputs = kernel.execute("%agent undo")
+    said = printed(outputs)
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"], said
+    assert not (tmp_path / "notes.txt").exists(), said
+    assert f"Undid the cells of cell {own}." in said, said
+    assert f"Undid the file changes of 'cell {own}'" in said, said
+    reply, outputs = kernel.execute("%agent undo")
+    assert "Nothing to undo" in printed(outputs) or "No cell changes" in printed(outputs)
+
+
+def test_undo_in_a_notebook_takes_back_that_notebooks_turn_only(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Two notebooks in one folder (here on one kernel): the undo journal belongs to the folder,
+    and ``%agent undo`` in the first notebook restored the file the other notebook's newer turn
+    wrote. Now each notebook's undo takes back its own last turn."""
+    other = second_page(kernel, "other.ipynb", "page-b")
+    fake_api.add(
+        Reply([tool_use("a", "write_file", {"file_path": "a.txt", "content": "from A"})]),
+        text("A."),
+        Reply([tool_use("b", "write_file", {"file_path": "b.txt", "content": "from B"})]),
+        text("B."),
+    )
+    reply, outputs = kernel.execute("%%agent\nWrite a", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    time.sleep(1.1)  # the file journal dates its entries to the second
+    reply, outputs = kernel.execute("%%agent\nWrite b", cell_id="page-b-cell", page=other)
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%agent undo")  # in the first notebook
+    said = printed(outputs)
+    assert not (tmp_path / "a.txt").exists(), said
+    assert (tmp_path / "b.txt").read_text() == "from B", said
+    reply, outputs = kernel.execute("%agent undo", page=other)
+    assert not (tmp_path / "b.txt").exists(), printed(outputs)
