@@ -54,6 +54,7 @@ from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
+from .review_diff import diff_lines, edited
 from .summarize import clip
 
 if TYPE_CHECKING:
@@ -1000,29 +1001,47 @@ def review_approvals(
             return await inner(request)
         if request.name == "run_cell":
             return await _ask_run(inner, request, link, bridge)
-        args = request.input
-        cell_id = str(args.get("cell_id"))
-        try:
-            reply = await link.request_async(
-                bridge,
-                {
-                    "op": "review",
-                    "cell_id": cell_id,
-                    "old_string": args.get("old_string"),
-                    "new_string": args.get("new_string"),
-                },
-            )
-        except FrontendError as exc:
-            return Decision(False, f"the edit could not be shown: {exc}")
-        if reply.get("accepted"):
-            shown = reply.get("before")
-            if not isinstance(shown, str):
-                return Decision(False, "the notebook did not say which source its diff showed")
-            _APPROVED.set(ApprovedCell("edit_cell", cell_id, shown))
-            return Decision(True)
-        return Decision(False, "the user rejected the edit in the notebook")
+        return await _ask_edit(request, link, bridge)
 
     return handler
+
+
+async def _cell_source(link: NotebookLink, bridge: MainThreadBridge, cell_id: str) -> str | None:
+    """Cell ``cell_id``'s source as the running cell's page holds it now (unsaved edits too)."""
+    reply = await link.request_async(bridge, {"op": "snapshot"})
+    cells = reply.get("cells")
+    listed = cells if isinstance(cells, list) else []
+    cell = next((c for c in listed if isinstance(c, dict) and c.get("id") == cell_id), None)
+    if cell is None or not isinstance(cell.get("source"), str):
+        return None
+    return str(cell["source"]) if cell.get("cell_type") == "code" else None
+
+
+async def _ask_edit(
+    request: ApprovalRequest, link: NotebookLink, bridge: MainThreadBridge
+) -> Decision:
+    """Show the edit as a diff in the cell, made here through the one sanitising function
+    (``review_diff``), over the source it was computed on; an accepted edit applies to that."""
+    args = request.input
+    cell_id, old, new = (
+        str(args.get(name, "")) for name in ("cell_id", "old_string", "new_string")
+    )
+    try:
+        before = await _cell_source(link, bridge, cell_id)
+        if before is None:
+            return Decision(False, f"the edit could not be shown: no code cell with id {cell_id}")
+        try:
+            after = edited(before, old, new)
+        except ValueError as exc:
+            return Decision(False, f"the edit could not be shown: {exc}")
+        op = {"op": "review", "cell_id": cell_id, "before": before}
+        reply = await link.request_async(bridge, {**op, "lines": diff_lines(before, after)})
+    except FrontendError as exc:
+        return Decision(False, f"the edit could not be shown: {exc}")
+    if reply.get("accepted"):
+        _APPROVED.set(ApprovedCell("edit_cell", cell_id, before))
+        return Decision(True)
+    return Decision(False, "the user rejected the edit in the notebook")
 
 
 async def _ask_run(
@@ -1031,15 +1050,11 @@ async def _ask_run(
     """Ask about a ``run_cell`` showing the code that will run, as the page holds it now."""
     cell_id = str(request.input.get("cell_id"))
     try:
-        reply = await link.request_async(bridge, {"op": "snapshot"})
+        source = await _cell_source(link, bridge, cell_id)
     except FrontendError as exc:
         return Decision(False, f"the cell could not be shown: {exc}")
-    cells = reply.get("cells")
-    listed = cells if isinstance(cells, list) else []
-    cell = next((c for c in listed if isinstance(c, dict) and c.get("id") == cell_id), None)
-    if cell is None or cell.get("cell_type") != "code" or not isinstance(cell.get("source"), str):
+    if source is None:
         return Decision(False, f"there is no code cell with id {cell_id} to show the user")
-    source = str(cell["source"])
     shown = ApprovalRequest(
         request.call_id, request.name, {"cell_id": cell_id, "source": source}, request.reason
     )

@@ -103,39 +103,24 @@ function outputExcerpt(model: ICellModel): string {
   return clip(parts.join('\n'), EXCERPT_CHARS);
 }
 
-/** Line diff of `before` → `after`: common lines around one changed block. */
-function renderDiff(before: string, after: string): HTMLElement {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) {
-    start++;
-  }
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
+/**
+ * The review's diff, as the kernel made it: `[kind, text]` rows, the text already made visible
+ * there (control, bidi and zero-width characters as escapes, long lines wrapped) by the one
+ * sanitising function (`jupyter_agent/notebook/inert.py`). Drawn as text, never as HTML.
+ */
+function renderDiff(rows: unknown): HTMLElement {
   const pre = document.createElement('pre');
   pre.className = 'jp-agent-diff-lines';
-  const line = (text: string, cls: string, mark: string) => {
+  const marks: { [kind: string]: string } = { same: ' ', del: '-', add: '+' };
+  for (const row of Array.isArray(rows) ? rows : []) {
+    const [kind, text] = Array.isArray(row) ? row : ['', ''];
+    if (!(String(kind) in marks)) {
+      continue;
+    }
     const span = document.createElement('span');
-    span.className = cls;
-    span.textContent = `${mark} ${text}\n`; // text, never HTML
+    span.className = `jp-agent-diff-${kind}`;
+    span.textContent = `${marks[String(kind)]} ${String(text)}\n`; // text, never HTML
     pre.appendChild(span);
-  };
-  for (let i = Math.max(0, start - 2); i < start; i++) {
-    line(a[i], 'jp-agent-diff-same', ' ');
-  }
-  for (let i = start; i < endA; i++) {
-    line(a[i], 'jp-agent-diff-del', '-');
-  }
-  for (let i = start; i < endB; i++) {
-    line(b[i], 'jp-agent-diff-add', '+');
-  }
-  for (let i = endA; i < Math.min(a.length, endA + 2); i++) {
-    line(a[i], 'jp-agent-diff-same', ' ');
   }
   return pre;
 }
@@ -516,24 +501,17 @@ class CoAuthor {
       throw new Error(`no cell with id ${op.cell_id}`);
     }
     const before = widget.model.sharedModel.getSource();
-    const count = countOccurrences(before, op.old_string);
-    if (count !== 1) {
-      throw new Error(
-        count === 0
-          ? 'old_string is not in the cell (it may have been edited since)'
-          : `old_string occurs ${count} times in the cell; give more context`
-      );
+    if (typeof op.before !== 'string' || before !== op.before) {
+      // the diff was made on op.before: never shown over anything else
+      throw new Error(`cell ${op.cell_id} changed since it was approved (the diff was made)`);
     }
-    const start = before.indexOf(op.old_string);
-    const after =
-      before.slice(0, start) + op.new_string + before.slice(start + op.old_string.length);
     const box = document.createElement('div');
     box.className = 'jp-agent-diff';
     const title = document.createElement('div');
     title.className = 'jp-agent-diff-title';
     title.textContent = 'The agent proposes this edit:';
     box.appendChild(title);
-    box.appendChild(renderDiff(before, after));
+    box.appendChild(renderDiff(op.lines));
     const decide = (accepted: boolean) => {
       box.remove();
       this._reviews.delete(String(op.id));
