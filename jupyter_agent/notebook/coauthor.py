@@ -1106,15 +1106,19 @@ def sync_tools(toolbox: Toolbox, bridge: MainThreadBridge, shell: Any) -> None:
     """Put the notebook tools on ``toolbox`` while a frontend is connected; take them off when
     none is. Newly added, ``edit_cell`` and ``run_cell`` ask; ``delete_cell`` starts disabled."""
     tools = coauthor_tools(toolbox.context, bridge, shell, lambda: toolbox.tool_timeout)
+    # The user's policies outlive the pages: a page that leaves and comes back (a reload) must
+    # not turn run_cell back from the "allow" they chose to "ask", or the reverse.
+    kept: dict[str, Policy] = toolbox.__dict__.setdefault("_jupyter_agent_notebook_policies", {})
     if not tools:
         for name in TOOL_NAMES:
             if toolbox.registry.has_tool(name):
+                kept[name] = toolbox.get_policy(name)
                 toolbox.remove_tool(name)
         return
     new = [tool.name for tool in tools if not toolbox.registry.has_tool(tool.name)]
     toolbox.rebuild(toolbox.context, tools)
     for name in new:
-        policy = _START_POLICIES.get(name)
+        policy = kept.get(name, _START_POLICIES.get(name))
         if policy is not None:
             toolbox.set_policy(name, policy)
 

@@ -1055,3 +1055,19 @@ def test_the_review_diff_shows_what_will_run(
     assert all(len(text) <= 102 for kind, text in review["lines"]), review["lines"]
     assert any(text.startswith("↪ ") for text in added)  # the long line, wrapped, not cut
     assert "119]" in joined
+
+
+def test_a_page_that_comes_back_keeps_the_users_policies(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """A reload closes the page's comm (the tools leave) and opens a new one (they come back):
+    the policy the user set for run_cell stays, it does not fall back to asking."""
+    reply, outputs = kernel.execute("%agent_tools policy run_cell allow")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%%agent\nhello", cell_id="ask")  # the tools are in place
+    notebook.close()
+    notebook.comm_id = uuid.uuid4().hex
+    notebook.open()
+    reply, outputs = kernel.execute("%agent_tools list")
+    [line] = [row for row in printed(outputs).splitlines() if row.split()[:1] == ["run_cell"]]
+    assert "allow" in line, line
