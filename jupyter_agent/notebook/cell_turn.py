@@ -22,8 +22,10 @@ from ..errors import FailedModelRequest, ModelRequestError, SessionError
 from .inert import visible
 from .kernel_comm import KernelCommPoller, unattended_kernel
 from .render import Renderer, RichRenderer, TextRenderer
+from .restart_watch import RESTARTED, RestartWatch
 from .settings import DEFAULT_CHAT
 from .turn_gc import TurnGC
+from .undo_scope import name_turn, scope_journal
 
 if TYPE_CHECKING:
     from .approvals_ui import NotebookApprovals
@@ -127,6 +129,14 @@ class CellTurn:
         if self.approvals is not None:
             self.approvals.poller = poller
         bridge.comm_waiter = poller  # the pump sleeps on the widget socket too: clicks wake it
+        journal = self.session.journal()
+        scope_journal(journal, self.shell)  # this notebook's undo entry, not the folder's
+
+        def restarting() -> None:  # on the watch's thread: the record says so, the turn stops
+            renderer.ended_by = RESTARTED
+            bridge.request_stop()
+
+        watch = RestartWatch(self.shell, restarting) if self.rich else None
         try:
             outcome = self.session.run(
                 prompt,
@@ -150,6 +160,9 @@ class CellTurn:
             renderer.close(interrupted=False)
             raise UsageError(visible(str(exc))) from None
         finally:
+            if watch is not None:
+                watch.stop()
+            name_turn(self.shell, journal, cell_label(self.shell))  # as the cell shows itself
             bridge.comm_waiter = None
             if self.approvals is not None:
                 self.approvals.poller = None

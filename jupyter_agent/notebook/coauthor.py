@@ -37,6 +37,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import contextvars
 import itertools
 import signal
 import sys
@@ -44,7 +45,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
@@ -53,6 +54,7 @@ from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
+from .review_diff import diff_lines, edited
 from .summarize import clip
 
 if TYPE_CHECKING:
@@ -81,25 +83,60 @@ _ATTRIBUTE = "_jupyter_agent_notebook_link"
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
+#: What a cell tool says when the page that ran the ``%%agent`` cell has gone away.
+PAGE_GONE = (
+    "the notebook page that ran this %%agent cell went away (closed, reloaded or its kernel "
+    "changed), so the agent cannot read or change its cells in this turn; run the cell again "
+    "from the open page"
+)
+#: ... and when that page never connected while others did.
+PAGE_NOT_CONNECTED = (
+    "the notebook page that ran this %%agent cell is not connected to the agent (another "
+    "page or notebook on this kernel is, but the agent works only in the page that ran the "
+    "cell); reload that page, or run the cell from a page with the extension"
+)
+
+
+@dataclass
+class NotebookPage:
+    """One page (a frontend's notebook panel) connected over its own comm: the client session it
+    belongs to — the ``session`` of every message its kernel connection sends, the same as in
+    the ``execute_request`` of a cell it runs — and the notebook it last announced."""
+
+    comm: Any
+    session: str
+    path: str = ""
+    cells: list[dict[str, Any]] = field(default_factory=list)
+
+
 class NotebookLink:
-    """The kernel's end of the comm with the notebook frontend (one per shell)."""
+    """The kernel's end of the comms with the notebook frontends (one link per shell).
+
+    Every page that opens the comm is kept, by its client session; a turn's operations go to the
+    page whose ``execute_request`` started it (``page()``), never to whichever connected last.
+    """
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.kernel: Any = getattr(shell, "kernel", None)
-        self.comm: Any = None
-        #: The notebook's path and cells, as the frontend last announced them.
-        self.path = ""
-        self.cells: list[dict[str, Any]] = []
+        #: The connected pages, by comm id, oldest first.
+        self.pages: dict[str, NotebookPage] = {}
         self._replies: dict[int, dict[str, Any]] = {}
         #: The operations ``request`` waits for on the main thread: only their replies are kept.
         self._awaited: set[int] = set()
         self._waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        #: The comm each operation waited for was sent on (to fail it when that page leaves).
+        self._sent_on: dict[int, str] = {}
         self._ids = itertools.count(1)
         self._turn_message: str | None = None
+        self._turn_label = ""
+        self._turn_cell: str | None = None
+        self._changed_in_turn = False
         self._last_inserted: str | None = None
         self._ran_in_turn = False
         self._installed = False
+        #: Client sessions whose every page has left (their cells' tools fail at once).
+        self._left: set[str] = set()
         #: Called with ``True`` when a frontend connects, ``False`` when it leaves.
         self.on_change: list[Callable[[bool], None]] = []
 
@@ -124,43 +161,100 @@ class NotebookLink:
             with contextlib.suppress(Exception):
                 self.kernel.comm_manager.unregister_target(TARGET, self._opened)
             self._installed = False
-        comm, self.comm = self.comm, None
-        if comm is not None:
+        pages, self.pages = list(self.pages.values()), {}
+        for page in pages:
             with contextlib.suppress(Exception):
-                comm.close()
+                page.comm.close()
+        if pages:
             self._changed(False)
         if getattr(self.shell, _ATTRIBUTE, None) is self:
             setattr(self.shell, _ATTRIBUTE, None)
 
     @property
     def connected(self) -> bool:
-        return self.comm is not None
+        """Whether any notebook page is connected (the running cell's: ``page()``)."""
+        return bool(self.pages)
+
+    def _session(self) -> str:
+        """The client session of the message the kernel is handling (main thread): the page
+        that ran the cell, for an ``execute_request``."""
+        parent: dict[str, Any] = {}
+        with contextlib.suppress(Exception):
+            parent = self.kernel.get_parent() or {}
+        return str((parent.get("header") or {}).get("session") or "")
+
+    def page(self) -> NotebookPage | None:
+        """The page that ran the running cell (main thread); ``None`` if it is not connected.
+
+        Outside a request from a client (a script, a test calling in directly), the only page
+        connected, if there is exactly one."""
+        session = self._session()
+        found = None
+        for page in self.pages.values():
+            if page.session == session:
+                found = page  # the newest of that client's (one client, two views)
+        if found is None and not session and len(self.pages) == 1:
+            found = next(iter(self.pages.values()))
+        return found
+
+    @property
+    def comm(self) -> Any:
+        page = self.page()
+        return page.comm if page is not None else None
+
+    @property
+    def path(self) -> str:
+        page = self.page()
+        return page.path if page is not None else ""
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        page = self.page()
+        return page.cells if page is not None else []
 
     # -- messages from the frontend (main thread) ---------------------------------------------
 
     def _opened(self, comm: Any, message: dict[str, Any]) -> None:
-        previous, self.comm = self.comm, comm
-        comm.on_msg(self._received)
+        session = str((message.get("header") or {}).get("session") or "")
+        page = NotebookPage(comm, session)
+        self.pages[str(comm.comm_id)] = page
+        self._left.discard(session)
+        comm.on_msg(lambda message: self._received(page, message))
         comm.on_close(lambda _message: self._closed(comm))
-        self._take_cells(message.get("content", {}).get("data", {}))
-        if previous is not None:
-            with contextlib.suppress(Exception):
-                previous.close()
+        self._take_cells(page, message.get("content", {}).get("data", {}))
         self._changed(True)
 
     def _closed(self, comm: Any) -> None:
-        if self.comm is comm:
-            self.comm = None
-            self._changed(False)
+        comm_id = str(getattr(comm, "comm_id", ""))
+        page = self.pages.pop(comm_id, None)
+        if page is None:
+            return
+        if not any(other.session == page.session for other in self.pages.values()):
+            self._left.add(page.session)
+        gone = {"type": "reply", "ok": False, "error": PAGE_GONE}
+        for ident, sent_on in list(self._sent_on.items()):
+            if sent_on != comm_id:
+                continue
+            del self._sent_on[ident]
+            if ident in self._awaited:
+                self._replies[ident] = gone
+            waiter = self._waiters.pop(ident, None)
+            if waiter is not None:
+                with contextlib.suppress(RuntimeError):
+                    waiter[0].call_soon_threadsafe(_settle, waiter[1], gone)
+        self._changed(bool(self.pages))
 
-    def _received(self, message: dict[str, Any]) -> None:
+    def _received(self, page: NotebookPage, message: dict[str, Any]) -> None:
         data = message.get("content", {}).get("data", {})
         if not isinstance(data, dict):
             return
-        self._take_cells(data)
+        self._take_cells(page, data)
         if data.get("type") != "reply" or not isinstance(data.get("id"), int):
             return
         ident = data["id"]
+        if self._sent_on.get(ident) != str(getattr(page.comm, "comm_id", "")):
+            return  # an answer from a page the operation was not sent to
+        self._sent_on.pop(ident, None)
         waiter = self._waiters.pop(ident, None)
         if waiter is None:
             if ident in self._awaited:
@@ -171,24 +265,24 @@ class NotebookLink:
             loop.call_soon_threadsafe(_settle, future, data)
 
     def _claim(self, message: dict[str, Any]) -> bool:
-        """Take a message on our comm straight from the poller while an operation waits for
-        its reply: the kernel's comm dispatch would fire the shell's ``pre_execute`` and
+        """Take a message on a page's comm straight from the poller while an operation waits
+        for its reply: the kernel's comm dispatch would fire the shell's ``pre_execute`` and
         ``post_execute`` events for it (figure 20's run_start round trip paid ~0.8 ms there)."""
-        comm = self.comm
         content = message.get("content") or {}
-        if comm is None or (message.get("header") or {}).get("msg_type") != "comm_msg":
+        if (message.get("header") or {}).get("msg_type") != "comm_msg":
             return False
-        if content.get("comm_id") != getattr(comm, "comm_id", None):
+        page = self.pages.get(str(content.get("comm_id", "")))
+        if page is None:
             return False
-        self._received(message)
+        self._received(page, message)
         return True
 
-    def _take_cells(self, data: dict[str, Any]) -> None:
+    def _take_cells(self, page: NotebookPage, data: dict[str, Any]) -> None:
         cells = data.get("cells")
         if isinstance(cells, list):
-            self.cells = [cell for cell in cells if isinstance(cell, dict)]
+            page.cells = [cell for cell in cells if isinstance(cell, dict)]
         if isinstance(data.get("path"), str):
-            self.path = data["path"]
+            page.path = data["path"]
 
     def _changed(self, connected: bool) -> None:
         for callback in list(self.on_change):
@@ -197,18 +291,30 @@ class NotebookLink:
 
     # -- operations (main thread) -------------------------------------------------------------
 
-    def send(self, op: dict[str, Any], *, answer: bool = True) -> int:
-        """Send an operation to the frontend; its id. ``answer=False``: nobody waits for it,
-        the frontend sends no reply (it sent the whole notebook with each)."""
-        comm = self.comm
-        if comm is None:
+    def _turn_page(self) -> NotebookPage:
+        page = self.page()
+        if page is not None:
+            return page
+        if self._session() in self._left:
+            raise FrontendError(PAGE_GONE)
+        if not self.pages:
             raise FrontendError("no notebook frontend is connected")
+        raise FrontendError(PAGE_NOT_CONNECTED)
+
+    def send(self, op: dict[str, Any], *, answer: bool = True) -> int:
+        """Send an operation to the running cell's page; its id. ``answer=False``: nobody waits
+        for it, the frontend sends no reply (it sent the whole notebook with each)."""
+        page = self._turn_page()
         ident = next(self._ids)
-        if "turn" in op:  # a change: the frontend's journal dates its entry (kernel clock)
-            op = {**op, "at": time.time()}
+        if "turn" in op:  # a change: the frontend's journal dates its entry (kernel clock),
+            # keys it by the turn and names it by the %%agent cell's own number at undo time
+            op = {**op, "at": time.time(), "turn_id": self._turn_message or ""}
+            self._changed_in_turn = True
         if not answer:
             op = {**op, "noreply": True}
-        comm.send({"type": "op", "id": ident, **op})
+        else:
+            self._sent_on[ident] = str(getattr(page.comm, "comm_id", ""))
+        page.comm.send({"type": "op", "id": ident, **op})
         return ident
 
     def request(
@@ -239,6 +345,7 @@ class NotebookLink:
             reply = self._replies.pop(ident)
         finally:
             self._awaited.discard(ident)
+            self._sent_on.pop(ident, None)
             self._replies.pop(ident, None)  # stopped or timed out: a late reply is not kept
             if own:
                 poller.close()
@@ -261,12 +368,16 @@ class NotebookLink:
             reply: dict[str, Any] = await future
         finally:
             self._waiters.pop(ident, None)
+            self._sent_on.pop(ident, None)
         if not reply.get("ok"):
             raise FrontendError(str(reply.get("error") or "the notebook refused"))
         return reply
 
     def turn(self) -> tuple[str, str | None]:
-        """The running cell's undo label and id (main thread); a new cell starts a new turn."""
+        """The running cell's undo label and id (main thread); a new cell starts a new turn.
+
+        The label is taken once, as the turn starts: each ``run_cell`` raises the kernel's
+        count, and a label read later made one turn several undo entries."""
         parent: dict[str, Any] = {}
         with contextlib.suppress(Exception):
             parent = self.kernel.get_parent() or {}
@@ -276,9 +387,27 @@ class NotebookLink:
             self._turn_message = message
             self._last_inserted = None
             self._ran_in_turn = False
-        count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
-        label = f"cell {count}" if isinstance(count, int) else "the last agent cell"
-        return label, cell_id if isinstance(cell_id, str) else None
+            self._changed_in_turn = False
+            count = getattr(getattr(self.shell, "displayhook", None), "prompt_count", None)
+            self._turn_label = f"cell {count}" if isinstance(count, int) else "the last agent cell"
+            self._turn_cell = cell_id if isinstance(cell_id, str) else None
+        return self._turn_label, self._turn_cell
+
+    def finish_turn(self, label: str) -> None:
+        """Name the turn's undo entry in the page's journal as its ``%%agent`` cell shows itself
+        now it ends (main thread): the number is known only then, the cells it ran took theirs
+        before it."""
+        parent: dict[str, Any] = {}
+        with contextlib.suppress(Exception):
+            parent = self.kernel.get_parent() or {}
+        running = str((parent.get("header") or {}).get("msg_id", ""))
+        if running != self._turn_message or not self._changed_in_turn:
+            return  # this cell changed no cells (the last turn that did was another's)
+        if label == self._turn_label:
+            return
+        with contextlib.suppress(FrontendError):
+            relabel = {"op": "relabel", "turn_id": self._turn_message or "", "label": label}
+            self.send(relabel, answer=False)
 
     def next_count(self) -> int:
         """The execution count of the next cell ``run_cell`` runs (main thread).
@@ -300,6 +429,17 @@ class NotebookLink:
         reply = self.request({**op, "after": where})
         self._last_inserted = str(reply["cell_id"])
         return reply
+
+
+#: What the page says when a cell no longer holds the source the user approved.
+CHANGED_SINCE_APPROVED = "changed since it was approved"
+
+
+def run_changed(cell_id: str) -> str:
+    return (
+        f"cell {cell_id} was edited after the user approved running it, so nothing ran; call "
+        "run_cell again to ask the user about its new source"
+    )
 
 
 def _settle(future: asyncio.Future[Any], data: dict[str, Any]) -> None:
@@ -689,18 +829,14 @@ class EditCellTool(_NotebookTool):
         cell_id, old, new = (_text(args, name) for name in ("cell_id", "old_string", "new_string"))
         if not old:
             raise ToolFailure("'old_string' must not be empty")
+        assert cell_id is not None
+        pin = approved("edit_cell", cell_id)
         label = await self._on_main(lambda: self.link.turn()[0])
-        await self._on_main(
-            lambda: self.link.request(
-                {
-                    "op": "edit",
-                    "turn": label,
-                    "cell_id": cell_id,
-                    "old_string": old,
-                    "new_string": new,
-                }
-            )
-        )
+        op = {"op": "edit", "turn": label, "cell_id": cell_id, "old_string": old}
+        op["new_string"] = new
+        if pin is not None:  # the accepted diff, on the source it showed, or nothing
+            op["expect"] = pin.source
+        await self._on_main(lambda: self.link.request(op))
         return f"Edited cell {cell_id}."
 
 
@@ -731,8 +867,10 @@ class RunCellTool(_NotebookTool):
         cell_id = _text(args, "cell_id")
         assert cell_id is not None
         limit = self.timeout()
+        pin = approved("run_cell", cell_id)
+        expect = pin.source if pin is not None else None
         result: tuple[bool, list[dict[str, Any]], int] = await self._on_main(
-            lambda: run_cell_now(self.link, cell_id, limit)
+            lambda: run_cell_now(self.link, cell_id, limit, expect=expect)
         )
         ok, outputs, count = result
         parts = outputs_for_model(outputs, count)
@@ -742,14 +880,29 @@ class RunCellTool(_NotebookTool):
 
 
 def run_cell_now(
-    link: NotebookLink, cell_id: str, timeout: float | None
+    link: NotebookLink, cell_id: str, timeout: float | None, *, expect: str | None = None
 ) -> tuple[bool, list[dict[str, Any]], int]:
-    """On the main thread: run cell ``cell_id``, its outputs placed in it as they come."""
+    """On the main thread: run cell ``cell_id``, its outputs placed in it as they come.
+
+    ``expect``: the source the user approved; the page refuses to start the run when the cell
+    holds anything else, and the kernel runs ``expect`` itself, never what a reply says."""
     label, running = link.turn()
     if cell_id == running:
         raise FrontendError("that is the running %%agent cell; run_cell runs other cells")
-    start = link.request({"op": "run_start", "turn": label, "cell_id": cell_id})
+    op: dict[str, Any] = {"op": "run_start", "turn": label, "cell_id": cell_id}
+    if expect is not None:
+        op["expect"] = expect
+    try:
+        start = link.request(op)
+    except FrontendError as exc:
+        if expect is not None and CHANGED_SINCE_APPROVED in str(exc):
+            raise FrontendError(run_changed(cell_id)) from None
+        raise
     source = str(start.get("source", ""))
+    if expect is not None and source != expect:
+        with contextlib.suppress(FrontendError):
+            link.send({"op": "run_end", "cell_id": cell_id, "outputs": []}, answer=False)
+        raise FrontendError(run_changed(cell_id))
     count = link.next_count()
 
     def progress(outputs: list[dict[str, Any]]) -> None:
@@ -808,33 +961,107 @@ def coauthor_tools(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovedCell:
+    """What the user approved for one call: the cell's source as the prompt showed it
+    (``run_cell``) or as the diff was computed on (``edit_cell``). The tool acts on exactly
+    that, or refuses: an approval names code, not a cell id."""
+
+    tool: str
+    cell_id: str
+    source: str
+
+
+#: Set by the approval handler as the user says yes; read by the same call's tool. The gate asks
+#: and then runs the call in one task, so a context variable belongs to that call alone.
+_APPROVED: contextvars.ContextVar[ApprovedCell | None] = contextvars.ContextVar(
+    "jupyter_agent_approved_cell", default=None
+)
+
+
+def approved(tool: str, cell_id: str) -> ApprovedCell | None:
+    """The approval this call of ``tool`` on ``cell_id`` was given, if it was asked about."""
+    pin = _APPROVED.get()
+    if pin is None or pin.tool != tool or pin.cell_id != cell_id:
+        return None
+    _APPROVED.set(None)
+    return pin
+
+
 def review_approvals(
     inner: ApprovalHandler, shell: Any, bridge: MainThreadBridge
 ) -> ApprovalHandler:
-    """``inner``, except that ``edit_cell`` is asked about as a diff in the notebook."""
+    """``inner``, except that ``edit_cell`` is asked about as a diff in the notebook, and
+    ``run_cell`` with the cell's source as it will run (fetched from the page before asking)."""
 
     async def handler(request: ApprovalRequest) -> Decision:
         link = link_for(shell)
-        if request.name != "edit_cell" or link is None or not link.connected:
+        _APPROVED.set(None)
+        if request.name not in ("edit_cell", "run_cell") or link is None or not link.connected:
             return await inner(request)
-        args = request.input
-        try:
-            reply = await link.request_async(
-                bridge,
-                {
-                    "op": "review",
-                    "cell_id": args.get("cell_id"),
-                    "old_string": args.get("old_string"),
-                    "new_string": args.get("new_string"),
-                },
-            )
-        except FrontendError as exc:
-            return Decision(False, f"the edit could not be shown: {exc}")
-        if reply.get("accepted"):
-            return Decision(True)
-        return Decision(False, "the user rejected the edit in the notebook")
+        if request.name == "run_cell":
+            return await _ask_run(inner, request, link, bridge)
+        return await _ask_edit(request, link, bridge)
 
     return handler
+
+
+async def _cell_source(link: NotebookLink, bridge: MainThreadBridge, cell_id: str) -> str | None:
+    """Cell ``cell_id``'s source as the running cell's page holds it now (unsaved edits too)."""
+    reply = await link.request_async(bridge, {"op": "snapshot"})
+    cells = reply.get("cells")
+    listed = cells if isinstance(cells, list) else []
+    cell = next((c for c in listed if isinstance(c, dict) and c.get("id") == cell_id), None)
+    if cell is None or not isinstance(cell.get("source"), str):
+        return None
+    return str(cell["source"]) if cell.get("cell_type") == "code" else None
+
+
+async def _ask_edit(
+    request: ApprovalRequest, link: NotebookLink, bridge: MainThreadBridge
+) -> Decision:
+    """Show the edit as a diff in the cell, made here through the one sanitising function
+    (``review_diff``), over the source it was computed on; an accepted edit applies to that."""
+    args = request.input
+    cell_id, old, new = (
+        str(args.get(name, "")) for name in ("cell_id", "old_string", "new_string")
+    )
+    try:
+        before = await _cell_source(link, bridge, cell_id)
+        if before is None:
+            return Decision(False, f"the edit could not be shown: no code cell with id {cell_id}")
+        try:
+            after = edited(before, old, new)
+        except ValueError as exc:
+            return Decision(False, f"the edit could not be shown: {exc}")
+        op = {"op": "review", "cell_id": cell_id, "before": before}
+        reply = await link.request_async(bridge, {**op, "lines": diff_lines(before, after)})
+    except FrontendError as exc:
+        return Decision(False, f"the edit could not be shown: {exc}")
+    if reply.get("accepted"):
+        _APPROVED.set(ApprovedCell("edit_cell", cell_id, before))
+        return Decision(True)
+    return Decision(False, "the user rejected the edit in the notebook")
+
+
+async def _ask_run(
+    inner: ApprovalHandler, request: ApprovalRequest, link: NotebookLink, bridge: MainThreadBridge
+) -> Decision:
+    """Ask about a ``run_cell`` showing the code that will run, as the page holds it now."""
+    cell_id = str(request.input.get("cell_id"))
+    try:
+        source = await _cell_source(link, bridge, cell_id)
+    except FrontendError as exc:
+        return Decision(False, f"the cell could not be shown: {exc}")
+    if source is None:
+        return Decision(False, f"there is no code cell with id {cell_id} to show the user")
+    shown = ApprovalRequest(
+        request.call_id, request.name, {"cell_id": cell_id, "source": source}, request.reason
+    )
+    decision = await inner(shown)
+    if decision.approved:
+        _APPROVED.set(ApprovedCell("run_cell", cell_id, source))
+    return decision
 
 
 def newest_cell_change(shell: Any) -> tuple[str, float] | None:
@@ -879,15 +1106,19 @@ def sync_tools(toolbox: Toolbox, bridge: MainThreadBridge, shell: Any) -> None:
     """Put the notebook tools on ``toolbox`` while a frontend is connected; take them off when
     none is. Newly added, ``edit_cell`` and ``run_cell`` ask; ``delete_cell`` starts disabled."""
     tools = coauthor_tools(toolbox.context, bridge, shell, lambda: toolbox.tool_timeout)
+    # The user's policies outlive the pages: a page that leaves and comes back (a reload) must
+    # not turn run_cell back from the "allow" they chose to "ask", or the reverse.
+    kept: dict[str, Policy] = toolbox.__dict__.setdefault("_jupyter_agent_notebook_policies", {})
     if not tools:
         for name in TOOL_NAMES:
             if toolbox.registry.has_tool(name):
+                kept[name] = toolbox.get_policy(name)
                 toolbox.remove_tool(name)
         return
     new = [tool.name for tool in tools if not toolbox.registry.has_tool(tool.name)]
     toolbox.rebuild(toolbox.context, tools)
     for name in new:
-        policy = _START_POLICIES.get(name)
+        policy = kept.get(name, _START_POLICIES.get(name))
         if policy is not None:
             toolbox.set_policy(name, policy)
 
@@ -924,4 +1155,12 @@ def coauthoring_state(shell: Any) -> str:
     link = link_for(shell)
     if link is None or not link.connected:
         return "off (no frontend extension)"
-    return f"on ({link.path or 'the open notebook'})"
+    page = link.page()
+    others = len(link.pages) - (1 if page is not None else 0)
+    if page is None:
+        return (
+            f"off in this page ({others} other page(s) connected; the agent works only in "
+            "the page that runs the %%agent cell)"
+        )
+    more = f"; {others} other page(s) connected, the agent works in this one" if others else ""
+    return f"on ({page.path or 'the open notebook'}{more})"

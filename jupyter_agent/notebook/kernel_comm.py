@@ -226,7 +226,10 @@ class KernelCommPoller:
         the notebook co-author takes the answers it waits for without the shell's
         ``pre_execute``/``post_execute`` events that comm handling fires (~0.8 ms a message)."""
         if self._socket is not None:
-            return self._poll_socket(timeout_s, claim)
+            try:
+                return self._poll_socket(timeout_s, claim)
+            except Exception as exc:  # the kernel is shutting down: its sockets are closing
+                return self._lost(exc)
         if self._ui_poll is not None:
             self._ui_poll(10)
         return 0
@@ -251,8 +254,23 @@ class KernelCommPoller:
             self._zmq_poller.register(self._socket, zmq.POLLIN)
             self._zmq_poller.register(wake_fd, zmq.POLLIN)
             self._zmq_poller_fd = wake_fd
-        ready = dict(self._zmq_poller.poll(int(timeout_s * 1000)))
-        return self._poll_socket(0) if self._socket in ready else 0
+        try:
+            ready = dict(self._zmq_poller.poll(int(timeout_s * 1000)))
+            return self._poll_socket(0) if self._socket in ready else 0
+        except Exception as exc:  # the kernel is shutting down (a restart): nothing more comes
+            return self._lost(exc)
+
+    def _lost(self, exc: BaseException) -> int:
+        """The shell socket failed under us (a kernel restart closes it, ``ZMQError``): no more
+        widget messages this cell; no traceback in the cell for it."""
+        import zmq
+
+        if not isinstance(exc, zmq.ZMQError):
+            raise exc
+        log.debug("jupyter-agent: the shell socket closed during the cell (%s)", exc)
+        self._socket = None
+        self._zmq_poller = None
+        return 0
 
     def _poll_socket(self, timeout_s: float, claim: Claim | None = None) -> int:
         handled = 0

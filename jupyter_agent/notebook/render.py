@@ -130,6 +130,9 @@ class Notice:
 class Renderer(Protocol):
     """What the magics drive while a run is pumped."""
 
+    #: Why the turn ended, when not by itself (a kernel restart): the record's last line.
+    ended_by: str
+
     def handle(self, event: object) -> None: ...
 
     def tick(self) -> None: ...
@@ -187,6 +190,7 @@ class RichRenderer:
         self.text_updates = 0
         #: Whether the Stop button was clicked.
         self.stop_clicked = False
+        self.ended_by = ""
         self._stop_button: Any = None
         self._stop_handle: Any = None
         if on_stop is not None and live:
@@ -335,7 +339,9 @@ class RichRenderer:
             return
         from .widgets.tool_call_group import close_tree
 
-        if self.stop_clicked:
+        if self.ended_by:  # e.g. the kernel was restarted during the turn
+            line = self.ended_by
+        elif self.stop_clicked:
             line = "■ Stopped with the Stop button."
         elif interrupted:
             line = "■ Interrupted."
@@ -461,6 +467,7 @@ class TextRenderer:
     """
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        self.ended_by = ""
         self._stream = stream
         self._parts: list[str] = []
         self._at_line_start = True

@@ -522,16 +522,26 @@ class NotebookSession:
         try:
             context.journal = ChangeJournal(context.confinement)
             self._journal_problem = ""
+            if self.namespace is not None:  # this notebook's turns (``undo_scope.py``)
+                from .undo_scope import scope_journal
+
+                scope_journal(context.journal, self._shell)
         except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
             context.journal = None
             self._journal_problem = _one_line(str(exc))
+
+    def journal(self) -> ChangeJournal | None:
+        """The file journal, if the session's tools have one yet (nothing is created)."""
+        return self._toolbox.context.journal if self._toolbox is not None else None
 
     def undo(self) -> str:
         """Restore what the file tools changed in the last ``%%agent`` cell, and the notebook's
         cells it inserted, edited or deleted (``coauthor.py``); says what it did."""
         from .coauthor import newest_cell_change, undo_cells
+        from .undo_scope import scope_journal
 
         journal = self.agent.context.journal
+        scope_journal(journal, self._shell)  # this notebook's last turn, not the folder's
         cells = newest_cell_change(self._shell) if self.namespace is not None else None
         files = journal.pending_entry() if journal is not None else None
         # the newest of the two journals' entries; both when they are the same cell's

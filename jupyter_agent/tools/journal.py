@@ -139,6 +139,11 @@ class ChangeJournal:
         #: The current entry's random id (in its signed label) and how many steps it holds.
         self._entry_id = ""
         self._step_count = 0
+        self._started = ""
+        #: Whose turns this journal's ``undo`` takes back (the notebook layer sets it: one
+        #: folder's journal serves every notebook in it). Each entry is signed with the scope
+        #: it was made in; with a scope set, ``undo`` and ``pending_entry`` see only its entries.
+        self.scope = ""
 
     def __repr__(self) -> str:
         return f"ChangeJournal({str(self.folder)!r})"
@@ -160,6 +165,40 @@ class ChangeJournal:
             self._entry = None
             with contextlib.suppress(OSError):
                 self._prune(MAX_ENTRIES - 1)
+
+    def relabel(self, label: str) -> None:
+        """Rename the current entry (a ``%%agent`` cell's number is known only as it ends:
+        each cell it runs takes one before it); its signature is made again."""
+        with self._lock:
+            self._label = label
+            name = self._entry
+            if name is None:
+                return
+            signed = {"label": label, "started": self._started, "id": self._entry_id}
+            with (
+                contextlib.suppress(OSError, SigningError),
+                self._held.folder(self.folder / name, readable=True) as entry_fd,
+            ):
+                current = self._signed_label(entry_fd, name)
+                if current is None or current.get("id") != self._entry_id:
+                    return
+                if "scope" in current:  # the scope it was made in stays
+                    signed["scope"] = current["scope"]
+                signature = sign(_LABEL_PURPOSE, self._label_bytes(name, signed))
+                atomic_write_at(
+                    entry_fd, _LABEL, json.dumps({**signed, "signature": signature}).encode()
+                )
+
+    def _in_scope(self, name: str) -> bool:
+        """Whether entry ``name`` was made in this journal's scope (any, when none is set)."""
+        if not self.scope:
+            return True
+        try:
+            with self._held.folder(self.folder / name, readable=True) as entry_fd:
+                signed = self._signed_label(entry_fd, name) or {}
+        except OSError:
+            return False
+        return str(signed.get("scope", "")) == self.scope
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[Recording]:
@@ -196,6 +235,8 @@ class ChangeJournal:
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "id": entry_id,
         }
+        if self.scope:
+            label["scope"] = self.scope
         with held.folder(self.folder, readable=True) as journal_fd:
             for _ in range(1000):  # past any name somebody else took meanwhile
                 name = f"{number:06d}"
@@ -218,6 +259,7 @@ class ChangeJournal:
             raise OSError(errno.EACCES, str(exc)) from None
         self._entry = name
         self._entry_id = entry_id
+        self._started = label["started"]
         self._kept_count = 0
         self._step_count = 0
         return fd
@@ -226,6 +268,8 @@ class ChangeJournal:
         """What an entry label's signature covers: the label, the entry's name and the journal's
         folder (an entry copied or renamed elsewhere does not check)."""
         covered = {**{key: label.get(key) for key in ("label", "started", "id")}, "entry": name}
+        if "scope" in label:  # entries made before scopes were signed without one
+            covered["scope"] = label["scope"]
         covered["journal"] = str(self.folder)
         return json.dumps(covered, sort_keys=True).encode()
 
@@ -239,6 +283,8 @@ class ChangeJournal:
         if not isinstance(label, dict) or not _ENTRY_ID.fullmatch(str(label.get("id", ""))):
             return None
         if not isinstance(label.get("label"), str):
+            return None
+        if not isinstance(label.get("scope", ""), str):
             return None
         if not verify(_LABEL_PURPOSE, self._label_bytes(name, label), label.get("signature")):
             return None
@@ -303,6 +349,7 @@ class ChangeJournal:
                 pending = [name for name in names if not self._is_undone(name)]
                 refused = [name for name in pending if not self._is_signed(name)]
                 pending = [name for name in pending if name not in refused]
+                pending = [name for name in pending if self._in_scope(name)]
             except OSError as exc:
                 message = f"Cannot read the undo journal: {_reason(exc)}. {NOT_JOURNALED_NOTE}"
                 return UndoReport((), (), message)
@@ -329,6 +376,7 @@ class ChangeJournal:
             try:
                 names = self._entry_names()
                 pending = [n for n in names if not self._is_undone(n) and self._is_signed(n)]
+                pending = [n for n in pending if self._in_scope(n)]
                 if not pending:
                     return None
                 with self._held.folder(self.folder / pending[-1]) as entry_fd:

@@ -55,6 +55,9 @@ interface IStep {
 }
 
 interface IEntry {
+  /** The turn's key (the %%agent cell's execute_request), one entry per turn. */
+  key: string;
+  /** Its name: "cell N", N the %%agent cell's own number (the kernel renames it as it ends). */
   turn: string;
   /** When its first change was made (the kernel's clock, seconds). */
   at: number;
@@ -101,39 +104,24 @@ function outputExcerpt(model: ICellModel): string {
   return clip(parts.join('\n'), EXCERPT_CHARS);
 }
 
-/** Line diff of `before` → `after`: common lines around one changed block. */
-function renderDiff(before: string, after: string): HTMLElement {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) {
-    start++;
-  }
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
+/**
+ * The review's diff, as the kernel made it: `[kind, text]` rows, the text already made visible
+ * there (control, bidi and zero-width characters as escapes, long lines wrapped) by the one
+ * sanitising function (`jupyter_agent/notebook/inert.py`). Drawn as text, never as HTML.
+ */
+function renderDiff(rows: unknown): HTMLElement {
   const pre = document.createElement('pre');
   pre.className = 'jp-agent-diff-lines';
-  const line = (text: string, cls: string, mark: string) => {
+  const marks: { [kind: string]: string } = { same: ' ', del: '-', add: '+' };
+  for (const row of Array.isArray(rows) ? rows : []) {
+    const [kind, text] = Array.isArray(row) ? row : ['', ''];
+    if (!(String(kind) in marks)) {
+      continue;
+    }
     const span = document.createElement('span');
-    span.className = cls;
-    span.textContent = `${mark} ${text}\n`; // text, never HTML
+    span.className = `jp-agent-diff-${kind}`;
+    span.textContent = `${marks[String(kind)]} ${String(text)}\n`; // text, never HTML
     pre.appendChild(span);
-  };
-  for (let i = Math.max(0, start - 2); i < start; i++) {
-    line(a[i], 'jp-agent-diff-same', ' ');
-  }
-  for (let i = start; i < endA; i++) {
-    line(a[i], 'jp-agent-diff-del', '-');
-  }
-  for (let i = start; i < endB; i++) {
-    line(b[i], 'jp-agent-diff-add', '+');
-  }
-  for (let i = endA; i < Math.min(a.length, endA + 2); i++) {
-    line(a[i], 'jp-agent-diff-same', ' ');
   }
   return pre;
 }
@@ -168,8 +156,15 @@ class CoAuthor {
     });
     panel.node.addEventListener('click', event => this._maybeStop(event), true);
     panel.node.addEventListener('click', event => this._maybeGo(event), true);
-    panel.disposed.connect(() => this._disconnect());
+    panel.disposed.connect(() => {
+      window.removeEventListener('pagehide', this._leave);
+      this._disconnect();
+    });
+    // a page closed or reloaded mid-turn: the kernel fails that turn's cell tools at once
+    window.addEventListener('pagehide', this._leave);
   }
+
+  private _leave = (): void => this._disconnect();
 
   private get _kernel(): Kernel.IKernelConnection | null {
     return this._panel.sessionContext.session?.kernel ?? null;
@@ -328,12 +323,14 @@ class CoAuthor {
     return this._panel.content.widgets.find(w => w.model.id === id) ?? null;
   }
 
-  private _entry(turn: string, at: number): IEntry {
+  private _entry(op: JSONObject): IEntry {
+    const turn = String(op.turn ?? '');
+    const key = String(op.turn_id || turn);
     const last = this._journal[this._journal.length - 1];
-    if (last && last.turn === turn) {
+    if (last && last.key === key) {
       return last;
     }
-    const entry = { turn, at, steps: [] as IStep[] };
+    const entry = { key, turn, at: Number(op.at ?? 0), steps: [] as IStep[] };
     this._journal.push(entry);
     if (this._journal.length > 20) {
       this._journal.shift();
@@ -369,14 +366,21 @@ class CoAuthor {
       throw new Error('the notebook is not loaded');
     }
     const shared = model.sharedModel;
-    const turn = String(op.turn ?? '');
-    const at = Number(op.at ?? 0);
     switch (op.op) {
       case 'snapshot':
         return {};
       case 'peek': {
         const top = this._journal[this._journal.length - 1];
         return top ? { turn: top.turn, at: top.at } : {};
+      }
+      case 'relabel': {
+        // the turn ended: its entry is named as its %%agent cell shows itself now
+        for (const entry of this._journal) {
+          if (entry.key === String(op.turn_id)) {
+            entry.turn = String(op.label);
+          }
+        }
+        return {};
       }
       case 'insert': {
         let index = model.cells.length;
@@ -393,7 +397,7 @@ class CoAuthor {
           metadata: { jupyter_agent: { author: 'agent' } }
         });
         const id = cell.getId();
-        this._entry(turn, at).steps.push({ kind: 'insert', id, after: String(op.source) });
+        this._entry(op).steps.push({ kind: 'insert', id, after: String(op.source) });
         this._markCells();
         const widget = this._widget(id);
         if (widget && widget.model.type === 'markdown') {
@@ -408,6 +412,13 @@ class CoAuthor {
         }
         const cell = shared.getCell(at);
         const before = cell.getSource();
+        if (typeof op.expect === 'string' && before !== op.expect) {
+          // the diff the user accepted was computed on op.expect: apply that diff or nothing
+          throw new Error(
+            `cell ${op.cell_id} changed since it was approved (by the user or another edit), ` +
+              'so the accepted diff was not applied; read the cell again and propose the edit anew'
+          );
+        }
         const count = countOccurrences(before, op.old_string);
         if (count !== 1) {
           throw new Error(
@@ -419,7 +430,7 @@ class CoAuthor {
         const start = before.indexOf(op.old_string);
         cell.updateSource(start, start + op.old_string.length, op.new_string);
         const after = cell.getSource();
-        this._entry(turn, at).steps.push({ kind: 'edit', id: op.cell_id, before, after });
+        this._entry(op).steps.push({ kind: 'edit', id: op.cell_id, before, after });
         return { before, after };
       }
       case 'review':
@@ -432,7 +443,7 @@ class CoAuthor {
         }
         const json = shared.getCell(at).toJSON() as JSONObject;
         shared.deleteCell(at);
-        this._entry(turn, at).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
+        this._entry(op).steps.push({ kind: 'delete', id: op.cell_id, cell: json, index: at });
         return { deleted: json };
       }
       case 'run_start': {
@@ -445,12 +456,16 @@ class CoAuthor {
         if (cell.type !== 'code') {
           throw new Error(`cell ${op.cell_id} is a ${cell.type} cell, not code`);
         }
+        const source = cell.sharedModel.getSource();
+        if (typeof op.expect === 'string' && source !== op.expect) {
+          throw new Error(`cell ${op.cell_id} changed since it was approved`);
+        }
         const code = cell as ICodeCellModel;
         code.outputs.clear();
         code.executionCount = null;
         widget.addClass(RUNNING_CLASS);
         this._running = op.cell_id;
-        return { source: cell.sharedModel.getSource() };
+        return { source };
       }
       case 'outputs':
       case 'run_end': {
@@ -487,28 +502,22 @@ class CoAuthor {
       throw new Error(`no cell with id ${op.cell_id}`);
     }
     const before = widget.model.sharedModel.getSource();
-    const count = countOccurrences(before, op.old_string);
-    if (count !== 1) {
-      throw new Error(
-        count === 0
-          ? 'old_string is not in the cell (it may have been edited since)'
-          : `old_string occurs ${count} times in the cell; give more context`
-      );
+    if (typeof op.before !== 'string' || before !== op.before) {
+      // the diff was made on op.before: never shown over anything else
+      throw new Error(`cell ${op.cell_id} changed since it was approved (the diff was made)`);
     }
-    const start = before.indexOf(op.old_string);
-    const after =
-      before.slice(0, start) + op.new_string + before.slice(start + op.old_string.length);
     const box = document.createElement('div');
     box.className = 'jp-agent-diff';
     const title = document.createElement('div');
     title.className = 'jp-agent-diff-title';
     title.textContent = 'The agent proposes this edit:';
     box.appendChild(title);
-    box.appendChild(renderDiff(before, after));
+    box.appendChild(renderDiff(op.lines));
     const decide = (accepted: boolean) => {
       box.remove();
       this._reviews.delete(String(op.id));
-      this._send({ type: 'reply', id: op.id, ok: true, accepted });
+      // `before`: the source the diff was computed on; an accepted edit applies to it alone
+      this._send({ type: 'reply', id: op.id, ok: true, accepted, before });
     };
     for (const [label, accepted] of [
       ['Accept', true],

