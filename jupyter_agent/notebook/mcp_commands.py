@@ -26,8 +26,9 @@ from ._ipython import argument, magic_arguments
 from .inert import visible
 
 USAGE = (
-    "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
-    "COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] [--policy P] | "
+    "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] "
+    "[--roots DIR] -- COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] "
+    "[--policy P] [--roots DIR] | "
     "%agent mcp list [NAME] | %agent mcp remove NAME | %agent mcp logout NAME"
 )
 
@@ -79,6 +80,13 @@ def _parse(handler: Callable[..., Any], words: list[str]) -> Any:
 @argument("--policy", default=None, metavar="allow|ask|deny", help="Its tools' policy (ask).")
 @argument("--timeout", type=_seconds, default=None, metavar="SECONDS", help="Per call.")
 @argument("--read-resources", action="store_true", help="Offer its resources to read.")
+@argument(
+    "--roots",
+    action="append",
+    default=[],
+    metavar="DIR",
+    help="A folder offered as an MCP root (repeat for more); none by default.",
+)
 def _add(words: list[str]) -> MCPServerConfig:
     """``NAME [options] -- COMMAND ARGS...`` or ``NAME --url URL [options]`` as a config: the
     words after ``--`` are the server's command line, left as typed."""
@@ -98,6 +106,8 @@ def _add(words: list[str]) -> MCPServerConfig:
         entry["timeout"] = args.timeout
     if args.read_resources:
         entry["read_resources"] = True
+    if args.roots:
+        entry["roots"] = list(args.roots)
     if command:
         entry["command"], entry["args"] = command[0], command[1:]
     if args.env:
