@@ -23,6 +23,26 @@ from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name
 from .connection import ServerConnection
 from .tool import MCPTool
 
+#: The modules the ``[mcp]`` extra installs that a client needs (``mcp`` alone lacks ``regex``,
+#: which checks a server's patterns).
+EXTRA_MODULES = ("mcp", "regex")
+
+
+def import_extra() -> None:
+    """Import the ``[mcp]`` extra's modules now, so a missing one fails the add, not the first
+    call; ``ImportError`` naming the module and the install command."""
+    import importlib
+
+    for module in EXTRA_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(
+                f"MCP servers need the [mcp] extra (no module {module!r}): "
+                "pip install 'jupyter-agent[mcp]'",
+                name=module,
+            ) from exc
+
 
 class ToolHost(Protocol):
     """What the manager needs of its owner (a ``Toolbox``): the registry, policies, a timeout."""
@@ -115,6 +135,7 @@ class MCPManager:
             raise MCPServerError(
                 f"An MCP server named {config.name!r} is already added; remove it first"
             )
+        import_extra()
         connection = ServerConnection(
             config,
             startup_timeout=self.startup_timeout(),

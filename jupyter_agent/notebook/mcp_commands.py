@@ -21,7 +21,7 @@ from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
-from ..mcp.manager import MCPManager
+from ..mcp.manager import EXTRA_MODULES, MCPManager
 from ._ipython import argument, magic_arguments
 from .inert import visible
 
@@ -34,17 +34,25 @@ USAGE = (
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
-#: What ``%agent mcp add`` says when the ``mcp`` SDK is not installed.
+#: What ``%agent mcp add`` says when the ``mcp`` SDK (or another module of its extra) is missing.
 MISSING_EXTRA = (
     "MCP servers need the MCP SDK, which is an extra: pip install 'jupyter-agent[mcp]' "
     "(then restart the kernel)"
 )
 
 
+def _missing_extra(exc: ImportError) -> str:
+    """``MISSING_EXTRA``, naming the module when it is not ``mcp`` itself."""
+    module = (exc.name or "mcp").partition(".")[0]
+    return MISSING_EXTRA if module == "mcp" else f"{MISSING_EXTRA[:-1]}; no module {module!r})"
+
+
 def _missing_sdk(exc: ImportError) -> bool:
-    """Whether ``exc`` is the ``mcp`` package (the ``[mcp]`` extra) not being installed."""
-    missing = exc.name or ""
-    return missing == "mcp" or missing.startswith("mcp.") or "import of mcp halted" in str(exc)
+    """Whether ``exc`` is a module of the ``[mcp]`` extra (``mcp``, ``regex``) not installed."""
+    missing = (exc.name or "").partition(".")[0]
+    return missing in EXTRA_MODULES or any(
+        f"import of {module} halted" in str(exc) for module in EXTRA_MODULES
+    )
 
 
 def _pair(option: str, text: str) -> tuple[str, str]:
@@ -180,7 +188,7 @@ class MCPCommands:
             raise UsageError(visible(str(exc))) from None
         except ImportError as exc:
             if _missing_sdk(exc):
-                raise UsageError(MISSING_EXTRA) from None
+                raise UsageError(_missing_extra(exc)) from None
             raise
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
@@ -217,7 +225,7 @@ class MCPCommands:
                     self._run(manager.remove(name))
                 self._run(manager.add(parse_server_entry(str(name), entry)))
             except ImportError as exc:
-                problem = MISSING_EXTRA if _missing_sdk(exc) else str(exc)
+                problem = _missing_extra(exc) if _missing_sdk(exc) else str(exc)
                 problems.append(f"jupyter-agent: MCP server {name!r} not started: {problem}")
             except (MCPServerError, MCPConfigError) as exc:
                 problems.append(f"jupyter-agent: {exc}")
