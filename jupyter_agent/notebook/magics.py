@@ -239,6 +239,10 @@ class AgentMagics(Magics):
                 show_link=_show_link,
             )
             self._session.on_rebuild.append(self._rebind_panel)
+            from .kernel_loop import kernel_loop_runner
+
+            # a server's form or approval outside a turn (a tool called from a code cell)
+            self._session.bridge.idle_runner = kernel_loop_runner(self.shell)
         return self._session
 
     @validate("prices")

@@ -185,6 +185,8 @@ class KernelServe:
         self._kernel = getattr(self._shell, "kernel", None)
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
+        #: The bridge's idle runner before serving (the kernel loop's), back when it stops.
+        self._idle_runner_before: Any = None
         self.stopped = False
 
     @property
@@ -196,6 +198,7 @@ class KernelServe:
 
     def start(self) -> None:
         self._bridge.background.run(self.server.start(self._port), timeout=30)
+        self._idle_runner_before = self._bridge.idle_runner
         self._bridge.idle_runner = self._between_cells
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -236,7 +239,7 @@ class KernelServe:
             return
         self.stopped = True
         if self._bridge.idle_runner == self._between_cells:
-            self._bridge.idle_runner = None
+            self._bridge.idle_runner = self._idle_runner_before
         events = getattr(self._shell, "events", None)
         if events is not None:
             for name, callback in (
