@@ -282,6 +282,8 @@ class MCPManager:
             f"status: {connection.status}"
             + (f", restarted {connection.restarts} times" if connection.restarts else ""),
         ]
+        if connection.roots:
+            lines.append(f"roots: {', '.join(str(root) for root in connection.roots)}")
         if connection.instructions:
             lines.append(f"instructions: {connection.instructions.strip()}")
         lines.append("tools:")

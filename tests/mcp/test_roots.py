@@ -118,6 +118,9 @@ def test_roots_from_the_magic_and_from_mcp_servers(
     agent = magics.agent
     run = magics.session.bridge.background.run
     assert str(other.resolve()) in run(settled(agent, other))
+    with capture_output() as listed:
+        shell.run_line_magic("agent", "mcp list fs")
+    assert f"roots: {other.resolve()}" in listed.stdout
     with capture_output():
         shell.run_line_magic("agent", "mcp remove fs")
     node, script, *_ = filesystem(shared)
