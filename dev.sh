@@ -3,7 +3,8 @@
 #   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
 #                   as root it passes --allow-root); the URL it prints opens the quickstart too
 #   ./dev.sh test   lint, type-check and run every test: unit, notebooks (nbval), Binder, browser
-#   ./dev.sh quick  the unit tests without browser or install tests, and the quickstart (nbval)
+#   ./dev.sh quick  the install, the tests that are not slow (no browser, tools or install
+#                   tests), and the quickstart (nbval): what CI runs on each other Python
 # Each creates .venv from pyproject.toml (pinned by constraints.txt) on first use, with python3
 # (PYTHON=... for another interpreter; JUPYTER_AGENT_VENV=... for another venv folder).
 set -euo pipefail
@@ -134,14 +135,16 @@ case "${1:-}" in
     "$VENV/bin/python" -m pytest tests notebooks --nbval-lax -p no:cacheprovider "$@"
     ;;
   quick)
-    # What .ci/run runs on each other interpreter: the install, the unit tests that need no
-    # browser, conformance suite or fresh venv, and the quickstart tutorial under nbval.
+    # What .ci/run runs on each other interpreter: the install, the tests of what differs between
+    # interpreters (the agent's loop, the providers' SDKs, IPython and the kernel, the MCP SDK and
+    # its processes) that need no browser, conformance suite or fresh venv, and the quickstart
+    # tutorial under nbval. The tools' own tests (pure Python, ~2 min) run in the full suite.
     ensure_env
     build_labextension
     shift
-    echo "==> pytest (quick: unit tests without browser, conformance and install tests; nbval over the quickstart)"
+    echo "==> pytest (quick: the agent, providers, notebook and MCP client tests that are not slow; nbval over the quickstart)"
     "$VENV/bin/python" -m pytest -p no:cacheprovider -m "not slow and not browser" \
-      tests/agent tests/providers tests/tools tests/notebook tests/mcp \
+      tests/agent tests/providers tests/notebook tests/mcp \
       --ignore=tests/mcp/test_conformance.py --ignore=tests/mcp/test_pypi_servers.py \
       tests/test_public_api.py tests/test_core_imports.py tests/test_layers.py \
       tests/test_errors_tree.py tests/test_dev_script.py \
