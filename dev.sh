@@ -69,7 +69,7 @@ ensure_env() {
   local stamp="$VENV/.jupyter-agent-installed"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
     local log="$VENV/pip-install.log"
-    echo "==> installing jupyter-agent and its dev tools into $VENV (pip's output: $log)"
+    echo "==> installing jupyter-agent and its dev tools into $VENV, a few minutes (pip's output: $log)"
     if ! { "$VENV/bin/python" -m pip install --upgrade pip \
         && "$VENV/bin/python" -m pip install -c constraints.txt -e ".[dev]"; } >"$log" 2>&1; then
       fail "pip could not install jupyter-agent on $("$VENV/bin/python" -V 2>&1): $(
