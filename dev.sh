@@ -1,25 +1,80 @@
 #!/usr/bin/env bash
 # The two things a newcomer runs:
 #   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
-#                   as root it passes --allow-root)
+#                   as root it passes --allow-root); the URL it prints opens the quickstart too
 #   ./dev.sh test   lint, type-check and run every test: unit, notebooks (nbval), Binder, browser
-# Both create .venv from pyproject.toml (pinned by constraints.txt) on first use.
+#   ./dev.sh quick  the install, the tests that are not slow (no browser, tools or install
+#                   tests), and the quickstart (nbval): what CI runs on each other Python
+# Each creates .venv from pyproject.toml (pinned by constraints.txt) on first use, with python3
+# (PYTHON=... for another interpreter; JUPYTER_AGENT_VENV=... for another venv folder).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV="${JUPYTER_AGENT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 
+# One line to stderr, then stop.
+fail() {
+  echo "==> $*" >&2
+  exit 1
+}
+
+# Why pip failed, in one line, from its output: the resolver's conflict, the pin no release
+# matches, and the Python a pinned version needs (pip prints them over many lines).
+pip_failure() {
+  "$VENV/bin/python" - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+lines = [" ".join(line.split()) for line in text.splitlines()]
+found = re.search(r"The conflict is caused by:\n((?:[ \t]+\S.*\n?)+)", text)
+reasons = [" ".join(l.split()) for l in found.group(1).splitlines()] if found else []
+unfit = re.search(r"no matching distributions available for your environment:\n((?:[ \t]+\S.*\n?)+)", text)
+if unfit:
+    names = ", ".join(l.strip() for l in unfit.group(1).splitlines())
+    reasons.append(f"no release of {names} allowed here fits this Python/platform")
+reasons += [l[7:] for l in lines if l.startswith(("ERROR: No matching", "ERROR: Could not find"))]
+ignored = " ".join(l for l in lines if "require a different python version" in l)
+for name, version in re.findall(r"([\w.-]+) ?==([\w.+!-]+)", " ".join(reasons)):
+    needs = re.search(rf"(?<![\w.]){re.escape(version)} Requires-Python ([^;]+)", ignored)
+    if needs:
+        reasons.append(f"{name} {version} needs Python {needs.group(1).strip()}")
+if not reasons:
+    errors = [l for l in lines if l.startswith("ERROR:")] or [l for l in lines if l] or ["?"]
+    reasons = [errors[0]]
+print("; ".join(dict.fromkeys(r for r in reasons if r))[:500])
+PY
+}
+
 ensure_env() {
-  if [ ! -x "$VENV/bin/python" ]; then
-    echo "==> creating $VENV"
-    "$PY" -m venv "$VENV"
+  # a venv that has no pip is one an earlier run could not finish (no ensurepip): made again
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    command -v "$PY" >/dev/null 2>&1 || fail "no $PY: install Python 3.11 or newer, or set PYTHON"
+    local version
+    version="$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
+    "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+      || fail "$PY is Python $version; jupyter-agent needs 3.11 or newer (set PYTHON)"
+    local made=no out
+    [ -e "$VENV" ] || made=yes
+    echo "==> creating $VENV with $PY (Python $version)"
+    if ! out="$("$PY" -m venv "$VENV" 2>&1)" || ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1
+    then
+      [ "$made" = no ] || rm -rf "$VENV"  # no half-made venv for the next run to trip on
+      # Debian and Ubuntu ship venv's ensurepip apart from python3 (the python3-venv package)
+      case "$out" in *ensurepip*)
+        fail "$PY (Python $version) cannot create a venv: it has no ensurepip; on Debian/Ubuntu: sudo apt install python3-venv (or set PYTHON to another Python)"
+      esac
+      fail "$PY -m venv $VENV failed: $(printf '%s\n' "$out" | grep -m1 .)"
+    fi
   fi
   local stamp="$VENV/.jupyter-agent-installed"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-    echo "==> installing jupyter-agent and its dev tools into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet -c constraints.txt -e ".[dev]"
+    local log="$VENV/pip-install.log"
+    echo "==> installing jupyter-agent and its dev tools into $VENV, a few minutes (pip's output: $log)"
+    if ! { "$VENV/bin/python" -m pip install --upgrade pip \
+        && "$VENV/bin/python" -m pip install -c constraints.txt -e ".[dev]"; } >"$log" 2>&1; then
+      fail "pip could not install jupyter-agent on $("$VENV/bin/python" -V 2>&1): $(
+        pip_failure "$log") (pip's output: $log)"
+    fi
     touch "$stamp"
   fi
 }
@@ -62,7 +117,10 @@ case "${1:-}" in
       echo "==> running as root: passing --allow-root to Jupyter" >&2
       set -- "$@" --allow-root
     fi
-    exec "$VENV/bin/jupyter" lab notebooks/01_quickstart.ipynb "$@"
+    # the quickstart as the start page, not as a file to open: a file is opened only in the
+    # browser Jupyter starts, while the URL it prints (--no-browser, a remote machine) opens
+    # default_url — JupyterLab's Launcher unless it is the notebook's page
+    exec "$VENV/bin/jupyter" lab --LabApp.default_url=/lab/tree/notebooks/01_quickstart.ipynb "$@"
     ;;
   test)
     ensure_env
@@ -76,8 +134,24 @@ case "${1:-}" in
     echo "==> pytest (unit tests, notebooks, Binder environment, browser)"
     "$VENV/bin/python" -m pytest tests notebooks --nbval-lax -p no:cacheprovider "$@"
     ;;
+  quick)
+    # What .ci/run runs on each other interpreter: the install, the tests of what differs between
+    # interpreters (the agent's loop, the providers' SDKs, IPython and the kernel, the MCP SDK and
+    # its processes) that need no browser, conformance suite or fresh venv, and the quickstart
+    # tutorial under nbval. The tools' own tests (pure Python, ~2 min) run in the full suite.
+    ensure_env
+    build_labextension
+    shift
+    echo "==> pytest (quick: the agent, providers, notebook and MCP client tests that are not slow; nbval over the quickstart)"
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -m "not slow and not browser" \
+      tests/agent tests/providers tests/notebook tests/mcp \
+      --ignore=tests/mcp/test_conformance.py --ignore=tests/mcp/test_pypi_servers.py \
+      tests/test_public_api.py tests/test_core_imports.py tests/test_layers.py \
+      tests/test_errors_tree.py tests/test_dev_script.py \
+      notebooks/01_quickstart.ipynb --nbval-lax "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args] | ./dev.sh quick [pytest args]" >&2
     exit 2
     ;;
 esac

@@ -295,8 +295,9 @@ class Agent:
         """Start an MCP server (``command``: stdio; ``url``: streamable HTTP), add its tools.
 
         Returns the tools' names, ``{name}__{tool}``. Options: ``policy`` (default ``ask``),
-        ``read_resources``, ``timeout``, ``oauth``. The servers are the toolbox's (every agent
-        sharing it has their tools). See ``jupyter_agent.mcp``.
+        ``read_resources``, ``timeout``, ``oauth``, ``roots`` (folders offered as MCP roots;
+        none by default). The servers are the toolbox's (every agent sharing it has their
+        tools). See ``jupyter_agent.mcp``.
         """
         return await self.toolbox.mcp.add_server(
             name, command=command, env=env, url=url, headers=headers, **options

@@ -1,12 +1,13 @@
 """What an MCP client offers servers besides calling their tools: forms, roots, sampling.
 
 A server may ask the *user* something mid-call (**elicitation**: a small form), ask which folders
-it may work in (**roots**: the workspace), or ask the client's model for a completion
-(**sampling**). The SDK's ``ClientSession`` takes a callback for each; this module turns the
-SDK's requests into our own small, typed questions (``Form``, ``SamplingRequest``) and answers
-through ``ClientHooks``, which whoever hosts the servers fills in: the notebook shows a form in
-the calling cell and asks before sampling; a script leaves them empty, and then a form is
-declined and sampling refused — never answered on the user's behalf.
+it may work in (**roots**: only those the user configured for that server — without any, the
+client does not declare the capability, so a server's own command-line directories stand), or ask
+the client's model for a completion (**sampling**). The SDK's ``ClientSession`` takes a callback
+for each; this module turns the SDK's requests into our own small, typed questions (``Form``,
+``SamplingRequest``) and answers through ``ClientHooks``, which whoever hosts the servers fills
+in: the notebook shows a form in the calling cell and asks before sampling; a script leaves them
+empty, and then a form is declined and sampling refused — never answered on the user's behalf.
 
 The SDK is imported only inside the callbacks' bodies (this module loads without ``mcp``).
 """
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -98,8 +99,6 @@ class ClientHooks:
     #: Shows the OAuth "Authorize" link (``None``: a server that needs it fails to connect
     #: with one line saying so).
     open_authorization: Callable[[str], Awaitable[None]] | None = None
-    #: The folders servers may work in (roots): the workspace.
-    roots: Callable[[], list[Path]] = field(default_factory=lambda: list)
 
 
 # -- elicitation -------------------------------------------------------------------------------
@@ -309,13 +308,15 @@ def elicitation_callback(
 
 
 def roots_callback(
-    hooks: ClientHooks,
+    roots: Sequence[Path],
 ) -> Callable[[ClientRequestContext], Awaitable[ListRootsResult | ErrorData]]:
+    """The SDK callback that lists ``roots`` (absolute folders) to the server."""
+    listed = [(path.resolve().as_uri(), path.name) for path in roots]
+
     async def list_roots(context: ClientRequestContext) -> ListRootsResult | ErrorData:
         from mcp.types import ListRootsResult, Root
 
-        roots = [Root(uri=path.resolve().as_uri(), name=path.name) for path in hooks.roots()]  # type: ignore[arg-type]
-        return ListRootsResult(roots=roots)
+        return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in listed])  # type: ignore[arg-type]
 
     return list_roots
 
@@ -363,10 +364,18 @@ def _text_of(content: object) -> str:
     return "\n".join(texts)
 
 
-def session_callbacks(server: str, hooks: ClientHooks) -> dict[str, Any]:
-    """The ``ClientSession`` keyword arguments that answer servers through ``hooks``."""
-    return {
+def session_callbacks(
+    server: str, hooks: ClientHooks, roots: Sequence[Path] = ()
+) -> dict[str, Any]:
+    """The ``ClientSession`` keyword arguments that answer servers through ``hooks``.
+
+    The roots callback is given only with ``roots``: the SDK declares the roots capability
+    exactly when it has one, and a server told no roots keeps the folders it was started with.
+    """
+    callbacks = {
         "elicitation_callback": elicitation_callback(server, hooks),
-        "list_roots_callback": roots_callback(hooks),
         "sampling_callback": sampling_callback(server, hooks),
     }
+    if roots:
+        callbacks["list_roots_callback"] = roots_callback(roots)
+    return callbacks

@@ -2,9 +2,11 @@
 
 Entries take the ``mcpServers`` shape MCP clients share (Claude Desktop, Claude Code, jupyter-ai):
 ``{"command": "...", "args": [...], "env": {...}}`` for a stdio server, ``{"url": "...",
-"headers": {...}}`` for a streamable-HTTP one, plus two keys of ours: ``"policy"`` (allow, ask
-or deny; ``ask`` by default: a server's tools are someone else's code) and ``"read_resources"``
-(read a returned resource link back into the result; off by default).
+"headers": {...}}`` for a streamable-HTTP one, plus keys of ours: ``"policy"`` (allow, ask or
+deny; ``ask`` by default: a server's tools are someone else's code), ``"read_resources"`` (read a
+returned resource link back into the result; off by default) and ``"roots"`` (the folders offered
+to the server as MCP roots; none by default, so the directories on a server's command line stand:
+``@modelcontextprotocol/server-filesystem`` replaces them with the client's roots if it gets any).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _KNOWN_KEYS = frozenset(
         "timeout",
         "type",
         "oauth",
+        "roots",
     }
 )
 
@@ -55,6 +58,9 @@ class MCPServerConfig:
     timeout: float = DEFAULT_CALL_TIMEOUT_S
     #: OAuth settings of an HTTP server (``oauth.py``): a pre-registered client, a scope, ...
     oauth: Mapping[str, str] = field(default_factory=dict)
+    #: Folders offered to the server as MCP roots (relative ones are in the workspace); empty:
+    #: the client does not declare the roots capability at all.
+    roots: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not SERVER_NAME_RULE.fullmatch(self.name):
@@ -77,6 +83,8 @@ class MCPServerConfig:
                 f"MCP server {self.name!r}: policy must be one of {', '.join(POLICIES)}, "
                 f"not {self.policy!r}"
             )
+        if not all(isinstance(root, str) and root for root in self.roots):
+            raise MCPConfigError(f"MCP server {self.name!r}: roots must be non-empty strings")
         if not (isinstance(self.timeout, int | float) and self.timeout > 0):
             raise MCPConfigError(f"MCP server {self.name!r}: timeout must be a positive number")
         from .oauth import check_oauth_entry
@@ -125,6 +133,9 @@ def parse_server_entry(name: str, entry: object) -> MCPServerConfig:
     if not isinstance(read_resources, bool):
         raise MCPConfigError(f"MCP server {name!r}: 'read_resources' must be true or false")
     timeout = entry.get("timeout", DEFAULT_CALL_TIMEOUT_S)
+    roots = entry.get("roots") or []
+    if not isinstance(roots, Sequence) or isinstance(roots, str):
+        raise MCPConfigError(f"MCP server {name!r}: 'roots' must be a list of folders")
     return MCPServerConfig(
         name=name,
         command=(command, *args) if command else (),
@@ -135,6 +146,7 @@ def parse_server_entry(name: str, entry: object) -> MCPServerConfig:
         read_resources=read_resources,
         timeout=cast(float, timeout),
         oauth=cast(Mapping[str, str], entry.get("oauth") or {}),
+        roots=tuple(roots),
     )
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPServerError
@@ -73,9 +74,12 @@ class ServerConnection:
         *,
         startup_timeout: float | None = None,
         hooks: ClientHooks | None = None,
+        roots: Sequence[Path] = (),
     ) -> None:
         self.config = config
         self.hooks = hooks if hooks is not None else ClientHooks()
+        #: The folders offered as MCP roots (absolute): none unless the entry named some.
+        self.roots = tuple(roots)
         #: Called after the server said its tools changed and they were listed again.
         self.on_tools_changed: Callable[[], None] | None = None
         self._refreshing: asyncio.Task[None] | None = None
@@ -192,7 +196,7 @@ class ServerConnection:
                     mode="auto",
                     message_handler=self._on_message,
                     cache=None,
-                    **session_callbacks(self.name, self.hooks),
+                    **session_callbacks(self.name, self.hooks, self.roots),
                 )
                 async with asyncio.timeout(self.start_timeout):
                     await stack.enter_async_context(client)

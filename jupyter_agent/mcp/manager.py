@@ -10,6 +10,7 @@ holds the tools (``toolbox.mcp``), as the tools themselves do; it sees the toolb
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from ..approvals import Policy
@@ -21,6 +22,26 @@ from .client_features import ClientHooks
 from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name
 from .connection import ServerConnection
 from .tool import MCPTool
+
+#: The modules the ``[mcp]`` extra installs that a client needs (``mcp`` alone lacks ``regex``,
+#: which checks a server's patterns).
+EXTRA_MODULES = ("mcp", "regex")
+
+
+def import_extra() -> None:
+    """Import the ``[mcp]`` extra's modules now, so a missing one fails the add, not the first
+    call; ``ImportError`` naming the module and the install command."""
+    import importlib
+
+    for module in EXTRA_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(
+                f"MCP servers need the [mcp] extra (no module {module!r}): "
+                "pip install 'jupyter-agent[mcp]'",
+                name=module,
+            ) from exc
 
 
 class ToolHost(Protocol):
@@ -49,8 +70,8 @@ class MCPManager:
 
     def __init__(self, host: ToolHost) -> None:
         self.host = host
-        #: How servers reach the user (forms, sampling, the OAuth link); roots: the workspace.
-        self.hooks = ClientHooks(roots=lambda: [host.context.workspace])
+        #: How servers reach the user (forms, sampling, the OAuth link).
+        self.hooks = ClientHooks()
         self.servers: dict[str, ServerConnection] = {}
         self.tool_names: dict[str, list[str]] = {}
         self.tools: dict[str, list[MCPTool]] = {}
@@ -80,6 +101,7 @@ class MCPManager:
         timeout: float = DEFAULT_CALL_TIMEOUT_S,
         allow_private_network: PrivateNetworkSetting | None = None,
         oauth: Mapping[str, str] | None = None,
+        roots: Sequence[str | Path] = (),
     ) -> list[str]:
         """``add`` from keyword arguments (what ``Agent.add_mcp_server`` takes)."""
         if isinstance(command, str):
@@ -96,6 +118,7 @@ class MCPManager:
             read_resources=read_resources,
             timeout=timeout,
             oauth=dict(oauth or {}),
+            roots=tuple(str(root) for root in roots),
         )
         return await self.add(config, allow_private_network=allow_private_network)
 
@@ -112,8 +135,12 @@ class MCPManager:
             raise MCPServerError(
                 f"An MCP server named {config.name!r} is already added; remove it first"
             )
+        import_extra()
         connection = ServerConnection(
-            config, startup_timeout=self.startup_timeout(), hooks=self.hooks
+            config,
+            startup_timeout=self.startup_timeout(),
+            hooks=self.hooks,
+            roots=self.roots_of(config),
         )
         await connection.start()
         try:
@@ -127,6 +154,21 @@ class MCPManager:
         self.tools[config.name] = tools
         connection.on_tools_changed = lambda: self._tools_changed(config.name)
         return list(self.tool_names[config.name])
+
+    def roots_of(self, config: MCPServerConfig) -> list[Path]:
+        """The entry's roots as absolute folders (relative ones in the workspace);
+        ``MCPConfigError`` naming one that is not an existing folder."""
+        folders = []
+        for root in config.roots:
+            path = Path(root).expanduser()
+            if not path.is_absolute():
+                path = self.host.context.workspace / path
+            if not path.is_dir():
+                raise MCPConfigError(
+                    f"MCP server {config.name!r}: root {root!r} is not an existing folder"
+                )
+            folders.append(path.resolve())
+        return folders
 
     def _tools_changed(self, server: str) -> None:
         """The server listed new tools (``list_changed``): the registry follows.
@@ -240,6 +282,8 @@ class MCPManager:
             f"status: {connection.status}"
             + (f", restarted {connection.restarts} times" if connection.restarts else ""),
         ]
+        if connection.roots:
+            lines.append(f"roots: {', '.join(str(root) for root in connection.roots)}")
         if connection.instructions:
             lines.append(f"instructions: {connection.instructions.strip()}")
         lines.append("tools:")

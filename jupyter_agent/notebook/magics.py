@@ -262,6 +262,10 @@ class AgentMagics(Magics):
             self._session.on_rebuild.append(self._rebind_panel)
             self._session.on_rebuild.append(lambda primary: self.managed.install(primary.toolbox))
             self._session.egress.limit = self.managed.host_refusal
+            from .kernel_loop import kernel_loop_runner
+
+            # a server's form or approval outside a turn (a tool called from a code cell)
+            self._session.bridge.idle_runner = kernel_loop_runner(self.shell)
         return self._session
 
     @validate("prices")
@@ -885,11 +889,27 @@ class AgentMagics(Magics):
     }
 
     def _check_tool_names(self, names: list[str]) -> None:
+        from .coauthor import TOOL_NAMES, notebook_connected
+
         known = self.session.registry.get_tool_names()
         unknown = [name for name in names if name not in known]
+        # a notebook tool named in the cell that loads the extension: the notebook's frontend
+        # connects in a moment (its comm waits behind this cell), and brings the tool
+        if set(unknown) & set(TOOL_NAMES) and notebook_connected(self.shell):
+            known = self.session.registry.get_tool_names()
+            unknown = [name for name in names if name not in known]
         if unknown:
             listed = ", ".join(repr(name) for name in unknown)
-            raise UsageError(f"Unknown tool {listed}; valid names: {', '.join(known) or '(none)'}")
+            notebook = [name for name in unknown if name in TOOL_NAMES]
+            hint = (
+                f" ({', '.join(notebook)}: notebook co-authoring, there while JupyterLab or "
+                "Notebook 7 with the jupyter-agent extension has this notebook open)"
+                if notebook
+                else ""
+            )
+            raise UsageError(
+                f"Unknown tool {listed}; valid names: {', '.join(known) or '(none)'}{hint}"
+            )
 
     def _print_tools(self) -> None:
         from .widgets.tool_panel import tools_table

@@ -21,29 +21,38 @@ from ..agent.toolbox import Toolbox
 from ..errors import MCPConfigError, MCPServerError
 from ..mcp import parse_server_entry
 from ..mcp.config import MCPServerConfig
-from ..mcp.manager import MCPManager
+from ..mcp.manager import EXTRA_MODULES, MCPManager
 from ._ipython import argument, magic_arguments
 from .inert import visible
 
 USAGE = (
-    "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] -- "
-    "COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] [--policy P] | "
+    "usage: %agent mcp add NAME [--env K=V] [--policy allow|ask|deny] [--read-resources] "
+    "[--roots DIR] -- COMMAND ARGS... | %agent mcp add NAME --url URL [--header K=V] "
+    "[--policy P] [--roots DIR] | "
     "%agent mcp list [NAME] | %agent mcp remove NAME | %agent mcp logout NAME"
 )
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
-#: What ``%agent mcp add`` says when the ``mcp`` SDK is not installed.
+#: What ``%agent mcp add`` says when the ``mcp`` SDK (or another module of its extra) is missing.
 MISSING_EXTRA = (
     "MCP servers need the MCP SDK, which is an extra: pip install 'jupyter-agent[mcp]' "
     "(then restart the kernel)"
 )
 
 
+def _missing_extra(exc: ImportError) -> str:
+    """``MISSING_EXTRA``, naming the module when it is not ``mcp`` itself."""
+    module = (exc.name or "mcp").partition(".")[0]
+    return MISSING_EXTRA if module == "mcp" else f"{MISSING_EXTRA[:-1]}; no module {module!r})"
+
+
 def _missing_sdk(exc: ImportError) -> bool:
-    """Whether ``exc`` is the ``mcp`` package (the ``[mcp]`` extra) not being installed."""
-    missing = exc.name or ""
-    return missing == "mcp" or missing.startswith("mcp.") or "import of mcp halted" in str(exc)
+    """Whether ``exc`` is a module of the ``[mcp]`` extra (``mcp``, ``regex``) not installed."""
+    missing = (exc.name or "").partition(".")[0]
+    return missing in EXTRA_MODULES or any(
+        f"import of {module} halted" in str(exc) for module in EXTRA_MODULES
+    )
 
 
 def _pair(option: str, text: str) -> tuple[str, str]:
@@ -79,6 +88,13 @@ def _parse(handler: Callable[..., Any], words: list[str]) -> Any:
 @argument("--policy", default=None, metavar="allow|ask|deny", help="Its tools' policy (ask).")
 @argument("--timeout", type=_seconds, default=None, metavar="SECONDS", help="Per call.")
 @argument("--read-resources", action="store_true", help="Offer its resources to read.")
+@argument(
+    "--roots",
+    action="append",
+    default=[],
+    metavar="DIR",
+    help="A folder offered as an MCP root (repeat for more); none by default.",
+)
 def _add(words: list[str]) -> MCPServerConfig:
     """``NAME [options] -- COMMAND ARGS...`` or ``NAME --url URL [options]`` as a config: the
     words after ``--`` are the server's command line, left as typed."""
@@ -98,6 +114,8 @@ def _add(words: list[str]) -> MCPServerConfig:
         entry["timeout"] = args.timeout
     if args.read_resources:
         entry["read_resources"] = True
+    if args.roots:
+        entry["roots"] = list(args.roots)
     if command:
         entry["command"], entry["args"] = command[0], command[1:]
     if args.env:
@@ -170,7 +188,7 @@ class MCPCommands:
             raise UsageError(visible(str(exc))) from None
         except ImportError as exc:
             if _missing_sdk(exc):
-                raise UsageError(MISSING_EXTRA) from None
+                raise UsageError(_missing_extra(exc)) from None
             raise
         raise UsageError(f"Unknown %agent mcp command {verb!r}; {USAGE}")
 
@@ -207,7 +225,7 @@ class MCPCommands:
                     self._run(manager.remove(name))
                 self._run(manager.add(parse_server_entry(str(name), entry)))
             except ImportError as exc:
-                problem = MISSING_EXTRA if _missing_sdk(exc) else str(exc)
+                problem = _missing_extra(exc) if _missing_sdk(exc) else str(exc)
                 problems.append(f"jupyter-agent: MCP server {name!r} not started: {problem}")
             except (MCPServerError, MCPConfigError) as exc:
                 problems.append(f"jupyter-agent: {exc}")

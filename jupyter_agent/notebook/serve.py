@@ -196,6 +196,8 @@ class KernelServe:
         self._kernel = getattr(self._shell, "kernel", None)
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
+        #: The bridge's idle runner before serving (the kernel loop's), back when it stops.
+        self._idle_runner_before: Any = None
         self.stopped = False
         #: The 0600 file that holds the token (``serve_token``); the token is never printed.
         self.token_file: Path | None = None
@@ -217,6 +219,7 @@ class KernelServe:
                 f"%agent serve: cannot keep the token in a private file: {exc}"
             ) from None
         atexit.register(self._discard_token)  # the kernel shuts down without a stop
+        self._idle_runner_before = self._bridge.idle_runner
         self._bridge.idle_runner = self._between_cells
         events = getattr(self._shell, "events", None)
         if events is not None:
@@ -261,7 +264,7 @@ class KernelServe:
             return
         self.stopped = True
         if self._bridge.idle_runner == self._between_cells:
-            self._bridge.idle_runner = None
+            self._bridge.idle_runner = self._idle_runner_before
         events = getattr(self._shell, "events", None)
         if events is not None:
             for name, callback in (

@@ -606,9 +606,8 @@ class NotebookSession:
         self._turn_guard = guard  # an MCP server's sampling during the turn counts here too
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._note_offline(agent.provider)
-        self._note_ignored_model(
-            agent.provider, model if model is not None else self.settings.model
-        )
+        # only a cell's own --model: a model set with `%agent model` said so when it was set
+        self._note_ignored_model(agent.provider, model or "")
         self._turns += 1
         if agent.context.journal is not None:  # each turn is one step of %agent undo
             agent.context.journal.begin(label or f"turn {self._turns}")

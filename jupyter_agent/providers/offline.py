@@ -171,14 +171,54 @@ def from_results(value: Any, results: dict[str, str]) -> Any:
     return value
 
 
-def _with_results(response: ModelResponse, messages: list[dict[str, Any]]) -> ModelResponse:
-    """``response`` with its tool inputs' ``$from_result`` values taken from this run."""
+def _tool_ids(content: object) -> list[str]:
+    blocks = content if isinstance(content, list) else []
+    return [
+        str(block.get("id"))
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+
+
+def recorded_ids(messages: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, str]:
+    """The id each recorded call of this replay got in the conversation, by recorded id.
+
+    The agent gives a call a fresh id when the conversation already holds its recorded one (the
+    same session replayed twice in one chat): the replies since the prompt are ``records`` in
+    order, and their calls are in the recorded order, so the two are matched by position.
+    """
+    prompt_at = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index].get("content")
+        if messages[index].get("role") == "user" and (
+            isinstance(content, str)
+            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
+        ):
+            prompt_at = index
+            break
+    replies = [m for m in messages[prompt_at + 1 :] if m.get("role") == "assistant"]
+    given: dict[str, str] = {}
+    for reply, record in zip(replies, records, strict=False):
+        recorded = _tool_ids(record.get("content"))
+        for recorded_id, run_id in zip(recorded, _tool_ids(reply.get("content")), strict=False):
+            given[recorded_id] = run_id
+    return given
+
+
+def _with_results(
+    response: ModelResponse, messages: list[dict[str, Any]], records: list[dict[str, Any]]
+) -> ModelResponse:
+    """``response`` with its tool inputs' ``$from_result`` values taken from this run
+    (``records``: the exchange's replies, to find the ids this run gave its calls)."""
     if not any(
         block.get("type") == "tool_use" and FROM_RESULT in json.dumps(block.get("input"))
         for block in response.content
     ):
         return response
     results = results_since_prompt(messages)
+    for recorded_id, run_id in recorded_ids(messages, records).items():
+        if run_id in results:
+            results[recorded_id] = results[run_id]
     content = [
         {**block, "input": from_results(block.get("input") or {}, results)}
         if block.get("type") == "tool_use"
@@ -274,7 +314,7 @@ class OfflineProvider:
             responses = exchange["responses"]
             if turn < len(responses):
                 response = record_to_response(responses[turn], self.model)
-                response = _with_results(response, request.messages)
+                response = _with_results(response, request.messages, responses[:turn])
             else:
                 response = ModelResponse(
                     [{"type": "text", "text": "(The recorded session ends here.)"}],

@@ -51,7 +51,7 @@ async def agent(tmp_path: Path, everything: list[str]) -> AsyncIterator[Agent]:
     hooks.sample = complete
     agent.asked = asked  # type: ignore[attr-defined]
     agent.sampled = sampled  # type: ignore[attr-defined]
-    await agent.add_mcp_server("everything", command=everything, policy="allow")
+    await agent.add_mcp_server("everything", command=everything, policy="allow", roots=[tmp_path])
     try:
         yield agent
     finally:
@@ -71,11 +71,26 @@ async def test_tools_announced_after_initialize_join_the_registry(agent: Agent) 
     assert agent.get_policy("everything__trigger-sampling-request") == "allow"
 
 
-async def test_roots_are_the_workspace(agent: Agent, tmp_path: Path) -> None:
+async def test_roots_are_the_folders_configured_for_the_server(
+    agent: Agent, tmp_path: Path
+) -> None:
     await tool_appears(agent, "everything__get-roots-list")
     result = await agent.registry.call("everything__get-roots-list", {})
     assert not result.is_error, result.content
     assert tmp_path.resolve().as_uri() in result.content
+
+
+async def test_without_configured_roots_the_client_declares_none(
+    tmp_path: Path, everything: list[str]
+) -> None:
+    """The server adds its roots tool only for a client that declares roots."""
+    agent = Agent(OfflineProvider(), workspace=tmp_path)
+    try:
+        await agent.add_mcp_server("plain", command=everything, policy="allow")
+        await tool_appears(agent, "plain__trigger-elicitation-request")  # list_changed came
+        assert not agent.registry.has_tool("plain__get-roots-list")
+    finally:
+        await agent.toolbox.aclose()
 
 
 async def test_an_elicitation_is_answered_through_the_form(agent: Agent) -> None:

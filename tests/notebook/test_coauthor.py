@@ -27,6 +27,7 @@ from kernel_frontend import Kernel as FrontendKernel
 pytestmark = pytest.mark.slow
 
 TARGET = "jupyter_agent.notebook"
+HELLO = "jupyter_agent.hello"
 
 
 class FakeNotebook:
@@ -294,6 +295,38 @@ def inserted_id(body: dict[str, Any]) -> str:
     found = re.search(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
     assert found, body["messages"]
     return found.group(1)
+
+
+class ArrivingNotebook(FakeNotebook):
+    """A notebook whose frontend connects when the kernel says hello (the extension loading), as
+    the extension does: its comm_open then waits on the shell channel behind the running cell."""
+
+    def handle(self, message: dict[str, Any]) -> None:
+        content = message["content"]
+        if message["msg_type"] == "comm_open" and content.get("target_name") == HELLO:
+            self.open()
+        super().handle(message)
+
+
+def test_a_notebook_tools_policy_in_the_load_ext_cell_is_set(tmp_path: Path) -> None:
+    """``%agent_tools policy run_cell allow`` in the cell that loads the extension said "Unknown
+    tool 'run_cell'": the notebook had not connected yet, its comm waiting behind that cell."""
+    kernel = Kernel(tmp_path)
+    try:
+        first = {"id": "setup", "cell_type": "code", "source": "", "execution_count": None}
+        kernel.notebook = ArrivingNotebook(kernel, [first])
+        reply, outputs = kernel.execute(
+            "%load_ext jupyter_agent\n%agent_tools policy run_cell allow", cell_id="setup"
+        )
+        assert reply["status"] == "ok", outputs
+        assert "run_cell: policy allow" in printed(outputs)
+        reply, outputs = kernel.execute(
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "print(get_magics(get_ipython()).session.get_policy('run_cell'))"
+        )
+        assert printed(outputs).strip() == "allow", outputs
+    finally:
+        kernel.close()
 
 
 def test_without_a_frontend_the_notebook_tools_are_off(

@@ -60,6 +60,24 @@ def test_the_offline_model_notes_a_model_it_ignores(
     assert "ignores --model claude-opus-5" in captured.out + captured.err
 
 
+def test_a_model_set_with_agent_model_is_not_called_a_flag_the_offline_model_ignores(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``%agent model X`` every offline cell said it "ignores --model X", though no cell
+    gave that flag; ``%agent model`` itself says the offline model answers until a key is set."""
+    monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+    run_ok(shell, "%agent model claude-opus-5")
+    said = capsys.readouterr().out
+    assert "offline demo model" in said and "claude-opus-5 once a key is set" in said, said
+    for prompt in ("hello", "and again"):
+        run_ok(shell, f"%%agent\n{prompt}")
+        captured = capsys.readouterr()
+        assert "--model" not in captured.out + captured.err, captured.err
+    run_ok(shell, "%%agent --model claude-haiku-4-5\nonce more")  # a flag given: said once
+    captured = capsys.readouterr()
+    assert "ignores --model claude-haiku-4-5" in captured.out + captured.err
+
+
 def test_quoted_option_values_lose_their_quotes(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -108,6 +108,21 @@ def test_without_the_mcp_extra_add_is_one_line_naming_the_extra(
     assert "Traceback" not in captured.stderr + captured.stdout
 
 
+def test_with_mcp_but_not_the_extra_add_fails_at_once_naming_the_extra(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pip install mcp`` alone leaves out the extra's ``regex``: the server was added, and its
+    first call failed with ``No module named 'regex'``."""
+    monkeypatch.setitem(sys.modules, "regex", None)  # "import regex" fails, as when not installed
+    marker = uuid.uuid4().hex
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic("agent", add_line("partial", marker, "--policy", "allow"))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "pip install 'jupyter-agent[mcp]'" in message and "regex" in message, message
+    assert not processes_with(marker)  # nothing was started
+
+
 def test_mcp_servers_setting_connects_on_first_use(shell: InteractiveShell) -> None:
     marker = uuid.uuid4().hex
     command = server_command(marker=marker)

@@ -157,3 +157,105 @@ def test_tutorial_06s_form_is_shown_and_answered_when_someone_can_answer(
     ]
     assert any("Units" in line and "→ imperial" in line for line in lines), lines
     assert any("Decimals" in line and "→ (keep the default)" in line for line in lines), lines
+
+
+@pytest.mark.slow
+def test_a_form_from_a_call_in_a_code_cell_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tutorial 06's own way of calling a server's tool — ``await agent.registry.call(...)`` in a
+    code cell — for the tool that asks: the form said "this needs the notebook's main thread,
+    which is only available while a %%agent cell is running" instead of being asked."""
+    shutil.copytree(NOTEBOOKS / "mcp_servers", tmp_path / "mcp_servers")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "offline")
+    kernel = Kernel(tmp_path)
+    try:
+        reply, outputs = kernel.execute(
+            "%load_ext jupyter_agent\nimport sys\n"
+            "%agent mcp add units --policy allow -- {sys.executable} mcp_servers/units_server.py"
+        )
+        assert reply["status"] == "ok", outputs
+        clicked: list[str] = []
+
+        def answer(message: dict[str, Any]) -> None:
+            # a browser's clicks: "imperial" for the units, then keep the default decimals
+            if message["msg_type"] != "comm_open":
+                return
+            state = message["content"]["data"].get("state", {})
+            wanted = "imperial" if not clicked else "(keep the default)"
+            if state.get("_model_name") != "ButtonModel" or state.get("description") != wanted:
+                return
+            clicked.append(wanted)
+            kernel.send_comm(
+                message["content"]["comm_id"], {"method": "custom", "content": {"event": "click"}}
+            )
+
+        reply, outputs = kernel.execute(
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "agent = get_magics(get_ipython()).agent\n"
+            "result = await agent.registry.call('units__choose_units', {})\n"
+            "print(result.is_error, '|', result.content)",
+            answer,
+            timeout=90,
+        )
+    finally:
+        kernel.close()
+    assert reply["status"] == "ok", outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    assert "main thread" not in printed, printed
+    assert "False | " in printed and "imperial" in printed, printed
+    assert clicked and clicked[0] == "imperial", clicked
+
+
+@pytest.mark.slow
+def test_a_sampling_request_from_a_call_in_a_code_cell_is_put_to_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference "everything" server's sampling tool called from a code cell: the approval
+    was refused with "needs the notebook's main thread"; now it is asked, and Approve sends the
+    request to the session's model (the offline one here)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    server = npm_package(SERVER_EVERYTHING) / "dist" / "index.js"
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("JUPYTER_AGENT_PROVIDER", "offline")
+    kernel = Kernel(tmp_path)
+    try:
+        reply, outputs = kernel.execute(
+            f"%load_ext jupyter_agent\n%agent mcp add ev --policy allow -- {node} {server} stdio"
+        )
+        assert reply["status"] == "ok", outputs
+        clicked: list[str] = []
+
+        def approve(message: dict[str, Any]) -> None:
+            if message["msg_type"] != "comm_open":
+                return
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == "Approve":
+                clicked.append("Approve")
+                kernel.send_comm(
+                    message["content"]["comm_id"],
+                    {"method": "custom", "content": {"event": "click"}},
+                )
+
+        reply, outputs = kernel.execute(
+            "import asyncio\n"
+            "from jupyter_agent.notebook.extension import get_magics\n"
+            "agent = get_magics(get_ipython()).agent\n"
+            "while not agent.registry.has_tool('ev__trigger-sampling-request'):\n"
+            "    await asyncio.sleep(0.05)\n"
+            "result = await agent.registry.call(\n"
+            "    'ev__trigger-sampling-request', {'prompt': 'a rhyme', 'maxTokens': 50})\n"
+            "print(result.is_error, '|', result.content)",
+            approve,
+            timeout=90,
+        )
+    finally:
+        kernel.close()
+    assert reply["status"] == "ok", outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    assert "main thread" not in printed and "declined" not in printed, printed
+    assert clicked == ["Approve"], printed
+    assert printed.startswith("False | ") and "offline" in printed.lower(), printed

@@ -241,6 +241,43 @@ async def test_a_recorded_argument_can_take_a_value_from_an_earlier_result_of_th
     assert "needs the result of toolu_9" in started[2].input["file_path"]
 
 
+async def test_a_session_replayed_twice_in_one_chat_takes_each_runs_own_results(
+    workspace: Path,
+) -> None:
+    """The second replay's calls reuse the recorded ids, which the conversation already holds,
+    so the agent gives them fresh ones: every ``$from_result`` of the second replay said "this
+    run lacks" the result it names."""
+
+    def use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        content = [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]
+        return {"content": content, "stop_reason": "tool_use"}
+
+    cassette = workspace / "session.json"
+    found = {"$from_result": "toolu_1", "find": r"Wrote \d+ \w+ to (\S+)"}
+    write_cassette(
+        cassette,
+        [
+            {
+                "prompt": "write then read",
+                "responses": [
+                    use("toolu_1", "write_file", {"file_path": "made.txt", "content": "x\n"}),
+                    use("toolu_2", "read_file", {"file_path": found}),
+                    {"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn"},
+                ],
+            }
+        ],
+    )
+    agent = offline_agent(workspace, OfflineProvider(cassette))
+    for replay in ("first", "second"):
+        events = await collect(agent, "write then read")
+        finished = [e for e in events if isinstance(e, ToolCallFinished)]
+        assert [e.name for e in finished] == ["write_file", "read_file"], replay
+        assert not finished[1].is_error and finished[1].output == "x\n", (
+            replay,
+            finished[1].output,
+        )
+
+
 async def test_a_pattern_exchange_replays_prompts_that_differ_where_it_has_stars(
     workspace: Path,
 ) -> None:
