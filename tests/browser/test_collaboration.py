@@ -28,7 +28,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from browser_jupyter import Jupyter, chromium_or_skip, wait_kernel_ready
+from browser_jupyter import LAB, NOTEBOOK7, Jupyter, chromium_or_skip, wait_kernel_ready
 from coauthor_page import BUILT, cell_with, run
 from collab_pages import (
     SYNC_TIMEOUT_S,
@@ -117,10 +117,12 @@ def write_live_notebook(root: Path) -> None:
     nbformat.write(nb, root / NOTEBOOK)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
-    """One collaborative JupyterLab for the module's tests (it takes seconds to start), with
-    this checkout's frontend extension."""
+@pytest.fixture(scope="module", params=[LAB, NOTEBOOK7], ids=["lab", "notebook7"])
+def server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Jupyter]:
+    """One collaborative JupyterLab (or Notebook 7) for the module's tests (it takes seconds to
+    start), with this checkout's frontend extension."""
     assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     tmp_path = tmp_path_factory.mktemp("collab")
     extensions = tmp_path / "jupyter-path" / "labextensions"
@@ -128,7 +130,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
     (extensions / "jupyter-agent").symlink_to(BUILT)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
-        with collaborative_jupyter(tmp_path) as jupyter:
+        with collaborative_jupyter(tmp_path, request.param) as jupyter:
             yield jupyter
 
 
