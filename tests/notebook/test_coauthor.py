@@ -1160,9 +1160,36 @@ def test_a_served_run_cell_asks_with_the_source_and_runs_only_that(
     )
     assert any("rows = [3, 1, 2]" in value for value in seen), seen
     said = "\n".join(block.text for block in result.content if block.type == "text")
-    assert result.isError and "edited after the user approved" in said, said
+    assert result.is_error and "edited after the user approved" in said, said
     assert "unseen code ran" not in said
     runs = [op for op in notebook.ops if op["op"] == "run_start"]
     assert [op.get("expect") for op in runs] == ["rows = [3, 1, 2]"], runs
     reply, outputs = kernel.execute("print(repr(rows))", cell_id="check")
+    assert reply["status"] == "ok", outputs
     assert printed(outputs).strip() == "[3, 1, 2]", outputs
+
+
+def test_a_served_call_works_in_the_page_that_ran_serve_else_the_most_recent(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """A served call has no turn. Its operations used to go to the page of whatever message the
+    kernel handled last — here a second page that ran a cell after ``%agent serve``, which has
+    no cell ``data``. Now they go to the page that ran ``%agent serve``; when that page has
+    left, to the most recently active page."""
+    url, token = serve_from(kernel)
+    other = second_page(kernel, "other.ipynb", "page-b")
+    result = call_from_outside(kernel, url, token, "notebook_cells", {}, lambda _m: None)
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert "rows = [3, 1, 2]" in said and "page-b-cell" not in said, said
+    seen: list[str] = []
+    result = call_from_outside(
+        kernel, url, token, "run_cell", {"cell_id": "data"}, answer_prompts(kernel, seen)
+    )
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error, said
+    assert [op["op"] for op in notebook.ops][-3:] == ["snapshot", "run_start", "run_end"]
+    assert other.ops == []
+    notebook.close()
+    result = call_from_outside(kernel, url, token, "notebook_cells", {}, lambda _m: None)
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error and "page-b-cell" in said, said
