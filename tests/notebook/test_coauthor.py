@@ -1193,3 +1193,24 @@ def test_a_served_call_works_in_the_page_that_ran_serve_else_the_most_recent(
     result = call_from_outside(kernel, url, token, "notebook_cells", {}, lambda _m: None)
     said = "\n".join(block.text for block in result.content if block.type == "text")
     assert not result.is_error and "page-b-cell" in said, said
+
+
+def test_a_served_edit_cell_is_shown_as_a_diff_and_applies_only_to_it(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """An outside agent's edit_cell used to be asked as "edit_cell" with its arguments in the
+    serve cell, not as a diff, and applied to whatever the cell held at accept time. Now it is
+    shown as a diff in the cell, and the accepted edit carries the source the diff showed."""
+    url, token = serve_from(kernel)
+    notebook.decisions = [True]
+    arguments = {"cell_id": "data", "old_string": "[3, 1, 2]", "new_string": "[3, 1, 2, 4]"}
+    seen: list[str] = []
+    result = call_from_outside(
+        kernel, url, token, "edit_cell", arguments, answer_prompts(kernel, seen)
+    )
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error, said
+    ops = {op["op"]: op for op in notebook.ops}
+    assert "review" in ops, notebook.ops
+    assert ops["edit"].get("expect") == "rows = [3, 1, 2]", ops["edit"]
+    assert notebook.cells[0]["source"] == "rows = [3, 1, 2, 4]"
