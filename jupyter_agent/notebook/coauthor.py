@@ -46,9 +46,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy
+from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy, asker
 from ..errors import FrontendError
 from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
@@ -107,6 +107,35 @@ class NotebookPage:
     session: str
     path: str = ""
     cells: list[dict[str, Any]] = field(default_factory=list)
+    #: When it last sent something (a rising count): the most recently active page is the
+    #: largest.
+    active: int = 0
+
+
+T = TypeVar("T")
+
+#: True on the main thread while an outside agent's call (``%agent serve``) does its work there:
+#: there is no turn, so its operations go to ``NotebookLink.served_page()``, never to the page
+#: of whatever message the kernel handled last.
+_SERVED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jupyter_agent_served_call", default=False
+)
+
+
+def for_caller(fn: Callable[[], T]) -> Callable[[], T]:
+    """``fn``, to run on the main thread for the call being made here (the background loop):
+    an outside client's (``approvals.asker`` set) works in the served page."""
+    if asker.get() is None:
+        return fn
+
+    def served() -> T:
+        token = _SERVED.set(True)
+        try:
+            return fn()
+        finally:
+            _SERVED.reset(token)
+
+    return served
 
 
 class NotebookLink:
@@ -114,6 +143,8 @@ class NotebookLink:
 
     Every page that opens the comm is kept, by its client session; a turn's operations go to the
     page whose ``execute_request`` started it (``page()``), never to whichever connected last.
+    An outside agent's call through ``%agent serve`` has no turn: its operations (and the review
+    of its ``edit_cell``/``run_cell``) go to ``served_page()``.
     """
 
     def __init__(self, shell: Any) -> None:
@@ -128,6 +159,9 @@ class NotebookLink:
         #: The comm each operation waited for was sent on (to fail it when that page leaves).
         self._sent_on: dict[int, str] = {}
         self._ids = itertools.count(1)
+        self._activity = itertools.count(1)
+        #: The client session of the page that ran ``%agent serve`` (``serve_from``), if any.
+        self.serve_session: str | None = None
         self._turn_message: str | None = None
         self._turn_label = ""
         self._turn_cell: str | None = None
@@ -188,6 +222,8 @@ class NotebookLink:
 
         Outside a request from a client (a script, a test calling in directly), the only page
         connected, if there is exactly one."""
+        if _SERVED.get():
+            return self.served_page()
         session = self._session()
         found = None
         for page in self.pages.values():
@@ -196,6 +232,18 @@ class NotebookLink:
         if found is None and not session and len(self.pages) == 1:
             found = next(iter(self.pages.values()))
         return found
+
+    def served_page(self) -> NotebookPage | None:
+        """Where an outside agent's call works: the page that ran ``%agent serve`` while it is
+        connected (the newest of that client's), else the most recently active page."""
+        pages = list(self.pages.values())
+        own = [page for page in pages if page.session == self.serve_session]
+        return max(own or pages, key=lambda page: page.active, default=None)
+
+    def serve_from(self, serving: bool) -> None:
+        """Remember the page running this cell as the one ``%agent serve`` runs in (main
+        thread), or forget it as the server stops."""
+        self.serve_session = self._session() if serving else None
 
     @property
     def comm(self) -> Any:
@@ -216,7 +264,7 @@ class NotebookLink:
 
     def _opened(self, comm: Any, message: dict[str, Any]) -> None:
         session = str((message.get("header") or {}).get("session") or "")
-        page = NotebookPage(comm, session)
+        page = NotebookPage(comm, session, active=next(self._activity))
         self.pages[str(comm.comm_id)] = page
         self._left.discard(session)
         comm.on_msg(lambda message: self._received(page, message))
@@ -248,6 +296,7 @@ class NotebookLink:
         data = message.get("content", {}).get("data", {})
         if not isinstance(data, dict):
             return
+        page.active = next(self._activity)
         self._take_cells(page, data)
         if data.get("type") != "reply" or not isinstance(data.get("id"), int):
             return
@@ -295,7 +344,7 @@ class NotebookLink:
         page = self.page()
         if page is not None:
             return page
-        if self._session() in self._left:
+        if not _SERVED.get() and self._session() in self._left:
             raise FrontendError(PAGE_GONE)
         if not self.pages:
             raise FrontendError("no notebook frontend is connected")
@@ -363,7 +412,7 @@ class NotebookLink:
             self._waiters[ident] = (loop, future)
             return ident
 
-        ident = await bridge.call_on_main(send)
+        ident = await bridge.call_on_main(for_caller(send))
         try:
             reply: dict[str, Any] = await future
         finally:
@@ -745,7 +794,7 @@ class _NotebookTool(BuiltinTool):
         if not self.link.connected:
             raise ToolFailure("no notebook frontend is connected (the notebook was closed)")
         try:
-            return await self.bridge.call_on_main(fn)
+            return await self.bridge.call_on_main(for_caller(fn))
         except FrontendError as exc:
             raise ToolFailure(str(exc)) from None
 

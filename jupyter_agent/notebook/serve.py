@@ -41,6 +41,7 @@ from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
 from .approvals_ui import NO_ONE_TO_ASK
 from .bridge import MainThreadBridge
 from .call_record import StaticCall
+from .coauthor import link_for, review_approvals
 from .inert import html_bundle, html_text
 from .kernel_comm import unattended_kernel
 from .serve_token import discard_token, keep_token, shell_read, shown_path
@@ -183,7 +184,7 @@ class KernelServe:
             token=self.token,
             tools=tools,
             max_result_chars=session.settings.max_result_chars,
-            approval_handler=self._ask,
+            approval_handler=self._approve,
             on_event=self._post,
         )
         self._port = port
@@ -221,6 +222,9 @@ class KernelServe:
         atexit.register(self._discard_token)  # the kernel shuts down without a stop
         self._idle_runner_before = self._bridge.idle_runner
         self._bridge.idle_runner = self._between_cells
+        link = link_for(self._shell)
+        if link is not None:  # served calls work in the page that ran this cell
+            link.serve_from(True)
         events = getattr(self._shell, "events", None)
         if events is not None:
             events.register("pre_run_cell", self._cell_starts)
@@ -265,6 +269,9 @@ class KernelServe:
         self.stopped = True
         if self._bridge.idle_runner == self._between_cells:
             self._bridge.idle_runner = self._idle_runner_before
+        link = link_for(self._shell)
+        if link is not None:
+            link.serve_from(False)
         events = getattr(self._shell, "events", None)
         if events is not None:
             for name, callback in (
@@ -345,8 +352,18 @@ class KernelServe:
 
     # -- approvals -----------------------------------------------------------------------------
 
+    async def _approve(self, request: ApprovalRequest) -> Decision:
+        """The approval handler: asked as the notebook's own agent's calls are asked
+        (``review_approvals``: ``run_cell`` shows the source that will run and the kernel runs
+        exactly that, ``edit_cell`` is a diff in the cell), the prompt in the serve cell. The
+        gate decides and the tool runs in the call's one task, so the pinned source is this
+        call's alone; the page is ``NotebookLink.served_page()``."""
+        if unattended_kernel(self._shell) or getattr(self._shell, "kernel", None) is None:
+            return Decision(False, NO_ONE_TO_ASK)
+        return await review_approvals(self._ask, self._shell, self._bridge)(request)
+
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        """The approval handler: a prompt in the serve cell, answered by a click."""
+        """A prompt in the serve cell, answered by a click."""
         if unattended_kernel(self._shell) or getattr(self._shell, "kernel", None) is None:
             return Decision(False, NO_ONE_TO_ASK)
         loop = asyncio.get_running_loop()

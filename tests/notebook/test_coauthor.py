@@ -10,6 +10,7 @@ The model is the fake Messages API on a loopback port.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -1104,3 +1105,145 @@ def test_a_page_that_comes_back_keeps_the_users_policies(
     reply, outputs = kernel.execute("%agent_tools list")
     [line] = [row for row in printed(outputs).splitlines() if row.split()[:1] == ["run_cell"]]
     assert "allow" in line, line
+
+
+# -- an outside agent's run_cell through %agent serve (issue 33.7 for served calls) ------------
+
+SERVED_URL = re.compile(r"claude mcp add --transport http \S+ (http://\S+) --header")
+SERVED_TOKEN = re.compile(r"\$\(cat (~/)?'([^']+)'\)")
+
+
+def serve_from(kernel: Kernel, page: FakeNotebook | None = None) -> tuple[str, str]:
+    """Run ``%agent serve`` in ``page``: the URL and the token outside clients connect with."""
+    pytest.importorskip("mcp")
+    pytest.importorskip("uvicorn")
+    reply, outputs = kernel.execute("%agent serve", cell_id="serve-cell", page=page)
+    assert reply["status"] == "ok", outputs
+    url, kept = SERVED_URL.search(printed(outputs)), SERVED_TOKEN.search(printed(outputs))
+    assert url is not None and kept is not None, printed(outputs)
+    token_file = Path((str(Path.home()) + "/" if kept.group(1) else "") + kept.group(2))
+    return url.group(1), token_file.read_text().strip()
+
+
+def call_from_outside(
+    kernel: Kernel,
+    url: str,
+    token: str,
+    name: str,
+    arguments: dict[str, Any],
+    on_message: Callable[[dict[str, Any]], None],
+) -> Any:
+    """One ``tools/call`` by an outside MCP client while the kernel is idle; the test plays the
+    pages meanwhile (each iopub message to every page and to ``on_message``)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def go() -> Any:
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(name, arguments)
+
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["result"] = asyncio.run(go())
+        except BaseException as exc:
+            done["error"] = exc
+
+    caller = threading.Thread(target=run, daemon=True)
+    caller.start()
+    deadline = time.monotonic() + 60
+    while caller.is_alive():
+        assert time.monotonic() < deadline, "the outside call never ended"
+        try:
+            message = kernel.client.get_iopub_msg(timeout=0.1)
+        except Exception:
+            continue
+        for page in [kernel.notebook, *kernel.others]:
+            if page is not None:
+                page.handle(message)
+        on_message(message)
+    assert "error" not in done, done.get("error")
+    return done["result"]
+
+
+def test_a_served_run_cell_asks_with_the_source_and_runs_only_that(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """An outside agent calls run_cell through %agent serve. Its prompt used to show the cell
+    id only, and with no pin the cell's source as the page held it after the yes ran: an edit
+    made while the prompt waited ran unseen. Now the served call is asked as the notebook's own
+    agent's is — the prompt shows the source, the kernel runs exactly that, an edit in between
+    runs nothing."""
+    url, token = serve_from(kernel)
+
+    def swap() -> None:  # while the prompt waits, the cell changes
+        notebook.cells[0]["source"] = "rows = 'swapped'\nprint('unseen code ran')"
+
+    seen: list[str] = []
+    result = call_from_outside(
+        kernel, url, token, "run_cell", {"cell_id": "data"}, answer_prompts(kernel, seen, [swap])
+    )
+    assert any("rows = [3, 1, 2]" in value for value in seen), seen
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert result.is_error and "edited after the user approved" in said, said
+    assert "unseen code ran" not in said
+    runs = [op for op in notebook.ops if op["op"] == "run_start"]
+    assert [op.get("expect") for op in runs] == ["rows = [3, 1, 2]"], runs
+    reply, outputs = kernel.execute("print(repr(rows))", cell_id="check")
+    assert reply["status"] == "ok", outputs
+    assert printed(outputs).strip() == "[3, 1, 2]", outputs
+
+
+def test_a_served_call_works_in_the_page_that_ran_serve_else_the_most_recent(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """A served call has no turn. Its operations used to go to the page of whatever message the
+    kernel handled last — here a second page that ran a cell after ``%agent serve``, which has
+    no cell ``data``. Now they go to the page that ran ``%agent serve``; when that page has
+    left, to the most recently active page."""
+    url, token = serve_from(kernel)
+    other = second_page(kernel, "other.ipynb", "page-b")
+    result = call_from_outside(kernel, url, token, "notebook_cells", {}, lambda _m: None)
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert "rows = [3, 1, 2]" in said and "page-b-cell" not in said, said
+    seen: list[str] = []
+    result = call_from_outside(
+        kernel, url, token, "run_cell", {"cell_id": "data"}, answer_prompts(kernel, seen)
+    )
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error, said
+    assert [op["op"] for op in notebook.ops][-3:] == ["snapshot", "run_start", "run_end"]
+    assert other.ops == []
+    notebook.close()
+    result = call_from_outside(kernel, url, token, "notebook_cells", {}, lambda _m: None)
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error and "page-b-cell" in said, said
+
+
+def test_a_served_edit_cell_is_shown_as_a_diff_and_applies_only_to_it(
+    kernel: Kernel, notebook: FakeNotebook
+) -> None:
+    """An outside agent's edit_cell used to be asked as "edit_cell" with its arguments in the
+    serve cell, not as a diff, and applied to whatever the cell held at accept time. Now it is
+    shown as a diff in the cell, and the accepted edit carries the source the diff showed."""
+    url, token = serve_from(kernel)
+    notebook.decisions = [True]
+    arguments = {"cell_id": "data", "old_string": "[3, 1, 2]", "new_string": "[3, 1, 2, 4]"}
+    seen: list[str] = []
+    result = call_from_outside(
+        kernel, url, token, "edit_cell", arguments, answer_prompts(kernel, seen)
+    )
+    said = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error, said
+    ops = {op["op"]: op for op in notebook.ops}
+    assert "review" in ops, notebook.ops
+    assert ops["edit"].get("expect") == "rows = [3, 1, 2]", ops["edit"]
+    assert notebook.cells[0]["source"] == "rows = [3, 1, 2, 4]"
