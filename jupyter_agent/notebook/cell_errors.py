@@ -7,11 +7,17 @@ IPython's one-line complaint) is not one. For an error raised before the extensi
 was loaded, ``sys.last_value`` (set by IPython's ``showtraceback``) and the cell lines IPython keeps
 in ``linecache`` stand in. Nothing here imports IPython: the shell is duck-typed.
 
+A cell left unfinished (an unclosed bracket or string) fails in IPython's compiler, which compiles
+with ``codeop``'s flags: since Python 3.11 the error says only "incomplete input", and 3.13 raises
+it as the private ``_IncompleteInputError``. The cell's source is compiled again the way Python runs
+a file, so the prompt carries the ``SyntaxError`` that says what was left open.
+
 ``error_prompt`` turns a failed cell into the request the agent gets: explain it, fix it.
 """
 
 from __future__ import annotations
 
+import ast
 import linecache
 import os
 import sys
@@ -56,9 +62,35 @@ def _user_frames(tb: TracebackType | None) -> TracebackType | None:
     return tb
 
 
+def _is_incomplete_input(error: BaseException) -> bool:
+    """``codeop``'s "incomplete input" (``_IncompleteInputError`` on 3.13, a ``SyntaxError``)."""
+    return isinstance(error, SyntaxError) and (
+        type(error).__name__ == "_IncompleteInputError" or error.msg == "incomplete input"
+    )
+
+
+def _syntax_error_of_source(error: SyntaxError) -> SyntaxError:
+    """The ``SyntaxError`` the cell's compiled source (IPython keeps it in ``linecache`` under the
+    error's file name) gives without ``codeop``'s incomplete-input flag — "'(' was never closed"
+    — else ``error`` as a plain ``SyntaxError``."""
+    lines = linecache.getlines(error.filename) if error.filename else []
+    source = "".join(lines) or (error.text or "")
+    try:
+        compile(source, error.filename or "<cell>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as plain:
+        if not _is_incomplete_input(plain):
+            return plain
+    except (ValueError, OverflowError, MemoryError, RecursionError):
+        pass
+    where = (error.filename, error.lineno, error.offset, error.text)
+    return SyntaxError(error.msg, (*where, error.end_lineno, error.end_offset))
+
+
 def format_error(error: BaseException, tb: TracebackType | None = None) -> str:
     """The traceback of ``error`` as plain text (no colours), IPython's frames left out."""
     tb = _user_frames(tb if tb is not None else error.__traceback__)
+    if isinstance(error, SyntaxError) and _is_incomplete_input(error):
+        error = _syntax_error_of_source(error)
     lines = traceback.format_exception(type(error), error, tb)
     return _clip("".join(lines).rstrip(), MAX_TRACEBACK_CHARS)
 
@@ -110,6 +142,8 @@ def failed_cell_from_sys() -> FailedCell | None:
     source = ""
     if tb is not None:
         source = "".join(linecache.getlines(tb.tb_frame.f_code.co_filename))
+    elif isinstance(error, SyntaxError) and error.filename:  # raised compiling: no cell frame
+        source = "".join(linecache.getlines(error.filename))
     if _is_own_magic(source):
         return None
     return FailedCell(None, source, format_error(error, tb))

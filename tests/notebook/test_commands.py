@@ -139,7 +139,29 @@ def test_agent_error_sends_a_syntax_error_and_ignores_its_own_failures(
     run_ok(shell, "%agent error")
     [prompt] = user_texts(fake.requests[0])
     assert "print('unclosed'" in prompt
-    assert "SyntaxError" in prompt
+    assert "SyntaxError: '(' was never closed" in prompt
+    assert "_IncompleteInputError" not in prompt  # Python 3.13's private name for it
+
+
+def test_agent_error_names_what_an_unfinished_cell_left_open_on_every_python(
+    shell: InteractiveShell,
+) -> None:
+    """Python 3.13's codeop, whose flags IPython compiles cells with, raises the private
+    ``_IncompleteInputError`` ("incomplete input") for an unclosed bracket: the prompt said that
+    and no ``SyntaxError`` — here for an error raised before the extension was loaded, in a cell
+    IPython transformed (a line magic), over several lines."""
+    shell.run_line_magic("unload_ext", "jupyter_agent")
+    cell = "%time total = 1\nitems = [\n    1,\n    2,\n"
+    result = shell.run_cell(cell, store_history=True)
+    assert isinstance(result.error_before_exec, SyntaxError)
+    shell.run_line_magic("load_ext", "jupyter_agent")
+    magics_of(shell).workspace = str(Path.cwd())
+    fake = use_fake(shell, text("Close the list."))
+    run_ok(shell, "%agent error")
+    [prompt] = user_texts(fake.requests[0])
+    assert "items = [" in prompt
+    assert "SyntaxError: '[' was never closed" in prompt
+    assert "_IncompleteInputError" not in prompt and "incomplete input" not in prompt
 
 
 def test_a_mistyped_magics_usage_error_is_not_the_last_error(
