@@ -29,21 +29,25 @@ PROBE_TIMEOUT_S = 5.0
 #: Burst cells run at most, to gather the probes answered during bursts.
 MAX_BURST_CELLS = 30
 #: Kernel side: every full (generation 2) collection — when it ended (wall clock), how long it
-#: took (wall and the collecting thread's CPU) and how many objects were frozen, left out of it.
+#: took (wall and the collecting thread's CPU) and how many objects were frozen, left out of it:
+#: counted as it starts, less the immortal objects CPython 3.12's collector parks in the
+#: permanent generation itself (``turn_gc``'s docstring; 0 elsewhere), which it adds during one.
 GC_WATCH = """
 import gc as _gc, time as _time
 _bench_full_gcs = []
-def _bench_gc_watch(phase, info, _started=[0.0, 0.0]):
+_gc.collect()
+_bench_parked = _gc.get_freeze_count()
+def _bench_gc_watch(phase, info, _started=[0.0, 0.0, 0]):
     if info["generation"] != 2:
         return
     if phase == "start":
-        _started[:] = [_time.perf_counter(), _time.thread_time()]
+        _started[:] = [_time.perf_counter(), _time.thread_time(), _gc.get_freeze_count()]
     else:
         _bench_full_gcs.append((
             _time.time(),
             (_time.perf_counter() - _started[0]) * 1e3,
             (_time.thread_time() - _started[1]) * 1e3,
-            _gc.get_freeze_count(),
+            max(0, _started[2] - _bench_parked),
         ))
 _gc.callbacks.append(_bench_gc_watch)
 """

@@ -29,6 +29,11 @@ Measured on CPython 3.11. 3.12 and 3.13 start collections at the eval breaker ra
 allocation, with the same generations and the same ``freeze``; 3.14 collects the old
 generation in increments, so its full pauses are shorter to begin with — frozen objects are
 left out of those increments too (``gc.freeze``'s documented meaning), but the gain is smaller.
+CPython 3.12 alone puts objects in the permanent generation itself: each collection moves the
+immortal objects it meets there (their reference counts say nothing of their referrers; 375
+tuples of the interpreter's own from start-up on, back after each ``unfreeze`` at the next full
+collection). Those are nobody's freeze, so ``get_freeze_count()`` is not 0 with nothing frozen;
+``_Parked`` keeps that share, and only objects beyond it count as already frozen.
 """
 
 from __future__ import annotations
@@ -72,6 +77,35 @@ class _Ledger:
 _LEDGER = _Ledger()
 
 
+class _Parked:
+    """How many objects of the permanent generation CPython's own collector put there.
+
+    Only 3.12 does (immortal objects, see the module's docstring): its share is what the
+    permanent generation holds as this module is imported (the user's freeze, if any, comes
+    later: ``%load_ext`` runs first in a notebook), and grows only after a full collection of
+    ours found no more than that share frozen, so that whatever it added was the collector's.
+    On 3.11 and 3.13 it stays 0: every frozen object there is someone's freeze."""
+
+    def __init__(self) -> None:
+        self.count = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
+
+    def nothing_frozen(self) -> bool:
+        """No object frozen by anyone (the user, or a turn this one runs inside)."""
+        return gc.get_freeze_count() <= self.count
+
+
+_PARKED = _Parked()
+
+
+def _collect() -> None:
+    """A full collection of the whole heap; on 3.12 the immortal objects it parks in the
+    permanent generation are counted as the collector's own (see ``_Parked``)."""
+    nothing_frozen = _PARKED.nothing_frozen()
+    gc.collect()
+    if nothing_frozen:
+        _PARKED.count = max(_PARKED.count, gc.get_freeze_count())
+
+
 def resident_bytes() -> int | None:
     """The process's resident size, or ``None`` where it cannot be read cheaply.
 
@@ -111,7 +145,7 @@ class TurnGC:
     def __enter__(self) -> TurnGC:
         global _turns_begun
         _turns_begun += 1
-        if gc.isenabled() and gc.get_freeze_count() == 0:
+        if gc.isenabled() and _PARKED.nothing_frozen():
             self._full_before = _full_collections()
             gc.freeze()
             self.frozen = True
@@ -131,7 +165,7 @@ class TurnGC:
         if size is not None and size - self._start_size > self.max_growth:
             self._thaw()
             self.thawed_early = True
-            gc.collect()
+            _collect()
             _LEDGER.collected()
 
     def _thaw(self) -> None:
@@ -195,7 +229,7 @@ def collect_after_cell(*, idle_s: float = IDLE_S, max_postpone_s: float = MAX_PO
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        gc.collect()
+        _collect()
         return
     if _PENDING.handle is None:
         _PENDING.since = time.monotonic()
@@ -216,4 +250,4 @@ def _collect_if_idle(loop: asyncio.AbstractEventLoop) -> None:
         _schedule(loop)  # a turn ran meanwhile: wait for another quiet spell
         return
     _PENDING.handle = None
-    gc.collect()
+    _collect()
