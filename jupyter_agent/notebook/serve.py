@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
 import functools
 import json
@@ -35,7 +34,6 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 
 from ..approvals import ApprovalRequest, Decision
-from ..errors import InterruptedByUser
 from ..events import ToolCallFinished, ToolCallStarted
 from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
 from .approvals_ui import NO_ONE_TO_ASK
@@ -303,29 +301,16 @@ class KernelServe:
 
     async def _between_cells(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the kernel's main thread between cells (the bridge's idle runner)."""
+        from .kernel_loop import kernel_loop_runner
         from .serve_http import report_progress
 
-        kernel = self._kernel
-        if kernel is None or getattr(kernel, "io_loop", None) is None:
+        on_kernel_loop = kernel_loop_runner(self._shell)
+        if on_kernel_loop is None:
             raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
         if self._cell_running:
             await report_progress(BUSY_NOTE)
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return  # the caller gave up before the kernel got here
-            try:
-                result = fn()
-            except KeyboardInterrupt:  # the kernel's stop button: this call, not the kernel
-                future.set_exception(InterruptedByUser("interrupted by the user"))
-            except BaseException as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
-        kernel.io_loop.add_callback(run)
-        return await asyncio.wrap_future(future)
+        result: T = await on_kernel_loop(fn)
+        return result
 
     def _post(self, event: object) -> None:
         """Queue ``event`` for the serve cell's record (called on the background loop)."""
