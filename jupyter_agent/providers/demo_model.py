@@ -72,6 +72,19 @@ PREVIEW_LINES = 8
 PREVIEW_CHARS = 1500
 
 
+def prompt_position(messages: list[dict[str, Any]]) -> int | None:
+    """Where the chat's prompt is: the last user message that carries text (not only tool
+    results), or ``None``."""
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index].get("content")
+        if messages[index].get("role") == "user" and (
+            isinstance(content, str)
+            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
+        ):
+            return index
+    return None
+
+
 def find_prompt(messages: list[dict[str, Any]]) -> tuple[str, int]:
     """The chat's prompt (last user text) and how many model turns have answered it since."""
     for index in range(len(messages) - 1, -1, -1):
@@ -107,15 +120,7 @@ def outcomes_since_prompt(messages: list[dict[str, Any]]) -> list[ToolOutcome]:
     """Every tool call answered since the prompt, with its result, in order."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     outcomes: list[ToolOutcome] = []
-    start = 0
-    for index in range(len(messages) - 1, -1, -1):
-        content = messages[index].get("content")
-        if messages[index].get("role") == "user" and (
-            isinstance(content, str)
-            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
-        ):
-            start = index
-            break
+    start = prompt_position(messages) or 0
     for message in messages[start:]:
         content = message.get("content")
         if not isinstance(content, list):

@@ -32,7 +32,13 @@ from typing import Any
 
 from ..events import TextDelta, Usage
 from .base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from .demo_model import DEMO_FOOTER, DemoModel, find_prompt, outcomes_since_prompt
+from .demo_model import (
+    DEMO_FOOTER,
+    DemoModel,
+    find_prompt,
+    outcomes_since_prompt,
+    prompt_position,
+)
 
 OFFLINE_NOTICE = "*(offline demo model — set `ANTHROPIC_API_KEY` to use Claude)*"
 REPLAY_NOTICE = (
@@ -187,15 +193,9 @@ def recorded_ids(messages: list[dict[str, Any]], records: list[dict[str, Any]]) 
     same session replayed twice in one chat): the replies since the prompt are ``records`` in
     order, and their calls are in the recorded order, so the two are matched by position.
     """
-    prompt_at = len(messages)
-    for index in range(len(messages) - 1, -1, -1):
-        content = messages[index].get("content")
-        if messages[index].get("role") == "user" and (
-            isinstance(content, str)
-            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
-        ):
-            prompt_at = index
-            break
+    prompt_at = prompt_position(messages)
+    if prompt_at is None:
+        prompt_at = len(messages)
     replies = [m for m in messages[prompt_at + 1 :] if m.get("role") == "assistant"]
     given: dict[str, str] = {}
     for reply, record in zip(replies, records, strict=False):
