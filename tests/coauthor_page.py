@@ -43,3 +43,13 @@ def wait_done(page: Any, cell: Any, timeout_s: float = 90) -> None:
 
 def connected(page: Any) -> None:
     page.wait_for_selector(".jp-NotebookPanel[data-jupyter-agent='connected']")
+
+
+def this_extension_path(tmp_path: Path) -> str:
+    """A ``JUPYTER_PATH`` under ``tmp_path`` whose ``labextensions`` hold this checkout's built
+    extension (set it in the environment of the Jupyter server a test starts)."""
+    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
+    extensions = tmp_path / "jupyter-path" / "labextensions"
+    extensions.mkdir(parents=True)
+    (extensions / "jupyter-agent").symlink_to(BUILT)
+    return str(tmp_path / "jupyter-path")

@@ -39,7 +39,15 @@ from browser_jupyter import (
     wait_kernel_ready,
     write_agent_notebook,
 )
-from coauthor_page import BUILT, agent_cell, cell_with, connected, prompt_done, run, wait_done
+from coauthor_page import (
+    agent_cell,
+    cell_with,
+    connected,
+    prompt_done,
+    run,
+    this_extension_path,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -254,15 +262,11 @@ def test_the_agent_writes_runs_and_edits_cells(
     front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chromium = chromium_or_skip()
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     from fake_anthropic import FakeAnthropic
     from notebook_fake_server import serve
     from playwright.sync_api import sync_playwright
 
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
     fake = FakeAnthropic()
     script(fake)
     with (
@@ -368,14 +372,11 @@ def test_tutorial_07_inserts_and_runs_its_cells_in_lab(tmp_path: Path) -> None:
     them). The recorded ``run_cell`` calls name cells whose ids exist only in this notebook: the
     replay takes them from this run's ``insert_cell`` results."""
     chromium = chromium_or_skip()
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     from playwright.sync_api import sync_playwright
 
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
+    jupyter_path = this_extension_path(tmp_path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+        patch.setenv("JUPYTER_PATH", jupyter_path)
         with serve_jupyter(LAB, tmp_path) as server, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
             try:

@@ -27,7 +27,14 @@ from browser_jupyter import (
     serve_jupyter,
     write_agent_notebook,
 )
-from coauthor_page import BUILT, agent_cell, cell_with, connected, run, wait_done
+from coauthor_page import (
+    agent_cell,
+    cell_with,
+    connected,
+    run,
+    this_extension_path,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -102,15 +109,11 @@ def test_the_page_that_ran_the_cell_is_the_one_the_agent_works_in(
     front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chromium = chromium_or_skip()
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     from fake_anthropic import FakeAnthropic
     from notebook_fake_server import serve
     from playwright.sync_api import expect, sync_playwright
 
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
     fake = FakeAnthropic()
     script(fake)
     with (

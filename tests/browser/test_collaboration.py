@@ -29,7 +29,7 @@ from typing import Any
 import nbformat
 import pytest
 from browser_jupyter import LAB, NOTEBOOK7, Jupyter, chromium_or_skip, wait_kernel_ready
-from coauthor_page import BUILT, cell_with, run
+from coauthor_page import cell_with, run, this_extension_path
 from collab_pages import (
     SYNC_TIMEOUT_S,
     collaborative_jupyter,
@@ -123,13 +123,10 @@ def server(
 ) -> Iterator[Jupyter]:
     """One collaborative JupyterLab (or Notebook 7) for the module's tests (it takes seconds to
     start), with this checkout's frontend extension."""
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     tmp_path = tmp_path_factory.mktemp("collab")
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
+    jupyter_path = this_extension_path(tmp_path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+        patch.setenv("JUPYTER_PATH", jupyter_path)
         with collaborative_jupyter(tmp_path, request.param) as jupyter:
             yield jupyter
 

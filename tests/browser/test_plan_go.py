@@ -25,7 +25,14 @@ from browser_jupyter import (
     serve_jupyter,
     write_agent_notebook,
 )
-from coauthor_page import BUILT, cell_with, connected, prompt_done, run, wait_done
+from coauthor_page import (
+    cell_with,
+    connected,
+    prompt_done,
+    run,
+    this_extension_path,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -38,15 +45,11 @@ def test_go_under_a_plan_inserts_and_runs_an_agent_go_cell(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     chromium = chromium_or_skip()
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     from fake_anthropic import FakeAnthropic, text, user_texts
     from notebook_fake_server import serve
     from playwright.sync_api import expect, sync_playwright
 
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
     fake = FakeAnthropic(
         text("1. Read data/sales.csv\n2. Add the revenue per unit"),
         text("Carried out: the revenue per unit is in place."),

@@ -24,7 +24,7 @@ from browser_jupyter import (
     serve_jupyter,
     write_agent_notebook,
 )
-from coauthor_page import BUILT, agent_cell, cell_with, connected, run
+from coauthor_page import agent_cell, cell_with, connected, run, this_extension_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -39,15 +39,11 @@ def test_a_rerun_replaces_its_own_unexecuted_proposal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     chromium = chromium_or_skip()
-    assert (BUILT / "package.json").is_file(), "build the extension first (./dev.sh builds it)"
     from fake_anthropic import FakeAnthropic, Reply, text, tool_use
     from notebook_fake_server import serve
     from playwright.sync_api import expect, sync_playwright
 
-    extensions = tmp_path / "jupyter-path" / "labextensions"
-    extensions.mkdir(parents=True)
-    (extensions / "jupyter-agent").symlink_to(BUILT)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-path"))
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
     fake = FakeAnthropic(
         Reply([tool_use("p1", "propose_cell", {"code": FIRST})]),
         text("Proposed."),
