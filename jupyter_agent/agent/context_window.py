@@ -18,12 +18,12 @@ from typing import Any, Protocol
 from ..errors import ContextOverflowError, ProviderError
 from ..events import ContextCompacted
 from ..providers.base import (
-    KnowsModelFacts,
     ModelRequest,
     ModelResponse,
     Provider,
-    ReplyCapped,
     closing_stream,
+    known_facts,
+    reply_cap,
 )
 from . import conversation
 from .compaction import SUMMARY_SYSTEM, TARGET_SHARE, compact
@@ -67,7 +67,8 @@ class ContextWindow:
         once in, else the built-in table)."""
         subject = self._subject
         provider = subject.provider
-        known = provider.facts().context_window if isinstance(provider, KnowsModelFacts) else None
+        facts = known_facts(provider)
+        known = facts.context_window if facts is not None else None
         window = subject.context_window or known or context_window_for(subject.provider.model)
         if self.reported_window is not None:
             window = min(window, self.reported_window)
@@ -77,7 +78,7 @@ class ContextWindow:
         """(the most a request may carry, what compaction aims at), in estimated tokens."""
         window = self.size
         provider = self._subject.provider
-        reply = provider.max_tokens if isinstance(provider, ReplyCapped) else DEFAULT_REPLY_TOKENS
+        reply = reply_cap(provider, DEFAULT_REPLY_TOKENS)
         reserve = min(int(reply or 0), window // 4)
         limit = window - reserve
         return limit, min(limit, int(window * TARGET_SHARE))

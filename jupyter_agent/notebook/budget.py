@@ -25,7 +25,14 @@ from ..agent.results import CHARS_PER_TOKEN
 from ..agent.tokens import messages_tokens
 from ..errors import ProviderError
 from ..events import TextDelta, Usage
-from ..providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent, ReplyCapped
+from ..providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderEvent,
+    ReplyCapped,
+    reply_cap,
+)
 from .pricing import Price, estimate_cost, money, price_for
 
 #: Output tokens assumed for a provider that does not say its ``max_tokens``; also the least
@@ -134,7 +141,7 @@ class BudgetedProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         model = self.inner.model
-        max_tokens = self.inner.max_tokens if isinstance(self.inner, ReplyCapped) else None
+        max_tokens = reply_cap(self.inner, None)
         if not isinstance(max_tokens, int):
             max_tokens = DEFAULT_OUTPUT_TOKENS
         estimate = request_cost_bound(model, request, max_tokens, self.guard.prices)

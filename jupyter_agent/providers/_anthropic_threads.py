@@ -26,7 +26,7 @@ as well.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_, methodcaller
+from operator import is_
 from typing import Any
 
 #: The beta that lets a request carry ``thread``.
@@ -47,42 +47,49 @@ CREATE: dict[str, str] = {"type": "create"}
 Message = dict[str, Any]
 
 
-_content = methodcaller("get", "content")
+#: What ``held_prefix`` compares a sent message with: a copy of the message whose list content
+#: is a list of copies of its blocks. ``prefix == snapshots`` then compares, in C and without
+#: serialising, every message's fields, every content list's length and blocks, and every block's
+#: fields, each value first by identity.
+Snapshot = dict[str, Any]
 
-#: A conversation as the check compares it: each message's values, then every block of every
-#: list content, then each such block's values.
-Parts = tuple[list[tuple[object, ...]], list[object], list[tuple[object, ...]]]
 
-
-def _parts(messages: Sequence[Message]) -> Parts:
-    """What ``held_prefix`` compares (C-level maps, no serialisation). Raises ``TypeError`` for a
-    message or a block that is not a dict."""
-    fields = list(map(tuple, map(dict.values, messages)))
-    blocks = [
-        block for content in map(_content, messages) if type(content) is list for block in content
-    ]
-    return fields, blocks, list(map(tuple, map(dict.values, blocks)))
+def _snapshots(messages: Sequence[Message]) -> list[Snapshot]:
+    """Copies of ``messages`` as ``held_prefix`` compares them. Raises ``TypeError`` for a message
+    or a block that is not a dict."""
+    out: list[Snapshot] = []
+    for message in messages:
+        if type(message) is not dict:
+            raise TypeError("a message is not a dict")
+        copy = dict(message)
+        content = copy.get("content")
+        if type(content) is list:
+            if not all(type(block) is dict for block in content):
+                raise TypeError("a block is not a dict")
+            copy["content"] = list(map(dict.copy, content))
+        out.append(copy)
+    return out
 
 
 class Thread:
     """What the server holds under the reply ``reply_id``: ``held`` (the agent's messages that were
-    sent, as ``parts`` saw them then) followed by that reply's ``reply`` content, for requests made
-    with ``key``."""
+    sent, and ``snapshots`` of them as they were then) followed by that reply's ``reply``
+    content, for requests made with ``key``."""
 
-    __slots__ = ("held", "key", "parts", "reply", "reply_id")
+    __slots__ = ("held", "key", "reply", "reply_id", "snapshots")
 
     def __init__(
         self,
         reply_id: str,
         key: tuple[object, ...],
         held: list[Message],
-        parts: Parts,
+        snapshots: list[Snapshot],
         reply: list[Message],
     ) -> None:
         self.reply_id = reply_id
         self.key = key
         self.held = held
-        self.parts = parts
+        self.snapshots = snapshots
         self.reply = reply
 
     def held_prefix(self, messages: Sequence[Message], key: tuple[object, ...]) -> int | None:
@@ -93,10 +100,7 @@ class Thread:
         if not held or len(messages) <= count or messages[0] is not held[0] or key != self.key:
             return None  # (another conversation fails at its first message, at once)
         prefix = messages[:count]
-        try:
-            if not all(map(is_, prefix, held)) or _parts(prefix) != self.parts:
-                return None
-        except TypeError:
+        if not all(map(is_, prefix, held)) or prefix != self.snapshots:
             return None
         if messages[count] != {"role": "assistant", "content": self.reply}:
             return None
@@ -108,16 +112,13 @@ class Thread:
         """This thread once ``messages`` (which extend it) got the reply ``reply_id`` (``None``
         when the new messages are not ones the check can follow)."""
         new = messages[len(self.held) :]
-        fields, blocks, values = self.parts
         try:
-            more_fields, more_blocks, more_values = _parts(new)
+            more = _snapshots(new)
         except TypeError:
             return None
-        fields += more_fields
-        blocks += more_blocks
-        values += more_values
+        self.snapshots += more
         self.held += new
-        return Thread(reply_id, self.key, self.held, self.parts, reply)
+        return Thread(reply_id, self.key, self.held, self.snapshots, reply)
 
 
 def new_thread(
@@ -126,10 +127,10 @@ def new_thread(
     """The thread a ``create`` with the whole of ``messages`` started (``None`` for messages the
     check cannot follow)."""
     try:
-        parts = _parts(messages)
+        snapshots = _snapshots(messages)
     except TypeError:
         return None
-    return Thread(reply_id, key, list(messages), parts, reply)
+    return Thread(reply_id, key, list(messages), snapshots, reply)
 
 
 def error_code(body: object) -> str | None:

@@ -102,6 +102,23 @@ class KnowsModelFacts(Protocol):
         ...
 
 
+def reply_cap(provider: object, default: int | None) -> int | None:
+    """``provider.max_tokens`` when it is ``ReplyCapped``, else ``default``.
+
+    The same test as ``isinstance(provider, ReplyCapped)`` as a plain attribute lookup: that
+    ``isinstance`` walks the protocol's members on every call, and the agent asks on every request.
+    """
+    cap = getattr(provider, "max_tokens", default)
+    return cap if cap is None or isinstance(cap, int) else default
+
+
+def known_facts(provider: object) -> Any:
+    """``provider.facts()`` when it is ``KnowsModelFacts``, else ``None`` (a plain attribute
+    lookup, as ``reply_cap``)."""
+    facts = getattr(provider, "facts", None)
+    return facts() if callable(facts) else None
+
+
 @asynccontextmanager
 async def closing_stream(
     iterator: AsyncIterator[ProviderEvent],
