@@ -95,6 +95,8 @@ class Reply:
     chunk: int = 7
     #: Awaited before each text delta after the first (lets a test prove streaming is live).
     gate: asyncio.Event | None = None
+    #: Awaited before the stream's first event (the reply is on its way, nothing shown yet).
+    opening: asyncio.Event | None = None
     #: A raw JSON string to stream as the input of the tool_use blocks (for broken JSON).
     raw_json: dict[str, str] | None = None
 
@@ -375,6 +377,8 @@ class FakeAnthropic:
         self.models_gate: asyncio.Event | None = None
         #: Every ``GET /v1/models...`` path asked.
         self.model_lookups: list[str] = []
+        #: Which API each request reached, in order of arrival: ``models`` or ``messages``.
+        self.arrivals: list[str] = []
         #: The prompt cache every reply's usage is accounted by (unless the script gives usage).
         self.cache = PromptCache()
         #: The usage of every reply, in order.
@@ -545,6 +549,7 @@ class FakeAnthropic:
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
         if request.method == "GET" and request.url.path.startswith("/v1/models"):
+            self.arrivals.append("models")
             if self.models_gate is not None:
                 await self.models_gate.wait()
             return self._models(request)
@@ -552,6 +557,7 @@ class FakeAnthropic:
             return self._error(
                 404, "not_found_error", f"no route {request.method} {request.url.path}"
             )
+        self.arrivals.append("messages")
         body = json.loads(await request.aread())
         self.wire.append(body)
         self.headers.append(dict(request.headers))
@@ -627,6 +633,8 @@ class FakeAnthropic:
     async def _events(self, reply: Reply, message: dict[str, Any]) -> AsyncIterator[bytes]:
         usage = reply.usage or {}
         start_usage = {**usage, "output_tokens": 1}
+        if reply.opening is not None:
+            await reply.opening.wait()
         yield _sse(
             "message_start",
             {

@@ -35,6 +35,7 @@ inside the loop that uses it, or keep one loop, as the notebook magics do).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -85,6 +86,8 @@ MIN_THINKING_BUDGET = 1024
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
 
 _CACHE_CONTROL = {"type": "ephemeral"}
+#: How long ``aclose`` lets a Models API lookup on its way finish.
+LOOKUP_GRACE_S = 2.0
 _log = logging.getLogger(__name__)
 
 
@@ -182,6 +185,13 @@ class AnthropicProvider:
         if known is not None:
             return known
         return built_in(self.model) or unknown_facts(self.model)
+
+    def _begin_lookup(self, client: anthropic.AsyncAnthropic) -> None:
+        """Start the Models API lookup (once per kernel and model) after the first token shows:
+        a fresh kernel's first token does not share the loop with its request, its import of
+        the SDK's models resource and the parsing of its answer."""
+        with contextlib.suppress(RuntimeError):  # a stream closed outside a running loop
+            FACTS.start(client, self.model)
 
     async def lookup_facts(self) -> ModelFacts:
         """The model's facts, waiting for the Models API lookup (started now if need be); the
@@ -350,79 +360,88 @@ class AnthropicProvider:
         #: The error of the threaded request that a request without a thread is trying again.
         refused: anthropic.APIStatusError | None = None
         attempt = 0
-        while True:
-            streamed = False
-            try:
-                async with _open_stream(client, params, thread_field, betas) as stream:
-                    async for event in stream:
-                        if event.type == "text" and event.text:
-                            streamed = True
-                            yield TextDelta(event.text)
-                        elif event.type == "thinking" and event.thinking:
-                            streamed = True
-                            yield ThinkingDelta(event.thinking, kind=plan.streamed_as)
-                    message = await stream.get_final_message()
-                break
-            except anthropic.APIStatusError as exc:
-                if thread_field is not None and exc.status_code != 200:
-                    code = error_code(exc.body)
-                    if code in REPLAY_ERROR_CODES and start is not None:
-                        # the server no longer holds the thread as we left it: send it all
-                        start = None
-                        params, thread_field = self.build_params(request), dict(CREATE)
+        try:
+            while True:
+                streamed = False
+                try:
+                    async with _open_stream(client, params, thread_field, betas) as stream:
+                        async for event in stream:
+                            if event.type == "text" and event.text:
+                                streamed = True
+                                yield TextDelta(event.text)
+                            elif event.type == "thinking" and event.thinking:
+                                streamed = True
+                                yield ThinkingDelta(event.thinking, kind=plan.streamed_as)
+                            if streamed:
+                                self._begin_lookup(client)
+                        message = await stream.get_final_message()
+                    break
+                except anthropic.APIStatusError as exc:
+                    if thread_field is not None and exc.status_code != 200:
+                        code = error_code(exc.body)
+                        if code in REPLAY_ERROR_CODES and start is not None:
+                            # the server no longer holds the thread as we left it: send it all
+                            start = None
+                            params, thread_field = self.build_params(request), dict(CREATE)
+                            continue
+                        if code == UNSUPPORTED_ERROR_CODE:
+                            self.threads = False
+                        if code == UNSUPPORTED_ERROR_CODE or _refuses_threads(exc):
+                            # a server (or proxy) without threads: the same request, whole,
+                            # without one
+                            start, refused = None, exc
+                            params, thread_field = self.build_params(request), None
+                            continue
+                    # an error event inside a 200 stream: the SDK does not retry it; a transient one
+                    # is tried again, and what this attempt already showed is taken back first
+                    # (``TextReset``: the retry's text replaces it)
+                    if (
+                        exc.status_code == 200
+                        and exc.type in _RETRYABLE_STREAM_ERRORS
+                        and attempt < client.max_retries
+                    ):
+                        attempt += 1
+                        if streamed:
+                            yield TextReset()
+                        await asyncio.sleep(backoff(attempt, self.max_retry_wait))
+                        if start is not None:
+                            # the server may have begun the continuation: start a new thread
+                            start = None
+                            params, thread_field = self.build_params(request), dict(CREATE)
                         continue
-                    if code == UNSUPPORTED_ERROR_CODE:
-                        self.threads = False
-                    if code == UNSUPPORTED_ERROR_CODE or _refuses_threads(exc):
-                        # a server (or proxy) without threads: the same request, whole, without one
-                        start, refused = None, exc
-                        params, thread_field = self.build_params(request), None
-                        continue
-                # an error event inside a 200 stream: the SDK does not retry it; a transient one
-                # is tried again, and what this attempt already showed is taken back first
-                # (``TextReset``: the retry's text replaces it)
-                if (
-                    exc.status_code == 200
-                    and exc.type in _RETRYABLE_STREAM_ERRORS
-                    and attempt < client.max_retries
-                ):
-                    attempt += 1
-                    if streamed:
-                        yield TextReset()
-                    await asyncio.sleep(backoff(attempt, self.max_retry_wait))
-                    if start is not None:
-                        # the server may have begun the continuation: start a new thread
-                        start = None
-                        params, thread_field = self.build_params(request), dict(CREATE)
-                    continue
-                raise ProviderError(_describe_status_error(exc, attempt)) from exc
-            except anthropic.APITimeoutError as exc:
-                raise ProviderError(
-                    "The request to Anthropic timed out (after the SDK's retries). Try again."
-                ) from exc
-            except anthropic.APIConnectionError as exc:
-                cause = exc.__cause__
-                detail = f" ({type(cause).__name__}: {cause})" if cause else ""
-                raise ProviderError(
-                    f"Could not connect to the Anthropic API at {self.client.base_url}{detail}. "
-                    "Check the network (and ANTHROPIC_BASE_URL if you set it)."
-                ) from exc
-            except anthropic.AnthropicError as exc:
-                raise ProviderError(f"Anthropic request failed: {exc}") from exc
-            except TypeError as exc:
-                if self._owns_client and not (
-                    os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-                ):
+                    raise ProviderError(_describe_status_error(exc, attempt)) from exc
+                except anthropic.APITimeoutError as exc:
                     raise ProviderError(
-                        "No Anthropic credentials: set the ANTHROPIC_API_KEY environment "
-                        "variable (or use the offline model)."
+                        "The request to Anthropic timed out (after the SDK's retries). Try again."
                     ) from exc
-                raise
-            except ValueError as exc:
-                # the SDK could not parse a tool's streamed JSON input
-                raise ProviderError(
-                    f"Anthropic sent a reply that could not be read: {exc}"
-                ) from exc
+                except anthropic.APIConnectionError as exc:
+                    cause = exc.__cause__
+                    detail = f" ({type(cause).__name__}: {cause})" if cause else ""
+                    raise ProviderError(
+                        "Could not connect to the Anthropic API at "
+                        f"{self.client.base_url}{detail}. Check the network (and "
+                        "ANTHROPIC_BASE_URL if you set it)."
+                    ) from exc
+                except anthropic.AnthropicError as exc:
+                    raise ProviderError(f"Anthropic request failed: {exc}") from exc
+                except TypeError as exc:
+                    if self._owns_client and not (
+                        os.environ.get("ANTHROPIC_API_KEY")
+                        or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+                    ):
+                        raise ProviderError(
+                            "No Anthropic credentials: set the ANTHROPIC_API_KEY environment "
+                            "variable (or use the offline model)."
+                        ) from exc
+                    raise
+                except ValueError as exc:
+                    # the SDK could not parse a tool's streamed JSON input
+                    raise ProviderError(
+                        f"Anthropic sent a reply that could not be read: {exc}"
+                    ) from exc
+        finally:
+            # (a reply without text or thinking, or one that failed)
+            self._begin_lookup(client)
 
         if message.stop_reason is None:
             raise ProviderError(
@@ -480,6 +499,12 @@ class AnthropicProvider:
             # its connections belong to a loop that is not running here (an earlier
             # asyncio.run): they can't be closed from this one, and the old loop is gone
             return
+        # a Models API lookup on its way finishes first (it is short), so that no request is cut
+        # off mid-connection when the client closes
+        lookup = FACTS.started(self.client, self.model)
+        if lookup is not None and not lookup.done():
+            with contextlib.suppress(Exception, asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(lookup), LOOKUP_GRACE_S)
         await self.client.close()
 
 

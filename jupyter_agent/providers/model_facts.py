@@ -270,6 +270,10 @@ class ModelFactsCache:
         """Whether the Models API answered that it has no such model."""
         return self._entry(client, model).missing
 
+    def started(self, client: anthropic.AsyncAnthropic, model: str) -> asyncio.Task[None] | None:
+        """The lookup of ``model`` with ``client``, if one was started."""
+        return self._entry(client, model).task
+
     def start(self, client: anthropic.AsyncAnthropic, model: str) -> asyncio.Task[None]:
         """Start (once) the lookup of ``model`` with ``client``."""
         entry = self._entry(client, model)
@@ -325,14 +329,14 @@ def lifecycle_notice(facts: ModelFacts) -> str | None:
 def request_facts(client: anthropic.AsyncAnthropic, model: str) -> tuple[ModelFacts, list[str]]:
     """The facts a request to ``model`` goes by, and what the cell should be told about them.
 
-    The Models API lookup starts with the first request and runs beside it: no request waits
-    for it (until it answers the built-in table serves; a model the table does not know gets
-    conservative facts). A model the Models API does not list, or lists as retired, is a
-    one-line ``ProviderError`` naming a current model.
+    Never waits and starts nothing: the provider starts the Models API lookup once the first
+    reply's first token shows (``FACTS.start``); until it answers the built-in table serves (a
+    model the table does not know gets conservative facts). A model the Models API does not
+    list, or lists as retired, is a one-line ``ProviderError`` naming a current model.
     """
     from ..errors import ProviderError
 
-    task = FACTS.start(client, model)
+    task = FACTS.started(client, model)
     if FACTS.is_missing(client, model):
         raise ProviderError(
             f"Claude has no model {model!r} (the Models API does not list it); use a current "
@@ -348,7 +352,7 @@ def request_facts(client: anthropic.AsyncAnthropic, model: str) -> tuple[ModelFa
             notices.append(notice)
         return facts, notices
     facts = built_in(model) or unknown_facts(model)
-    if task.done():
+    if task is not None and task.done():
         page = facts.source.removeprefix("built-in: ")
         notices.append(
             f"The Models API did not answer for {model}: its window, output limit and thinking "

@@ -22,6 +22,7 @@ from jupyter_agent.agent.tokens import context_window_for
 from jupyter_agent.errors import ProviderError
 from jupyter_agent.events import AgentError, ThinkingDelta
 from jupyter_agent.providers.anthropic import AnthropicProvider
+from jupyter_agent.providers.base import ModelRequest
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry
 
@@ -295,6 +296,34 @@ async def test_without_the_models_api_the_table_serves_and_says_so_once(tmp_path
     notices = [e.text for e in events if isinstance(e, ThinkingDelta) and e.kind == "notice"]
     assert len(notices) == 1 and "built-in table" in notices[0]
     assert fake.model_lookups  # it did ask
+
+
+async def test_the_models_api_lookup_starts_after_the_first_token(tmp_path: Path) -> None:
+    # a fresh kernel's first cell: the lookup's request, its import of the SDK's models resource
+    # and the parsing of its answer would share the loop with the wait for the first token
+    opening = asyncio.Event()
+    fake = FakeAnthropic(Reply([{"type": "text", "text": "a" * 30}], opening=opening), text("b"))
+    provider = AnthropicProvider("claude-sonnet-5-5", client=fake.client())
+    request = ModelRequest("", [{"role": "user", "content": "hi"}], [])
+    before_first_token: list[str] = []
+
+    async def hold_the_reply() -> None:
+        for _ in range(100):  # the loop runs whatever is due while the reply is on its way
+            await asyncio.sleep(0)
+        before_first_token.extend(fake.arrivals)
+        opening.set()
+
+    holding = asyncio.create_task(hold_the_reply())
+    async for _event in provider.stream(request):
+        pass
+    await holding
+    assert before_first_token == ["messages"]
+    facts = await provider.lookup_facts()
+    assert facts.source == "models-api"
+    assert fake.arrivals == ["messages", "models"]
+    async for _event in provider.stream(request):
+        pass
+    assert fake.arrivals == ["messages", "models", "messages"]  # once per kernel and model
 
 
 async def test_the_first_request_does_not_wait_for_the_models_api(tmp_path: Path) -> None:
