@@ -51,9 +51,20 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import InterruptedByUser, NotPumpingError
 from ..events import TextDelta
-from .render import DEFAULT_RENDER_INTERVAL_S, MIN_GROWTH_FRACTION
 
 T = TypeVar("T")
+
+# The renderer's pacing, owned here so that the bridge imports no view: the renderer
+# (``render.py``) and the pump below follow the same two numbers.
+
+#: Default seconds between two updates of the streaming answer (the shortest pause).
+DEFAULT_RENDER_INTERVAL_S = 0.15
+
+#: An update of the streaming answer waits until the text has grown by this fraction of what is
+#: already shown, so the number of updates grows with the logarithm of the answer's length
+#: (and the characters re-sent stay proportional to it, not to its square).
+MIN_GROWTH_FRACTION = 0.1
+
 
 #: The shortest pause between two hand-overs of streamed text to the main thread: the renderer
 #: shows new text at most this often anyway (benchmark 8: a 0.02 s poll cost 3.8x the CPU).

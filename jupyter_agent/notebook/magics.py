@@ -25,7 +25,7 @@ from ..approvals import POLICIES, Policy
 from ..errors import SessionError
 from ._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
 from .approvals_ui import NotebookApprovals
-from .bridge import MainThreadBridge
+from .bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from .cell_errors import LastError, error_prompt
 from .cell_turn import CellTurn
 from .inert import InertMarkdown, visible
@@ -44,7 +44,6 @@ from .magic_types import (
 from .managed import MANAGED_TRAITS, ManagedSettings
 from .pricing import user_prices
 from .prompt_redaction import redacted_prompt
-from .render import DEFAULT_RENDER_INTERVAL_S
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 
 if TYPE_CHECKING:

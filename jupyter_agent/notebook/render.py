@@ -58,18 +58,10 @@ from ..events import (
     TurnStarted,
 )
 from . import tool_format
+from .bridge import DEFAULT_RENDER_INTERVAL_S, MIN_GROWTH_FRACTION
 from .console import is_terminal, write_count
 from .inert import InertMarkdown, html_bundle, html_text, text_bundle, visible
 from .terminal_markdown import MarkdownLines
-
-#: Default seconds between two updates of the streaming answer (the shortest pause).
-DEFAULT_RENDER_INTERVAL_S = 0.15
-
-#: An update of the streaming answer waits until the text has grown by this fraction of what is
-#: already shown, so the number of updates grows with the logarithm of the answer's length
-#: (and the characters re-sent stay proportional to it, not to its square).
-MIN_GROWTH_FRACTION = 0.1
-
 
 #: The answer's display: the model's Markdown as sanitized HTML (``inert.py`` says why).
 MarkdownText = InertMarkdown
