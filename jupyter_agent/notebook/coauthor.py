@@ -55,7 +55,7 @@ from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from .review_diff import diff_lines, edited
-from .summarize import clip
+from .text import clip
 
 if TYPE_CHECKING:
     from ..agent.toolbox import Toolbox

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ..tools.base import BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .recorder import CellRecorder, RecordedCell
-from .summarize import clip
+from .text import clip
 
 #: Characters of text the result holds at most (sources, outputs, tracebacks).
 MAX_HISTORY_CHARS = 30_000

@@ -29,7 +29,8 @@ from ..tools.base import BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .figures import FigureCapture
-from .summarize import clip, shape_of, summarize, type_name
+from .summarize import shape_of, summarize, type_name
+from .text import clip
 
 #: Characters of captured output ``run_python`` returns.
 MAX_RUN_OUTPUT = 10_000

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from .inert import html_text, visible
-from .summarize import clip
+from .text import clip
 
 #: One mark per status. Only characters that DejaVu Sans has (the font a bare Linux or Binder
 #: image falls back to): emoji such as an hourglass or a raised hand render as empty boxes there.
