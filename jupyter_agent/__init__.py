@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "FunctionTool": "jupyter_agent.tools.decorator",
     "ToolRegistry": "jupyter_agent.tools.registry",
     "ToolContext": "jupyter_agent.tools.context",
-    "Workspace": "jupyter_agent.tools.workspace",
+    "Workspace": "jupyter_agent.tools.guard.workspace",
     "create_default_registry": "jupyter_agent.tools.factory",
     # agent
     "Agent": "jupyter_agent.agent.agent",
@@ -165,5 +165,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .tools.context import ToolContext
     from .tools.decorator import FunctionTool, tool
     from .tools.factory import create_default_registry
+    from .tools.guard.workspace import Workspace
     from .tools.registry import ToolRegistry
-    from .tools.workspace import Workspace

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..agent.compaction import compaction_records, restore_compaction
 from ..errors import SessionError, SigningError
-from ..tools.signing import sign, verify
+from ..tools.guard.signing import sign, verify
 
 SESSION_FORMAT = "jupyter-agent-session"
 SESSION_VERSION = 1

@@ -22,8 +22,8 @@ shell at all:
 - **MCP servers** belong to the toolbox (``toolbox.mcp``), their tools in its registry; they end
   with ``close``.
 - **Usage** per model, for ``%agent usage``.
-- **Undo**: the workspace's change journal (``tools/journal.py``) on the tools' shared context,
-  an entry per turn (per ``%%agent`` cell), whichever chat ran it.
+- **Undo**: the workspace's change journal (``tools/guard/journal.py``) on the tools' shared
+  context, an entry per turn (per ``%%agent`` cell), whichever chat ran it.
 
 Every refusal is a ``SessionError`` with a one-line message (the magics show it as a
 ``UsageError``).
@@ -56,9 +56,9 @@ from ..events import (
 from ..providers.base import Provider, ThinkingProvider
 from ..tools.base import ExecutableTool
 from ..tools.context import ToolContext
-from ..tools.egress import EgressHosts
 from ..tools.factory import create_default_registry
-from ..tools.journal import ChangeJournal
+from ..tools.guard.egress import EgressHosts
+from ..tools.guard.journal import ChangeJournal
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
 from .ask_user_tool import AskUserTool

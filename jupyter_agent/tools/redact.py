@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from .processes import is_secret_name
+from .guard.processes import is_secret_name
 
 __all__ = [
     "MIN_SECRET_CHARS",

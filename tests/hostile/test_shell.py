@@ -21,7 +21,7 @@ from process_watch import unique_sleep, wait_until_none_run, wait_until_running
 
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
+from jupyter_agent.tools.guard.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
 from jupyter_agent.tools.shell import RunBashTool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")

@@ -25,7 +25,7 @@ from jupyter_agent.agent.agent import Agent
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.notebook_file import ReadNotebookTool
+from jupyter_agent.tools.files.notebook_file import ReadNotebookTool
 
 
 def _png(colour: tuple[int, int, int] = (10, 120, 200)) -> bytes:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.tools import atomic
-from jupyter_agent.tools.atomic import atomic_write, atomic_write_text
+from jupyter_agent.tools.guard import atomic
+from jupyter_agent.tools.guard.atomic import atomic_write, atomic_write_text
 
 ORIGINAL = b"original content\n"
 BIG = 200 * 1024 * 1024
@@ -25,9 +25,9 @@ BIG = 200 * 1024 * 1024
 CHILD = textwrap.dedent(
     """
     import asyncio, sys
-    from jupyter_agent.tools import atomic
+    from jupyter_agent.tools.guard import atomic
     from jupyter_agent.tools.context import ToolContext
-    from jupyter_agent.tools.files import WriteFileTool
+    from jupyter_agent.tools.files.files import WriteFileTool
 
     workspace, size, unnamed = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     atomic.USE_O_TMPFILE = unnamed

@@ -12,10 +12,10 @@ from hostile_layout import SECRET, Layout, bad_text_paths, hostile_paths, snapsh
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.tools import line_reader
 from jupyter_agent.tools.base import ToolResult
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import (
+from jupyter_agent.tools.files import line_reader
+from jupyter_agent.tools.files.files import (
     EditFileTool,
     ListDirTool,
     MkdirTool,

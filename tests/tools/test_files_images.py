@@ -14,7 +14,7 @@ import pytest
 from PIL import Image as PillowImage
 
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import ReadFileTool
+from jupyter_agent.tools.files.files import ReadFileTool
 from jupyter_agent.tools.registry import ToolRegistry
 
 FORMATS = [
@@ -73,7 +73,7 @@ async def test_offset_and_limit_do_not_apply_to_images(
 async def test_an_image_over_the_cap_is_an_error_and_is_not_read(
     tmp_path: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_agent.tools import reading
+    from jupyter_agent.tools.files import reading
 
     data = encoded("PNG", (300, 300))
     monkeypatch.setattr(reading, "MAX_IMAGE_BYTES", len(data) - 1)

@@ -23,9 +23,9 @@ import pytest
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
+from jupyter_agent.tools.guard.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
-from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool, find_ripgrep
+from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool, find_ripgrep
 from jupyter_agent.tools.shell import RunBashTool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux paths")

@@ -21,7 +21,7 @@ from race_arena import SECRET, restore_inside
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.journal import DEFAULT_JOURNAL_FOLDER, MAX_ENTRIES, ChangeJournal
+from jupyter_agent.tools.guard.journal import DEFAULT_JOURNAL_FOLDER, MAX_ENTRIES, ChangeJournal
 from jupyter_agent.tools.registry import ToolRegistry
 
 
@@ -255,8 +255,8 @@ async def test_the_file_tools_cannot_touch_the_journal(cell: Cell, ws: Path) -> 
 def plant_entry(ws: Path, steps: list[dict[str, Any]], kept: dict[str, bytes]) -> None:
     """An entry whose label and steps carry valid signatures (as if its planter had the key):
     what the undoer still checks on each step is tested on its own."""
-    from jupyter_agent.tools import journal as module
-    from jupyter_agent.tools.signing import sign
+    from jupyter_agent.tools.guard import journal as module
+    from jupyter_agent.tools.guard.signing import sign
 
     entry = ws / DEFAULT_JOURNAL_FOLDER / "000999"
     entry.mkdir(parents=True)

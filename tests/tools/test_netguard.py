@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from jupyter_agent.tools.netguard import (
+from jupyter_agent.tools.guard.netguard import (
     AllowedHost,
     NetworkPolicy,
     URLRefusedError,

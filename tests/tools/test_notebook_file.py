@@ -15,7 +15,7 @@ from jupyter_agent import Image
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.notebook_file import ReadNotebookTool
+from jupyter_agent.tools.files.notebook_file import ReadNotebookTool
 
 
 def _png(size: tuple[int, int] = (30, 20)) -> bytes:

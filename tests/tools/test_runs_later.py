@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import EditFileTool, MkdirTool, MoveTool, ReadFileTool, WriteFileTool
+from jupyter_agent.tools.files.files import (
+    EditFileTool,
+    MkdirTool,
+    MoveTool,
+    ReadFileTool,
+    WriteFileTool,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,7 +190,7 @@ def test_editable_install_sources_stay_writable(tmp_path: Path) -> None:
         """
         import asyncio, sys
         from jupyter_agent.tools.context import ToolContext
-        from jupyter_agent.tools.files import WriteFileTool
+        from jupyter_agent.tools.files.files import WriteFileTool
         tool = WriteFileTool(ToolContext("."))
         for path in ("six/__init__.py", "six/moves.py", "uuid.py", "six/types.py",
                      "six/sub/json.py", "tools/uuid.py"):
@@ -240,7 +246,7 @@ def test_planted_launcher_never_runs_at_kernel_restart(tmp_path: Path) -> None:
         code = textwrap.dedent(
             f"""
             from jupyter_agent.tools.context import ToolContext
-            from jupyter_agent.tools.files import WriteFileTool
+            from jupyter_agent.tools.files.files import WriteFileTool
             _tool = WriteFileTool(ToolContext("."))
             for _path, _text in (("ipykernel_launcher.py", {launcher!r}), ("uuid.py", {uuid!r})):
                 try:
@@ -280,7 +286,7 @@ def _printer(sink: list[str]):  # type: ignore[no-untyped-def]
 
 def test_search_skips_the_agent_folders(tmp_path: Path) -> None:
     """What the journal keeps (earlier file contents) is not found by a search either."""
-    from jupyter_agent.tools.search import SearchTextTool
+    from jupyter_agent.tools.search.search import SearchTextTool
 
     kept = tmp_path / "sub" / ".jupyter_agent" / "undo" / "000001"
     kept.mkdir(parents=True)

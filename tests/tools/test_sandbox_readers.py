@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.tools.sandbox import end_reader, reader_sandbox, start_reader
+from jupyter_agent.tools.guard.sandbox import end_reader, reader_sandbox, start_reader
 
 _LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 
@@ -90,7 +90,7 @@ async def test_a_reader_start_cancelled_twice_ends_promptly_and_leaves_nothing(
     import asyncio
     import time
 
-    from jupyter_agent.tools.sandbox import reader_sandbox
+    from jupyter_agent.tools.guard.sandbox import reader_sandbox
 
     async def run() -> None:
         process = await start_reader(

@@ -15,10 +15,10 @@ from hostile_layout import SECRET, Layout, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.tools import ripgrep, search
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool, find_ripgrep
+from jupyter_agent.tools.search import ripgrep, search
+from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool, find_ripgrep
 
 BACKENDS = ["ripgrep", "python"]
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep is not installed")
@@ -393,7 +393,7 @@ _PATH_PARTS = st.sampled_from(["a", "b", ".", "csv", "*", "/", "ab", "x.csv", "-
 def test_every_match_ends_with_the_globs_literal_suffix(glob: str, path: str) -> None:
     # search_files skips names without the suffix before running the glob's regex; that is only
     # right if no matching path can lack it.
-    from jupyter_agent.tools.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import _Glob
 
     wanted = _Glob(glob)
     if wanted.matches(path, False):
@@ -401,7 +401,7 @@ def test_every_match_ends_with_the_globs_literal_suffix(glob: str, path: str) ->
 
 
 def test_literal_suffix_of_everyday_globs() -> None:
-    from jupyter_agent.tools.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import _Glob
 
     assert _Glob("**/*.csv").literal_suffix == b".csv"
     assert _Glob("reports/q?.md").literal_suffix == b".md"
@@ -412,7 +412,7 @@ def test_literal_suffix_of_everyday_globs() -> None:
 
 def test_non_ascii_names_match_byte_by_byte_as_in_ripgrep() -> None:
     # ripgrep 14: `rg --files -g '?.txt'` lists a.txt but not é.txt; '??.txt' lists é.txt.
-    from jupyter_agent.tools.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import _Glob
 
     assert _Glob("?.txt").matches("a.txt", False)
     assert not _Glob("?.txt").matches("é.txt", False)
@@ -599,7 +599,7 @@ def test_the_search_child_starts_as_a_script_outside_the_package(tmp_path: Path)
     import subprocess
     import sys
 
-    from jupyter_agent.tools import pysearch
+    from jupyter_agent.tools.search import pysearch
 
     (tmp_path / "a.txt").write_text("alpha\n")
     job = {

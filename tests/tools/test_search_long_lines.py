@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.pysearch import MAX_LINE_CHARS
-from jupyter_agent.tools.search import SearchTextTool, find_ripgrep
+from jupyter_agent.tools.search.pysearch import MAX_LINE_CHARS
+from jupyter_agent.tools.search.search import SearchTextTool, find_ripgrep
 
 BACKENDS = ["ripgrep", "python"]
 #: More than the 64 MB the old reader could hold in one line.
@@ -73,7 +73,7 @@ LONG_LINES = {
 async def test_streamed_long_lines_come_out_like_held_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    from jupyter_agent.tools import ripgrep_output
+    from jupyter_agent.tools.search import ripgrep_output
 
     (tmp_path / name).write_bytes(LONG_LINES[name])
     held = await tool(tmp_path, "ripgrep").execute({"pattern": "needle"})
@@ -103,7 +103,7 @@ def _rg_match(path: str, number: int, lines: dict[str, str]) -> bytes:
 def test_the_stream_parser_gives_the_same_answer_in_any_pieces(piece: int) -> None:
     import base64
 
-    from jupyter_agent.tools.ripgrep_output import LongMatch, RipgrepOutput
+    from jupyter_agent.tools.search.ripgrep_output import LongMatch, RipgrepOutput
 
     text = 'x\\"\\\\u0041\t"é日😀\x07' * 40 + "\r\n"
     raw = ("ab\xffc" * 100 + "\n").encode("latin-1")

@@ -8,8 +8,8 @@ from pathlib import Path
 from hostile_layout import Layout
 
 from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.files.session_file import SaveSessionContextTool, render_session_file
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.session_file import SaveSessionContextTool, render_session_file
 
 
 def registry_for(context: ToolContext) -> ToolRegistry:

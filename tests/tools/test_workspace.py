@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from jupyter_agent.errors import PathOutsideWorkspaceError, WorkspaceError
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.workspace import Workspace
+from jupyter_agent.tools.guard.workspace import Workspace
 
 
 def test_root_is_real_and_must_be_a_folder(layout: Layout) -> None:

@@ -12,8 +12,8 @@ import errno
 import os
 from pathlib import Path
 
-from .base import ToolFailure
-from .beneath import RACE_MESSAGE, WorkspaceRoot, is_race
+from ..base import ToolFailure
+from ..guard.beneath import RACE_MESSAGE, WorkspaceRoot, is_race
 
 __all__ = ["BINARY_SNIFF_BYTES"]
 

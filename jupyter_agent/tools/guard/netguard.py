@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..errors import URLRefusedError
+from ...errors import URLRefusedError
 
 if TYPE_CHECKING:
     import httpx  # imported where a URL is parsed: not before web_fetch's first call

@@ -45,15 +45,15 @@ import stat
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..errors import GlobSyntaxError, RipgrepCannot, ToolInputError, TooManyMatches
-from .arguments import bool_arg, int_arg, optional_str_arg, str_arg
-from .base import BuiltinTool, ToolFailure
-from .context import ToolContext
-from .hidden_paths import hidden_within
+from ...errors import GlobSyntaxError, RipgrepCannot, ToolInputError, TooManyMatches
+from ..arguments import bool_arg, int_arg, optional_str_arg, str_arg
+from ..base import BuiltinTool, ToolFailure
+from ..context import ToolContext
+from ..guard.hidden_paths import hidden_within
+from ..guard.sandbox import probe_off_the_loop, reader_sandbox_works
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
 from .pysearch import _Glob, _python_find, _Scope, escape_glob
 from .ripgrep import find_ripgrep, ripgrep_find, ripgrep_grep
-from .sandbox import probe_off_the_loop, reader_sandbox_works
 from .search_child import python_grep_isolated
 
 __all__ = [

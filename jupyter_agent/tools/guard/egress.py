@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..approvals import asker
+from ...approvals import asker
 
 
 def normal_host(host: str) -> str:

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import PathOutsideWorkspaceError, WorkspaceError
+from ...errors import PathOutsideWorkspaceError, WorkspaceError
 from . import runs_later
 from .hidden_paths import refuse_hidden
 

@@ -14,7 +14,7 @@ import contextlib
 import io
 import os
 
-from .base import ToolFailure
+from ..base import ToolFailure
 
 __all__ = [
     "FAST_SKIP_MIN_BYTES",

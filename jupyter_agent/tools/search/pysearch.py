@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 if __package__:
-    from ..errors import GlobSyntaxError
+    from ...errors import GlobSyntaxError
 else:  # the search child runs this file as a script (``python -I -S pysearch.py``, in the
     # sandbox that shows it only this folder): no package around it, so ValueError, its base
     GlobSyntaxError = ValueError  # type: ignore[misc, assignment]

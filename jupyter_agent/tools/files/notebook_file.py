@@ -25,11 +25,11 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .arguments import optional_int_arg, str_arg
-from .base import BuiltinTool, Image, ToolFailure
-from .beneath import WorkspaceRoot
-from .image_fit import prepare_off_loop
-from .result_budget import page_chars
+from ..arguments import optional_int_arg, str_arg
+from ..base import BuiltinTool, Image, ToolFailure
+from ..guard.beneath import WorkspaceRoot
+from ..image_fit import prepare_off_loop
+from ..result_budget import page_chars
 
 #: Largest notebook file read, in bytes.
 MAX_NOTEBOOK_BYTES = 50_000_000

@@ -19,10 +19,11 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import ToolInputError
-from .arguments import optional_int_arg, optional_str_arg, str_arg
-from .base import BuiltinTool, Image, ToolFailure, ToolOutput
-from .beneath import WorkspaceRoot
+from ...errors import ToolInputError
+from ..arguments import optional_int_arg, optional_str_arg, str_arg
+from ..base import BuiltinTool, Image, ToolFailure, ToolOutput
+from ..guard.beneath import WorkspaceRoot
+from ..result_budget import page_chars
 from .file_common import (
     _PATH_NOTE,
     BINARY_SNIFF_BYTES,
@@ -38,7 +39,6 @@ from .line_reader import (
     read_lines,
     skip_lines,
 )
-from .result_budget import page_chars
 
 __all__ = ["MAX_IMAGE_BYTES", "ReadFileTool"]
 

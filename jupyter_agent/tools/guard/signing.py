@@ -20,7 +20,7 @@ import stat
 import threading
 from pathlib import Path
 
-from ..errors import SigningError
+from ...errors import SigningError
 from .private import private_folder
 from .runs_later import agent_data_dir
 

@@ -14,11 +14,11 @@ import os
 import shutil
 import sys
 
-from ..errors import RipgrepCannot, TooManyMatches
-from .base import ToolFailure
+from ...errors import RipgrepCannot, TooManyMatches
+from ..base import ToolFailure
+from ..guard.sandbox import end_reader
 from .pysearch import _format_hit, _format_long_hit, _Glob, _Scope, escape_glob
 from .ripgrep_output import LongMatch, RipgrepOutput, json_text
-from .sandbox import end_reader
 from .search_child import read_within_deadline, spawn_reader
 
 __all__ = [

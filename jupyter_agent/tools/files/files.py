@@ -19,11 +19,14 @@ import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import ToolInputError, WorkspaceError
-from .arguments import bool_arg, optional_str_arg, str_arg
-from .atomic import atomic_write_at
-from .base import BuiltinTool, ToolFailure
-from .beneath import RACE_MESSAGE, WorkspaceRoot, is_race
+from ...errors import ToolInputError, WorkspaceError
+from ..arguments import bool_arg, optional_str_arg, str_arg
+from ..base import BuiltinTool, ToolFailure
+from ..guard.atomic import atomic_write_at
+from ..guard.beneath import RACE_MESSAGE, WorkspaceRoot, is_race
+from ..guard.journal import ChangeJournal, recording
+from ..guard.runs_later import notebook_folder_refusal
+from ..project_files import instructions_move_reason, instructions_write_reason
 from .file_common import (
     _PATH_NOTE,
     BINARY_SNIFF_BYTES,
@@ -32,10 +35,7 @@ from .file_common import (
     _os_reason,
     _refuse_trailing_slash,
 )
-from .journal import ChangeJournal, recording
-from .project_files import instructions_move_reason, instructions_write_reason
 from .reading import ReadFileTool
-from .runs_later import notebook_folder_refusal
 
 __all__ = [
     "EditFileTool",

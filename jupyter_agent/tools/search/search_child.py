@@ -18,10 +18,10 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from ..base import ToolFailure
+from ..guard.sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 from . import pysearch
-from .base import ToolFailure
 from .pysearch import _python_grep, _Scope
-from .sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 
 __all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader"]
 

@@ -50,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import SigningError, WorkspaceError
+from ...errors import SigningError, WorkspaceError
 from .atomic import atomic_write_at
 from .beneath import WorkspaceRoot
 from .private import tighten

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import ToolFailure
+from ...errors import ToolFailure
 from .private import PRIVATE_FOLDER, tighten
 from .runs_later import AGENT_FOLDER
 

@@ -31,7 +31,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 
-from ..errors import HiddenPathError
+from ...errors import HiddenPathError
 
 __all__ = [
     "HIDDEN_HOME_PATHS",

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .arguments import str_arg
-from .atomic import atomic_write
-from .base import BuiltinTool, ToolFailure
-from .beneath import WorkspaceRoot
+from ..arguments import str_arg
+from ..base import BuiltinTool, ToolFailure
+from ..guard.atomic import atomic_write
+from ..guard.beneath import WorkspaceRoot
 from .files import _write_file
 
 __all__ = ["SaveSessionContextTool", "render_session_file"]
