@@ -62,8 +62,8 @@ _EXPORTS: dict[str, str] = {
     "ToolInputError": "jupyter_agent.errors",
     "ProviderError": "jupyter_agent.errors",
     # IPython extension entry points (import IPython only when called)
-    "load_ipython_extension": "jupyter_agent.notebook.extension",
-    "unload_ipython_extension": "jupyter_agent.notebook.extension",
+    "load_ipython_extension": "jupyter_agent.notebook.front.extension",
+    "unload_ipython_extension": "jupyter_agent.notebook.front.extension",
 }
 
 __all__ = [
@@ -155,7 +155,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TurnStarted,
         Usage,
     )
-    from .notebook.extension import load_ipython_extension, unload_ipython_extension
+    from .notebook.front.extension import load_ipython_extension, unload_ipython_extension
     from .providers.anthropic import AnthropicProvider
     from .providers.auto import select_default_provider
     from .providers.base import ModelRequest, ModelResponse, Provider

@@ -80,7 +80,7 @@ def test_a_session_runs_without_the_mcp_extra(tmp_path: Path) -> None:
         import sys
         for blocked in ("mcp", "regex", "uvicorn"):
             sys.modules[blocked] = None
-        from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+        from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
         session = NotebookSession(SessionSettings(workspace={str(tmp_path)!r}, provider="offline"))
         outcome = session.run("Which files are here?")

@@ -341,7 +341,7 @@ _remembered: dict[str, None] = {}
 
 def remember_secret(value: str, name: str) -> None:
     """Redact ``value`` as ``[redacted: NAME]`` from every later result and prompt: a secret
-    the user typed into a form (``notebook/mcp_forms.py``) that a server may echo back. Held
+    the user typed into a form (``notebook/asking/mcp_forms.py``) that a server may echo back. Held
     like the package's own secrets, for the rest of the session."""
     global _held_changes
     value = value.strip()

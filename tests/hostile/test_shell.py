@@ -181,7 +181,7 @@ async def test_kernel_connection_files_are_hidden(
 
 def test_shell_network_follows_the_setting_without_a_rebuild(tmp_path: Path) -> None:
     """``%config AgentMagics.shell_network`` reaches the tools' context of a live session."""
-    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+    from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
     session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
     try:

@@ -16,7 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import Terminal, use_fake
 from kernel_frontend import WIDGET_VIEW, Kernel
 
-from jupyter_agent.notebook.session import NotebookSession
+from jupyter_agent.notebook.session.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 

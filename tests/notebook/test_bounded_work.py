@@ -19,8 +19,8 @@ import pytest
 from loop_watch import LoopWatch
 
 from jupyter_agent.agent.results import fit_result
-from jupyter_agent.notebook.kernel_tools import InspectVariableTool, ListVariablesTool
-from jupyter_agent.notebook.thumbnails import thumbnail_tags
+from jupyter_agent.notebook.kernel.kernel_tools import InspectVariableTool, ListVariablesTool
+from jupyter_agent.notebook.views.thumbnails import thumbnail_tags
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.image_fit import MAX_IMAGE_PIXELS

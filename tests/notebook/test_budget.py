@@ -15,7 +15,7 @@ from fake_anthropic import FakeAnthropic, Reply, text, tool_use
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import magics_of, run_ok
 
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 PRICES = {"claude-sonnet-5-5": {"input": 1000, "output": 1000}}
@@ -106,7 +106,7 @@ def test_budget_option_and_usage_in_the_notebook(
     ],
 )
 def test_money_has_enough_digits(dollars: float, shown: str) -> None:
-    from jupyter_agent.notebook.pricing import money
+    from jupyter_agent.notebook.spend.pricing import money
 
     assert money(dollars) == shown
 
@@ -151,7 +151,7 @@ def test_real_math_in_an_answer_is_still_math() -> None:
 def test_the_cost_bound_of_a_long_prompt_uses_the_models_higher_tier() -> None:
     """Haiku 5.5 bills a prompt above 100K tokens at five times its base rates: the spend cap's
     estimate before sending must too (it priced every prompt at the base rate)."""
-    from jupyter_agent.notebook.budget import request_cost_bound
+    from jupyter_agent.notebook.spend.budget import request_cost_bound
     from jupyter_agent.providers.base import ModelRequest
 
     long_prompt = ModelRequest(

@@ -14,8 +14,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import run_ok, use_fake
 
 from jupyter_agent import Image
-from jupyter_agent.notebook.history_tool import NotebookHistoryTool
-from jupyter_agent.notebook.recorder import CellRecorder, recorder_for
+from jupyter_agent.notebook.kernel.history_tool import NotebookHistoryTool
+from jupyter_agent.notebook.kernel.recorder import CellRecorder, recorder_for
 from jupyter_agent.tools.context import ToolContext
 
 
@@ -170,7 +170,7 @@ def test_run_python_returns_the_figures_its_code_produced(
 
 
 def test_the_static_record_escapes_what_the_tools_returned() -> None:
-    from jupyter_agent.notebook import tool_format
+    from jupyter_agent.notebook.views import tool_format
 
     hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
     block = tool_format.html_block(
@@ -186,7 +186,7 @@ def test_request_stop_ends_a_pumped_run_like_an_interrupt() -> None:
     import threading
     import time
 
-    from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge
+    from jupyter_agent.notebook.runtime.bridge import BackgroundLoop, MainThreadBridge
 
     loop = BackgroundLoop()
     bridge = MainThreadBridge(loop)

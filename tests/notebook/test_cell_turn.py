@@ -11,9 +11,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.notebook.cell_turn import CellTurn
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.magics import AgentMagics
+from jupyter_agent.notebook.front.cell_turn import CellTurn
+from jupyter_agent.notebook.front.extension import get_magics
+from jupyter_agent.notebook.front.magics import AgentMagics
 
 
 @pytest.fixture

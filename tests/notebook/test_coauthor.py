@@ -322,7 +322,7 @@ def test_a_notebook_tools_policy_in_the_load_ext_cell_is_set(tmp_path: Path) -> 
         assert reply["status"] == "ok", outputs
         assert "run_cell: policy allow" in printed(outputs)
         reply, outputs = kernel.execute(
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "print(get_magics(get_ipython()).session.get_policy('run_cell'))"
         )
         assert printed(outputs).strip() == "allow", outputs
@@ -682,7 +682,7 @@ def test_the_go_button_runs_only_the_plan_it_was_shown_under(
 
 
 _RUN_DATA_CELL = (
-    "from jupyter_agent.notebook.coauthor import link_for, run_cell_now\n"
+    "from jupyter_agent.notebook.coauthor.link import link_for, run_cell_now\n"
     "print('ran as', run_cell_now(link_for(get_ipython()), 'data', None)[2])"
 )
 
@@ -727,7 +727,7 @@ def test_the_notebooks_answer_is_taken_without_the_kernels_dispatch(
     notebook.cells[0]["source"] = "rows = [5]"
     notebook.kernel.send_comm(notebook.comm_id, {"type": "cells", **notebook.snapshot()})
     reply, outputs = kernel.execute(
-        "from jupyter_agent.notebook.coauthor import link_for\n"
+        "from jupyter_agent.notebook.coauthor.link import link_for\n"
         "print(link_for(get_ipython()).cells[0]['source'])"
     )
     assert printed(outputs) == "rows = [5]\n"
@@ -741,7 +741,7 @@ def test_answers_nobody_waits_for_are_not_kept(kernel: Kernel, notebook: FakeNot
         assert reply["status"] == "ok", outputs
     time.sleep(0.2)  # the last run_end's answer, if one comes, reaches the kernel
     reply, outputs = kernel.execute(
-        "from jupyter_agent.notebook.coauthor import link_for\n"
+        "from jupyter_agent.notebook.coauthor.link import link_for\n"
         "print('kept', len(link_for(get_ipython())._replies))"
     )
     assert printed(outputs) == "kept 0\n"

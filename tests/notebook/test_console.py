@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 REVIEWER = """
 from jupyter_agent import Decision
-from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.front.extension import get_magics
 
 async def review(request):
     print(f"reviewer: looked at {request.name}")

@@ -23,7 +23,7 @@ from widget_frontend import frontend_click, frontend_update, html_text
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.approvals import ApprovalRequest, Decision
-from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
+from jupyter_agent.notebook.views.widgets.approval_prompt import ApprovalPrompt
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.front.extension import get_magics
 from jupyter_agent.tools.registry import ToolRegistry
 
 

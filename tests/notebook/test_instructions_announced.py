@@ -20,7 +20,7 @@ from git_repo import init_repo
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import run_ok, use_fake
 
-from jupyter_agent.notebook.session import NotebookSession
+from jupyter_agent.notebook.session.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.project_files import find_instructions
 

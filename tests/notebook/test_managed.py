@@ -20,10 +20,10 @@ from IPython.core.interactiveshell import InteractiveShell
 from widget_frontend import frontend_update
 
 from jupyter_agent import Agent
-from jupyter_agent.notebook import extension
-from jupyter_agent.notebook.magics import AgentMagics
-from jupyter_agent.notebook.managed import FILE_NAME, ManagedSettings, system_config_dirs
-from jupyter_agent.notebook.widgets.tool_panel import ToolPanel
+from jupyter_agent.notebook.front import extension
+from jupyter_agent.notebook.front.magics import AgentMagics
+from jupyter_agent.notebook.session.managed import FILE_NAME, ManagedSettings, system_config_dirs
+from jupyter_agent.notebook.views.widgets.tool_panel import ToolPanel
 from jupyter_agent.providers.offline import OfflineProvider
 
 Make = Callable[[dict[str, Any] | str], AgentMagics]
@@ -148,7 +148,7 @@ def test_only_system_folders_outside_the_home_are_read(
         [
             sys.executable,
             "-c",
-            "from jupyter_agent.notebook.managed import system_config_dirs;"
+            "from jupyter_agent.notebook.session.managed import system_config_dirs;"
             "print(*system_config_dirs())",
         ],
         env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "XDG_CONFIG_DIRS": str(tmp_path)},
@@ -220,7 +220,7 @@ def test_serve_and_mcp_servers_are_held(managed_shell: Make, tmp_path: Path) -> 
 
 
 def test_mcp_servers_match_their_command_line_or_url(tmp_path: Path) -> None:
-    from jupyter_agent.notebook.mcp_commands import parse_add
+    from jupyter_agent.notebook.front.mcp_commands import parse_add
 
     _write(tmp_path, {"mcp_servers": ["uvx mcp-server-git*", "https://mcp.example.com/*"]})
     managed = ManagedSettings.load([tmp_path])

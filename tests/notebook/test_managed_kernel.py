@@ -88,7 +88,7 @@ def test_a_user_cannot_loosen_what_the_admin_locked(env: ManagedEnv, kernel: Man
 
     status, state = _run(
         kernel,
-        "from jupyter_agent.notebook.extension import get_magics\n"
+        "from jupyter_agent.notebook.front.extension import get_magics\n"
         "m = get_magics(get_ipython())\n"
         "print(m.session.registry.is_tool_enabled('run_bash'), m.shell_network, m.budget,"
         " m.session.get_policy('web_fetch'))",

@@ -188,7 +188,7 @@ def test_no_orphans_after_unload_ext_or_kernel_shutdown_in_a_real_kernel(
             f"%agent {add_line('b', shut_down)}",
             # a call the server hangs in while the kernel shuts down
             "import asyncio\n"
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "m = get_magics(get_ipython())\n"
             "future = m.bridge.background.submit(m.agent.registry.call('b__hang', {}))",
         ],

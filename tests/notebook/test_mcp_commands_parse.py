@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_agent.notebook import mcp_commands
-from jupyter_agent.notebook.mcp_commands import parse_add
+from jupyter_agent.notebook.front import mcp_commands
+from jupyter_agent.notebook.front.mcp_commands import parse_add
 
 
 def test_add_reads_options_before_the_double_dash_and_leaves_the_command_as_typed() -> None:

@@ -1,5 +1,5 @@
-"""A server's form in the notebook (``notebook/mcp_forms.py``): asked field by field, declined
-when nobody can answer.
+"""A server's form in the notebook (``notebook/asking/mcp_forms.py``): asked field by field,
+declined when nobody can answer.
 
 Against the reference "everything" server (npm, pinned): its elicitation tool is called the way
 the model calls it, through the session's registry; a notebook run with nobody at it declines.
@@ -20,9 +20,9 @@ from kernel_frontend import WIDGET_VIEW, Kernel
 from npm_packages import SERVER_EVERYTHING, npm_package
 
 from jupyter_agent.mcp.client_features import coerce_answer, form_from_schema
-from jupyter_agent.notebook.mcp_forms import mcp_form_asker
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
-from jupyter_agent.notebook.user_questions import UserQuestions
+from jupyter_agent.notebook.asking.mcp_forms import mcp_form_asker
+from jupyter_agent.notebook.asking.user_questions import UserQuestions
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
 SCHEMA = {
     "type": "object",
@@ -192,7 +192,7 @@ def test_a_form_from_a_call_in_a_code_cell_is_asked(
             )
 
         reply, outputs = kernel.execute(
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "agent = get_magics(get_ipython()).agent\n"
             "result = await agent.registry.call('units__choose_units', {})\n"
             "print(result.is_error, '|', result.content)",
@@ -242,7 +242,7 @@ def test_a_sampling_request_from_a_call_in_a_code_cell_is_put_to_the_user(
 
         reply, outputs = kernel.execute(
             "import asyncio\n"
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "agent = get_magics(get_ipython()).agent\n"
             "while not agent.registry.has_tool('ev__trigger-sampling-request'):\n"
             "    await asyncio.sleep(0.05)\n"

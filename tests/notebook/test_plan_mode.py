@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import magics_of, run_ok, tool_names, use_fake
 
-from jupyter_agent.notebook.plan_mode import READ_ONLY_TOOLS
+from jupyter_agent.notebook.front.plan_mode import READ_ONLY_TOOLS
 
 
 def test_plan_offers_only_read_only_tools_then_go_runs_with_all(

@@ -17,7 +17,8 @@ from fake_anthropic import FakeAnthropic, text
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_agent.events import Usage
-from jupyter_agent.notebook.pricing import (
+from jupyter_agent.notebook.session.session import NotebookSession
+from jupyter_agent.notebook.spend.pricing import (
     PRICES,
     SOURCE,
     UNPRICED,
@@ -27,7 +28,6 @@ from jupyter_agent.notebook.pricing import (
     price_for,
     user_prices,
 )
-from jupyter_agent.notebook.session import NotebookSession
 from jupyter_agent.providers.anthropic import DEFAULT_MODEL, AnthropicProvider
 
 MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
@@ -106,7 +106,7 @@ def test_usage_names_the_source_and_takes_user_prices(
 ) -> None:
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "jupyter_agent")
-    from jupyter_agent.notebook.extension import get_magics
+    from jupyter_agent.notebook.front.extension import get_magics
 
     magics = get_magics(shell)
     magics.session.ledger.add(
@@ -170,7 +170,7 @@ def test_a_sessions_cost_prices_each_request_at_its_own_tier(session: NotebookSe
     session.run("second")
     expected = (60_000 * 0.10 + 1_000 * 0.50 + 140_000 * 0.50 + 1_000 * 2.50) / 1e6
     assert math.isclose(session.spent(), expected), (session.spent(), expected)
-    from jupyter_agent.notebook.pricing import money
+    from jupyter_agent.notebook.spend.pricing import money
 
     report = session.usage_report()
     assert money(expected) in report, report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 
-from jupyter_agent.notebook.session import NotebookSession
+from jupyter_agent.notebook.session.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.project_files import MAX_INSTRUCTIONS_CHARS
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.events import TextDelta
-from jupyter_agent.notebook import bridge as main_bridge
-from jupyter_agent.notebook.bridge import (
+from jupyter_agent.notebook.runtime import bridge as main_bridge
+from jupyter_agent.notebook.runtime.bridge import (
     BackgroundLoop,
     MainThreadBridge,
     NotPumpingError,
@@ -120,8 +120,12 @@ SCRIPT = textwrap.dedent(
     from fake_anthropic import FakeAnthropic, Reply, text, tool_use
     from jupyter_agent.agent.agent import Agent
     from jupyter_agent.events import AgentFinished, ToolCallFinished
-    from jupyter_agent.notebook.render import TextRenderer
-    from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge, forward_events
+    from jupyter_agent.notebook.views.render import TextRenderer
+    from jupyter_agent.notebook.runtime.bridge import (
+        BackgroundLoop,
+        MainThreadBridge,
+        forward_events,
+    )
     from jupyter_agent.providers.anthropic import AnthropicProvider
 
     class Never:
@@ -233,7 +237,7 @@ def test_a_job_stopped_before_it_started_settles_as_cancelled(bridge: MainThread
     # The stop button can land while ``run`` is still scheduling the job: the cancel then reaches
     # the loop first, and the pump must not wait out the clean-up timeout for a task that never
     # existed (nor leave a coroutine that was never awaited).
-    from jupyter_agent.notebook.bridge import _Job
+    from jupyter_agent.notebook.runtime.bridge import _Job
 
     ran = []
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from jupyter_agent.events import TextDelta
-from jupyter_agent.notebook import bridge as main_bridge
-from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge
+from jupyter_agent.notebook.runtime import bridge as main_bridge
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop, MainThreadBridge
 
 
 @pytest.fixture

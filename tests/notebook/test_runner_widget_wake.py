@@ -16,7 +16,7 @@ import threading
 import time
 
 from jupyter_agent.events import TextDelta
-from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop, MainThreadBridge
 
 
 class SocketWidgets:

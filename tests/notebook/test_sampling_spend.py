@@ -22,7 +22,7 @@ from fake_anthropic import FakeAnthropic, Reply, text, tool_use
 
 from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.mcp.config import parse_server_entry
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 pytest.importorskip("mcp")

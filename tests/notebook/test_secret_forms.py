@@ -19,10 +19,10 @@ import pytest
 from ipython_shell import Terminal
 
 from jupyter_agent.mcp.client_features import form_from_schema
-from jupyter_agent.notebook.mcp_forms import mcp_form_asker
-from jupyter_agent.notebook.questions import Answer
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
-from jupyter_agent.notebook.user_questions import UserQuestions
+from jupyter_agent.notebook.asking.mcp_forms import mcp_form_asker
+from jupyter_agent.notebook.asking.user_questions import UserQuestions
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.views.questions import Answer
 
 pytest.importorskip("mcp")
 
@@ -81,8 +81,8 @@ def test_a_real_servers_secret_fields_are_flagged_masked_and_redacted(
 
 
 def test_the_cell_form_masks_a_secret_and_its_answered_line() -> None:
-    from jupyter_agent.notebook.mcp_forms import _question
-    from jupyter_agent.notebook.widgets.question_form import QuestionForm
+    from jupyter_agent.notebook.asking.mcp_forms import _question
+    from jupyter_agent.notebook.views.widgets.question_form import QuestionForm
 
     schema = {
         "type": "object",
@@ -151,8 +151,8 @@ def test_a_free_text_answer_is_recorded_as_answered_not_verbatim() -> None:
     """Review F4: what the user types into a server's form goes to the server only; the cell's
     static record (saved with the notebook) says it was answered and how long it was. A choice
     among the server's options is shown as chosen."""
-    from jupyter_agent.notebook.mcp_forms import _question
-    from jupyter_agent.notebook.widgets.question_form import QuestionForm
+    from jupyter_agent.notebook.asking.mcp_forms import _question
+    from jupyter_agent.notebook.views.widgets.question_form import QuestionForm
 
     schema = {
         "type": "object",

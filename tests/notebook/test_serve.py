@@ -25,10 +25,10 @@ from PIL import Image as PILImage
 
 from jupyter_agent import Image
 from jupyter_agent.agent.toolbox import Toolbox
-from jupyter_agent.notebook.bridge import BackgroundLoop, MainThreadBridge, NotPumpingError
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.serve import connection_lines
-from jupyter_agent.notebook.serve_http import ToolServer, to_call_tool_result
+from jupyter_agent.notebook.front.extension import get_magics
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop, MainThreadBridge, NotPumpingError
+from jupyter_agent.notebook.serve.serve import connection_lines
+from jupyter_agent.notebook.serve.serve_http import ToolServer, to_call_tool_result
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.registry import ToolRegistry

@@ -20,8 +20,8 @@ import pytest
 from jupyter_agent.agent.gate import Ask
 from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.approvals import ApprovalRequest, Decision
-from jupyter_agent.notebook.bridge import BackgroundLoop
-from jupyter_agent.notebook.serve_http import MAX_WAITING_PROMPTS, ToolServer
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
+from jupyter_agent.notebook.serve.serve_http import MAX_WAITING_PROMPTS, ToolServer
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.decorator import tool
 
@@ -182,7 +182,7 @@ def test_outside_prompts_queue_up_to_a_cap(served: Served) -> None:
 
 def test_a_deny_without_a_reason_reads_sensibly(served: Served) -> None:
     """The notebook's own prompt, Deny clicked with nothing typed."""
-    from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
+    from jupyter_agent.notebook.views.widgets.approval_prompt import ApprovalPrompt
 
     async def click_deny(request: ApprovalRequest) -> Decision:
         prompt = ApprovalPrompt(request)

@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from jupyter_agent.agent.toolbox import Toolbox
-from jupyter_agent.notebook.bridge import BackgroundLoop
-from jupyter_agent.notebook.serve_connections import MAX_CONNECTIONS
-from jupyter_agent.notebook.serve_http import ToolServer
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
+from jupyter_agent.notebook.serve.serve_connections import MAX_CONNECTIONS
+from jupyter_agent.notebook.serve.serve_http import ToolServer
 from jupyter_agent.tools.context import ToolContext
 
 pytest.importorskip("mcp")
@@ -257,7 +257,7 @@ def test_another_local_user_is_refused_even_with_the_right_token(server: ToolSer
 def test_both_owner_lookups_name_the_user_of_a_loopback_connection(host: str) -> None:
     """The netlink query and the /proc/net/tcp fallback agree: the client end's uid, and
     ``None`` for a connection that does not exist."""
-    from jupyter_agent.notebook.serve_connections import owner_by_netlink, owner_by_table
+    from jupyter_agent.notebook.serve.serve_connections import owner_by_netlink, owner_by_table
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as listener:
@@ -292,7 +292,7 @@ def test_a_client_whose_process_is_gone_has_no_known_owner(host: str) -> None:
     holds, and both lookups report uid 0 for it: a kernel running as root would take it for its
     own user's (review S1; another user sends a whole request and exits). Neither lookup may
     name an owner then (inode 0), so the gate refuses it as "owner unknown"."""
-    from jupyter_agent.notebook.serve_connections import (
+    from jupyter_agent.notebook.serve.serve_connections import (
         owner_by_netlink,
         owner_by_table,
         socket_owner,

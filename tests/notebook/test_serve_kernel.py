@@ -675,7 +675,7 @@ def test_half_sent_connections_never_starve_the_kernel(tmp_path: Path) -> None:
             result = call(served, "list_variables", {})
         except Exception:
             _reply, why = kernel.execute(
-                "from jupyter_agent.notebook.extension import get_magics\n"
+                "from jupyter_agent.notebook.front.extension import get_magics\n"
                 "gate = get_magics(get_ipython()).server.server.connections\n"
                 "print(gate.refused, gate.open_connections)"
             )
@@ -789,7 +789,7 @@ def test_allow_for_this_session_in_the_serve_cell_holds_for_that_client_only(
         assert "The user said" not in result_text(other), result_text(other)
         assert "the user declined this call of inspect_variable" in result_text(other)
         _reply, policy = kernel.execute(
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "print(get_magics(get_ipython()).session.toolbox.get_policy('inspect_variable'))"
         )
         assert policy.strip() == "ask", "the notebook's own agent was allowed too"

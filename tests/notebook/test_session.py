@@ -17,9 +17,9 @@ from fake_anthropic import FakeAnthropic, Reply, text, tool_results, tool_use, u
 
 from jupyter_agent.errors import SessionError
 from jupyter_agent.events import TextDelta, Usage
-from jupyter_agent.notebook.pricing import UsageLedger
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
-from jupyter_agent.notebook.usage_report import usage_report
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.spend.pricing import UsageLedger
+from jupyter_agent.notebook.spend.usage_report import usage_report
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.offline import OFFLINE_NOTICE
 
@@ -37,7 +37,7 @@ def test_the_session_imports_and_runs_a_turn_without_ipython(tmp_path: Path) -> 
         import sys
         for blocked in ("IPython", "ipywidgets"):
             sys.modules[blocked] = None  # any import of it now raises ImportError
-        from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+        from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
         session = NotebookSession(SessionSettings(workspace={str(tmp_path)!r}, provider="offline"))
         outcome = session.run("Summarise data.csv")

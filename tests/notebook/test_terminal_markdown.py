@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from jupyter_agent.notebook.terminal_markdown import CODE, RESET, MarkdownLines, inline
+from jupyter_agent.notebook.views.terminal_markdown import CODE, RESET, MarkdownLines, inline
 
 #: Far above what the renderer now needs (milliseconds) and far below what it took (10–140 s).
 LIMIT_S = 2.0

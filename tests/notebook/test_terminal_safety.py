@@ -23,7 +23,7 @@ from ipython_shell import Terminal, magics_of, run_ok, use_fake
 
 from jupyter_agent.approvals import ApprovalRequest
 from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, ToolCallStarted
-from jupyter_agent.notebook.render import TextRenderer
+from jupyter_agent.notebook.views.render import TextRenderer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,7 +112,7 @@ def test_prints_from_tool_threads_reach_a_terminal_escaped(
 ) -> None:
     """What a tool prints from its worker thread is shown by the main thread: to a terminal
     escaped, to a kernel's stream (not a terminal) as it was (a progress bar's CR works)."""
-    from jupyter_agent.notebook.console import OrderedConsole, PrintedText
+    from jupyter_agent.notebook.runtime.console import OrderedConsole, PrintedText
 
     master, replica = os.openpty()
     terminal = os.fdopen(replica, "w", encoding="utf-8")
@@ -187,7 +187,7 @@ def test_the_widget_approval_shows_exact_arguments_as_lines(
     import comm
     from widget_frontend import Frontend
 
-    from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
+    from jupyter_agent.notebook.views.widgets.approval_prompt import ApprovalPrompt
 
     frontend = Frontend()
     monkeypatch.setattr(comm, "create_comm", frontend.create_comm)
@@ -213,7 +213,7 @@ _SESSION = [
     "import sys; sys.path.insert(0, {tests!r})",
     "from fake_anthropic import FakeAnthropic, Reply, text, tool_use",
     "from jupyter_agent.providers.anthropic import AnthropicProvider",
-    "from jupyter_agent.notebook.extension import get_magics",
+    "from jupyter_agent.notebook.front.extension import get_magics",
     "%load_ext jupyter_agent",
     "fake = FakeAnthropic(Reply([tool_use('t1', 'run_bash', {{'command': {command!r}}})]), "
     "text('Nothing ran.'))",

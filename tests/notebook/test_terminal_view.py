@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.events import TextDelta, ToolCallFinished, ToolCallStarted
-from jupyter_agent.notebook.render import TextRenderer
+from jupyter_agent.notebook.views.render import TextRenderer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ import time
 sys.path.insert(0, {str(REPO / "tests")!r})
 from fake_anthropic import FakeAnthropic, Reply, text, tool_use
 
-from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.front.extension import get_magics
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 
@@ -154,7 +154,7 @@ def test_to_a_pipe_the_text_stays_plain_and_both_lines_stay() -> None:
 def test_a_long_paragraph_streams_by_words_with_its_marks_closed() -> None:
     """A paragraph is often one long line: it shows as it comes, never with a half-open mark
     (``**bo`` would print raw asterisks) and never a raw escape of the model's."""
-    from jupyter_agent.notebook.terminal_markdown import BOLD, RESET, MarkdownLines
+    from jupyter_agent.notebook.views.terminal_markdown import BOLD, RESET, MarkdownLines
 
     lines = MarkdownLines()
     assert lines.feed("This is **bo") == "This is "

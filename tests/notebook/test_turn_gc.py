@@ -22,10 +22,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.notebook.cell_turn import CellTurn
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.magics import AgentMagics
-from jupyter_agent.notebook.turn_gc import IDLE_S, TurnGC, collect_after_cell
+from jupyter_agent.notebook.front.cell_turn import CellTurn
+from jupyter_agent.notebook.front.extension import get_magics
+from jupyter_agent.notebook.front.magics import AgentMagics
+from jupyter_agent.notebook.runtime.turn_gc import IDLE_S, TurnGC, collect_after_cell
 
 CALLS = 12
 #: Each call keeps this many new objects alive: together more than a quarter of the process's

@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent.events import Usage
-from jupyter_agent.notebook.kernel_tools import (
+from jupyter_agent.notebook.kernel.kernel_tools import (
     InspectVariableTool,
     ListVariablesTool,
     run_code,
     user_variables,
 )
-from jupyter_agent.notebook.pricing import estimate_cost, price_for
-from jupyter_agent.notebook.prompt_vars import expand_variables
-from jupyter_agent.notebook.summarize import summarize
-from jupyter_agent.notebook.tool_format import short_args, title
+from jupyter_agent.notebook.kernel.summarize import summarize
+from jupyter_agent.notebook.session.prompt_vars import expand_variables
+from jupyter_agent.notebook.spend.pricing import estimate_cost, price_for
+from jupyter_agent.notebook.views.tool_format import short_args, title
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.registry import ToolRegistry

@@ -18,10 +18,10 @@ from widget_frontend import Frontend, frontend_click, frontend_update, html_text
 
 from jupyter_agent.agent.agent import Agent
 from jupyter_agent.approvals import ApprovalRequest
-from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
-from jupyter_agent.notebook.widgets.tool_call_group import ToolCallGroup
-from jupyter_agent.notebook.widgets.tool_call_view import SHOW_MORE_STEP, ToolCallView
-from jupyter_agent.notebook.widgets.tool_panel import ToolPanel, tools_table
+from jupyter_agent.notebook.views.widgets.approval_prompt import ApprovalPrompt
+from jupyter_agent.notebook.views.widgets.tool_call_group import ToolCallGroup
+from jupyter_agent.notebook.views.widgets.tool_call_view import SHOW_MORE_STEP, ToolCallView
+from jupyter_agent.notebook.views.widgets.tool_panel import ToolPanel, tools_table
 from jupyter_agent.providers.offline import OfflineProvider
 
 

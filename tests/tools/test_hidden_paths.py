@@ -269,8 +269,8 @@ def test_shell_network_reaches_the_default_registry(tmp_path: Path) -> None:
 
 
 def test_shell_network_is_a_setting_off_by_default() -> None:
-    from jupyter_agent.notebook.magics import AgentMagics
-    from jupyter_agent.notebook.settings import SETTING_NAMES, SessionSettings
+    from jupyter_agent.notebook.front.magics import AgentMagics
+    from jupyter_agent.notebook.session.settings import SETTING_NAMES, SessionSettings
 
     assert "shell_network" in SETTING_NAMES
     assert SessionSettings().shell_network is False
