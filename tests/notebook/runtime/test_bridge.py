@@ -24,7 +24,7 @@ from jupyter_agent.notebook.runtime.bridge import (
     forward_events,
 )
 
-TESTS = Path(__file__).parents[1]
+TESTS = Path(__file__).parents[2]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 from jupyter_agent.events import TextDelta, ToolCallFinished, ToolCallStarted
 from jupyter_agent.notebook.views.render import TextRenderer
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 ANSWER = (
     "# Result\n\nThis is **bold** and `code`, *gently*.\n\n- one\n- two\n\n"

@@ -25,7 +25,7 @@ from jupyter_agent.approvals import ApprovalRequest
 from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, ToolCallStarted
 from jupyter_agent.notebook.views.render import TextRenderer
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 #: What a hostile page or file carries for a terminal.
 OSC52_CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsfHNo\x07"

@@ -87,7 +87,7 @@ def test_a_form_nobody_can_answer_is_declined_by_the_real_server(tmp_path: Path)
     assert "declined" in result.content, result.content
 
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 
 
 @pytest.mark.slow

@@ -65,7 +65,7 @@ def _in_a_fresh_process(request: pytest.FixtureRequest) -> bool:
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          f"{Path(__file__).resolve()}::{request.node.name}"],
         env={**os.environ, FRESH: "1"},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         capture_output=True,
         text=True,
         timeout=600,

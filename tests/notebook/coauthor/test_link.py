@@ -592,7 +592,7 @@ def test_tutorial_07_replayed_inserts_and_runs_its_cells_in_a_connected_notebook
     results (before, the replay sent the ids of the session it was written from)."""
     import shutil
 
-    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    notebooks = Path(__file__).resolve().parents[3] / "notebooks"
     shutil.copytree(notebooks / "data", tmp_path / "data")
     (tmp_path / "cassettes").mkdir()
     shutil.copy(notebooks / "cassettes" / "07_coauthor.json", tmp_path / "cassettes")

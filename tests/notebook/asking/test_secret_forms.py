@@ -26,7 +26,7 @@ from jupyter_agent.notebook.views.questions import Answer
 
 pytest.importorskip("mcp")
 
-SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "secret_form_server.py"
+SERVER = Path(__file__).resolve().parents[2] / "mcp_servers" / "secret_form_server.py"
 PASSWORD = "hunter2-Correct-Horse"
 API_KEY = "vk-live-5b0e8f1c2d3a"
 

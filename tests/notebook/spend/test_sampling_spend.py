@@ -27,7 +27,7 @@ from jupyter_agent.providers.anthropic import AnthropicProvider
 
 pytest.importorskip("mcp")
 
-SERVER = Path(__file__).parents[1] / "mcp_servers" / "sampling_server.py"
+SERVER = Path(__file__).parents[2] / "mcp_servers" / "sampling_server.py"
 #: A tenth of a cent per token, in and out: costs easy to reason about.
 PRICES = {"claude-sonnet-5-5": {"input": 1000, "output": 1000}}
 

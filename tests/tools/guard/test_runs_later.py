@@ -28,7 +28,7 @@ from jupyter_agent.tools.files.files import (
     WriteFileTool,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(coro: object) -> str:
