@@ -7,7 +7,7 @@ back on after it, so the model is not even offered them. The prompt says it is t
 and answer with a numbered plan. ``%agent go`` then sends ``GO_PROMPT`` in the same chat,
 with the tools as they normally are.
 
-With the co-authoring extension connected (``coauthor.py``) the plan ends with a Go button
+With the co-authoring extension connected (``coauthor/link.py``) the plan ends with a Go button
 (``show_go``): plain HTML, no widget, which the extension answers by inserting a
 ``%agent go --plan NONCE`` cell right after the plan cell and running it through the front end —
 the run gets a cell of its own for its output, and the saved notebook holds no widget view.

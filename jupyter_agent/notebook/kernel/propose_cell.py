@@ -6,7 +6,7 @@ it, in the order they were made: ``shell.set_next_input(code, replace=False)``. 
 only one such payload per execution, so they must be joined; in terminal IPython the code is the
 next input at the prompt.)
 
-With the co-authoring extension connected (``coauthor.py``) the cell is placed through the
+With the co-authoring extension connected (``coauthor/link.py``) the cell is placed through the
 notebook model instead, below the ``%%agent`` cell, marked as the agent's: a re-run of that cell
 then replaces its own earlier proposal — the agent's cell right below it, never run and holding
 the code proposed last time (or the same code again) — instead of adding one more on every run.

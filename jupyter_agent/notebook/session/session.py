@@ -467,7 +467,7 @@ class NotebookSession:
 
     def _sync_notebook_tools(self, toolbox: Toolbox, connected: bool | None = None) -> None:
         """The notebook co-authoring tools on ``toolbox`` while a frontend is connected
-        (``coauthor.py``); off it otherwise."""
+        (``coauthor/link.py``); off it otherwise."""
         if self.namespace is None:
             return
         from ..coauthor.link import link_for, sync_tools
@@ -536,7 +536,7 @@ class NotebookSession:
 
     def undo(self) -> str:
         """Restore what the file tools changed in the last ``%%agent`` cell, and the notebook's
-        cells it inserted, edited or deleted (``coauthor.py``); says what it did."""
+        cells it inserted, edited or deleted (``coauthor/link.py``); says what it did."""
         from ..coauthor.link import newest_cell_change, undo_cells
         from ..coauthor.undo_scope import scope_journal
 
