@@ -60,7 +60,7 @@ def test_a_broken_repr_does_not_break_the_summary() -> None:
             raise RuntimeError("no")
 
     text = summarize(Broken())
-    assert text.startswith("tests.notebook.test_units.")
+    assert text.startswith("tests.notebook.kernel.test_units.")
     assert "Broken" in text
 
 
