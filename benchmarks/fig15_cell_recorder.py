@@ -53,7 +53,7 @@ def _png_base64() -> str:
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    recorder_module: Any = require("jupyter_agent.notebook.recorder")
+    recorder_module: Any = require("jupyter_agent.notebook.kernel.recorder")
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()

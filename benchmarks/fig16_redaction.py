@@ -1,5 +1,5 @@
 """Figure 16: what redaction costs — every tool result passes it (``tools/redact.py``) — and what
-web_fetch's per-host egress question costs before each call (``tools/egress.py``).
+web_fetch's per-host egress question costs before each call (``tools/guard/egress.py``).
 
 Ours: ``redactor().redact(text)`` on a result without secrets (the common case: each pattern runs
 only where its literal anchor occurs, found at memory speed), with a credential-named variable in
@@ -117,7 +117,7 @@ def _egress_check_ms(ctx: BenchContext) -> list[float]:
     import tempfile
 
     from jupyter_agent.tools.context import ToolContext
-    from jupyter_agent.tools.egress import EgressHosts
+    from jupyter_agent.tools.guard.egress import EgressHosts
     from jupyter_agent.tools.web import WebFetchTool
 
     hosts = [f"host{i}.example.org" for i in range(200)]

@@ -70,9 +70,9 @@ async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[f
     import pandas as pd
 
     from jupyter_agent.agent.toolbox import Toolbox
-    from jupyter_agent.notebook.bridge import BackgroundLoop
-    from jupyter_agent.notebook.kernel_tools import InspectVariableTool
-    from jupyter_agent.notebook.serve_http import ToolServer
+    from jupyter_agent.notebook.kernel.kernel_tools import InspectVariableTool
+    from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
+    from jupyter_agent.notebook.serve.serve_http import ToolServer
     from jupyter_agent.tools.context import ToolContext
     from jupyter_agent.tools.registry import ToolRegistry
 
@@ -131,7 +131,7 @@ async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[f
 def run(ctx: BenchContext) -> list[Row]:
     require("mcp")  # NotLanded without the [mcp] extra
     require("uvicorn")
-    require("jupyter_agent.notebook.serve_http")
+    require("jupyter_agent.notebook.serve.serve_http")
     calls = ctx.size(200, 10)
     repetitions = ctx.reps(9, 2)
     ctx.log(f"figure 17: {repetitions} × {calls} calls each side")

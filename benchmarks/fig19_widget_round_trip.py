@@ -224,14 +224,15 @@ def run(ctx: BenchContext) -> list[Row]:
         "CPU, 0.2–0.5 s of wall time on a shared machine), once per 5–10 burst cells, set off "
         "by the objects that live through a cell (chiefly the tool-call views, which are also "
         "most of what it frees). The heap older than a turn is now frozen while the turn runs "
-        "(`notebook/turn_gc.py`): no full collection of the whole heap runs during a turn; the "
+        "(`notebook/runtime/turn_gc.py`): no full collection of the whole heap runs during a "
+        "turn; the "
         "one that was due runs once the kernel has been idle for 0.5 s with no turn begun "
         "(until 2026-11-28 it ran as the cell ended, and a probe sent as the next burst cell "
         "started waited for it: 139 ms). Another tail was a probe that reached the kernel just "
         "as a cell started: ipykernel had read it off the socket and queued it behind the cell, "
         "where the pump could not see it, so it waited for the whole turn (0.15–0.4 s here); "
         "the cell's poller now takes such messages from the kernel's queue when the turn "
-        "starts (`notebook/kernel_comm.py`)."
+        "starts (`notebook/runtime/kernel_comm.py`)."
     )
     rows = []
     for what, samples, arrivals in (

@@ -30,7 +30,7 @@ FIGURE = "4"
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    search = require("jupyter_agent.tools.search")
+    search = require("jupyter_agent.tools.search.search")
     context_module = require("jupyter_agent.tools.context")
     files = ctx.size(20_000, 200)
     file_bytes = 10_000
@@ -104,7 +104,7 @@ def run(ctx: BenchContext) -> list[Row]:
                 miss_note=(
                     "Our own Python work is small (pyinstrument: ~5 ms of CPU per search, the "
                     "rest of the wall time awaiting ripgrep's output), so a miss is ripgrep's "
-                    "run itself: the flags `ripgrep_grep` passes (tools/ripgrep.py). Until "
+                    "run itself: the flags `ripgrep_grep` passes (tools/search/ripgrep.py). Until "
                     "commit 38dc795 that included `--sort=path`, which turns off ripgrep's "
                     "parallel walk: 1.71× in the run before it, 0.99× after."
                 ),

@@ -31,7 +31,7 @@ FIGURE = "5"
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    search = require("jupyter_agent.tools.search")
+    search = require("jupyter_agent.tools.search.search")
     context_module = require("jupyter_agent.tools.context")
     files = ctx.size(100_000, 2_000)
     repetitions = ctx.reps(9, 1)

@@ -34,7 +34,7 @@ FIGURE = "6"
 _OURS_CHILD = """
 import asyncio, json, time
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import ReadFileTool
+from jupyter_agent.tools.files.files import ReadFileTool
 tool = ReadFileTool(ToolContext({workspace!r}))
 started = time.perf_counter()
 out = asyncio.run(tool.execute({{"file_path": "big.txt", "offset": {offset}, "limit": 100}}))
@@ -44,7 +44,7 @@ print(json.dumps({{"s": time.perf_counter() - started, "ok": "tail line 99" in o
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    require("jupyter_agent.tools.files")
+    require("jupyter_agent.tools.files.files")
     size = ctx.size(1 << 30, 4 << 20)
     repetitions = ctx.reps(5, 1)
     with scratch_dir("bigfile") as workspace:
@@ -85,14 +85,15 @@ def run(ctx: BenchContext) -> list[Row]:
 
         def profile_once() -> None:
             context_module = require("jupyter_agent.tools.context")
-            files = require("jupyter_agent.tools.files")
+            files = require("jupyter_agent.tools.files.files")
             tool = files.ReadFileTool(context_module.ToolContext(workspace))
             asyncio.run(tool.execute({"file_path": "big.txt", "offset": offset, "limit": 100}))
 
         what = f"`read_file` offset near the end of a {size >> 20} MB file"
         miss = (
-            "`read_file` skips to the offset in binary (`skip_lines` in tools/line_reader.py: a "
-            "memory map counted with numpy for large files, else `bytearray.count` on 1 MB "
+            "`read_file` skips to the offset in binary (`skip_lines` in "
+            "tools/files/line_reader.py: a memory map counted with numpy for large files, else "
+            "`bytearray.count` on 1 MB "
             "chunks), then decodes only the lines it returns. Without numpy the chunked count "
             "is about 2× tail's C loop; on this shared machine the figure swings from run to "
             "run (see min–max)."

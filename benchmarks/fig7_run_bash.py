@@ -81,7 +81,7 @@ def run(ctx: BenchContext) -> list[Row]:
                     )
                 return (time.perf_counter() - started) / batch * 1e3
 
-            sandbox_module = require("jupyter_agent.tools.sandbox")
+            sandbox_module = require("jupyter_agent.tools.guard.sandbox")
             boxed = sandbox_module.sandboxed([shell.find_bash(), "-c", "true"], workspace)
 
             def theirs_boxed_true() -> float:

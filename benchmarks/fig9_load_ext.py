@@ -28,7 +28,7 @@ _THEIRS = "import anthropic"
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    require("jupyter_agent.notebook.extension")
+    require("jupyter_agent.notebook.front.extension")
     repetitions = ctx.reps(9, 1)
     ours_ms: list[float] = []
     theirs_ms: list[float] = []

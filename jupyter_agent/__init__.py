@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "FunctionTool": "jupyter_agent.tools.decorator",
     "ToolRegistry": "jupyter_agent.tools.registry",
     "ToolContext": "jupyter_agent.tools.context",
-    "Workspace": "jupyter_agent.tools.workspace",
+    "Workspace": "jupyter_agent.tools.guard.workspace",
     "create_default_registry": "jupyter_agent.tools.factory",
     # agent
     "Agent": "jupyter_agent.agent.agent",
@@ -62,8 +62,12 @@ _EXPORTS: dict[str, str] = {
     "ToolInputError": "jupyter_agent.errors",
     "ProviderError": "jupyter_agent.errors",
     # IPython extension entry points (import IPython only when called)
-    "load_ipython_extension": "jupyter_agent.notebook.extension",
-    "unload_ipython_extension": "jupyter_agent.notebook.extension",
+    "load_ipython_extension": "jupyter_agent.notebook.front.extension",
+    "unload_ipython_extension": "jupyter_agent.notebook.front.extension",
+    # the notebook names users import (each imports IPython only where it needs it)
+    "get_magics": "jupyter_agent.notebook.front.extension",
+    "NotebookSession": "jupyter_agent.notebook.session.session",
+    "notebook_connected": "jupyter_agent.notebook.coauthor.link",
 }
 
 __all__ = [
@@ -83,6 +87,7 @@ __all__ = [
     "JupyterAgentError",
     "ModelRequest",
     "ModelResponse",
+    "NotebookSession",
     "OfflineProvider",
     "OpenAIProvider",
     "PathOutsideWorkspaceError",
@@ -108,7 +113,9 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "create_default_registry",
+    "get_magics",
     "load_ipython_extension",
+    "notebook_connected",
     "select_default_provider",
     "tool",
     "unload_ipython_extension",
@@ -155,7 +162,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TurnStarted,
         Usage,
     )
-    from .notebook.extension import load_ipython_extension, unload_ipython_extension
+    from .notebook.coauthor.link import notebook_connected
+    from .notebook.front.extension import (
+        get_magics,
+        load_ipython_extension,
+        unload_ipython_extension,
+    )
+    from .notebook.session.session import NotebookSession
     from .providers.anthropic import AnthropicProvider
     from .providers.auto import select_default_provider
     from .providers.base import ModelRequest, ModelResponse, Provider
@@ -165,5 +178,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .tools.context import ToolContext
     from .tools.decorator import FunctionTool, tool
     from .tools.factory import create_default_registry
+    from .tools.guard.workspace import Workspace
     from .tools.registry import ToolRegistry
-    from .tools.workspace import Workspace

@@ -18,7 +18,7 @@ from race_arena import racing_arena
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+    from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     """A real IPython shell with the extension loaded, working in ``tmp_path``, no API key."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from jupyter_agent.notebook.extension import get_magics
+    from jupyter_agent.notebook.front.extension import get_magics
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -60,7 +60,7 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def session_settings(tmp_path: Path) -> SessionSettings:
     """The ``session`` fixture's settings; a test module overrides this fixture to change them."""
-    from jupyter_agent.notebook.session import SessionSettings
+    from jupyter_agent.notebook.session.session import SessionSettings
 
     return SessionSettings(workspace=str(tmp_path))
 
@@ -71,7 +71,7 @@ def session(
 ) -> Iterator[NotebookSession]:
     """A ``NotebookSession`` without IPython and without an API key; the lines it would show the
     user are kept in ``session.notes``."""
-    from jupyter_agent.notebook.session import NotebookSession
+    from jupyter_agent.notebook.session.session import NotebookSession
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     notes: list[str] = []

@@ -10,8 +10,8 @@ from typing import Any
 from fake_anthropic import FakeAnthropic, offered_tools
 from IPython.core.interactiveshell import InteractiveShell
 
-from jupyter_agent.notebook.extension import get_magics
-from jupyter_agent.notebook.magics import AgentMagics
+from jupyter_agent.notebook.front.extension import get_magics
+from jupyter_agent.notebook.front.magics import AgentMagics
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 

@@ -102,7 +102,7 @@ def test_the_first_agent_cell_without_mcp_servers_leaves_the_mcp_client_unimport
 
 
 def test_the_session_hooks_reach_an_mcp_manager_made_later(tmp_path: Path) -> None:
-    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+    from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
     session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
     try:
@@ -147,7 +147,7 @@ def test_every_built_in_schema_is_valid_json_schema() -> None:
     tool of a kernel's session after its first ``%%agent`` cell."""
     checked = fresh(
         FIRST_CELL + "from jsonschema import validators\n"
-        "from jupyter_agent.notebook.extension import get_magics\n"
+        "from jupyter_agent.notebook.front.extension import get_magics\n"
         "registry = get_magics(shell).agent.registry\n"
         "names, bad = registry.get_tool_names(), []\n"
         "for name in names:\n"

@@ -52,13 +52,13 @@ def test_core_imports_without_ipython() -> None:
     for module in (
         "jupyter_agent.tools.registry",
         "jupyter_agent.tools.decorator",
-        "jupyter_agent.tools.files",
-        "jupyter_agent.tools.reading",
-        "jupyter_agent.tools.search",
-        "jupyter_agent.tools.ripgrep",
-        "jupyter_agent.tools.session_file",
+        "jupyter_agent.tools.files.files",
+        "jupyter_agent.tools.files.reading",
+        "jupyter_agent.tools.search.search",
+        "jupyter_agent.tools.search.ripgrep",
+        "jupyter_agent.tools.files.session_file",
         "jupyter_agent.tools.factory",
-        "jupyter_agent.tools.workspace",
+        "jupyter_agent.tools.guard.workspace",
         "jupyter_agent.events",
         "jupyter_agent.providers.base",
     ):
@@ -80,7 +80,7 @@ def test_a_session_runs_without_the_mcp_extra(tmp_path: Path) -> None:
         import sys
         for blocked in ("mcp", "regex", "uvicorn"):
             sys.modules[blocked] = None
-        from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+        from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
         session = NotebookSession(SessionSettings(workspace={str(tmp_path)!r}, provider="offline"))
         outcome = session.run("Which files are here?")

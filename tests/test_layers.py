@@ -13,6 +13,14 @@ floors, lowest first:
     agent                         (the Toolbox, the gate, the loop)
     notebook                      (the magics, the session, widgets)
     the package face (__init__)
+
+Inside ``notebook/`` and ``tools/`` the modules live in wings (subpackages a newcomer can name);
+``WINGS`` draws which sibling wing each may import, as measured when the wings were made. A wing
+importing a sibling not drawn there fails, and so does a wing nobody drew: a new arrow between
+wings is a decision, written here, not an accident. The modules at a layer's root are the
+contract (``tools/base.py``, ``registry.py``, …) or shared leaves (``notebook/inert.py``,
+``_ipython.py``, ``text.py``); the leaves import no wing, and ``tools/guard/`` — the floor of
+the tools — imports nothing else of the tools.
 """
 
 from __future__ import annotations
@@ -32,6 +40,35 @@ FLOORS = [
     {"notebook"},
     {"(face)"},
 ]
+
+#: Layer -> wing -> the sibling wings it may import (measured; lowest wings first).
+WINGS: dict[str, dict[str, set[str]]] = {
+    "notebook": {
+        "spend": set(),  # prices, budget, usage
+        "runtime": set(),  # bridge, kernel comm, console, kernel loop, restarts, turn gc
+        "views": {"runtime"},  # renderers, tool format, call records, widgets
+        "asking": {"runtime", "views"},  # questions, approvals, forms
+        "coauthor": {"runtime"},  # the link to the notebook, review diff, undo scope
+        "kernel": {"runtime", "coauthor"},  # recorder, history, variables, proposals, figures
+        "serve": {"runtime", "views", "asking", "coauthor"},  # %agent serve
+        "session": {"runtime", "spend", "asking", "coauthor", "kernel"},  # IPython-free session
+        "front": {  # the magics and the cell turn: the top wing
+            "runtime",
+            "spend",
+            "views",
+            "asking",
+            "coauthor",
+            "kernel",
+            "serve",
+            "session",
+        },
+    },
+    "tools": {
+        "guard": set(),  # workspace, paths, journal, sandbox, processes, network
+        "search": {"guard"},  # search_files / search_text
+        "files": {"guard"},  # the file tools
+    },
+}
 
 
 def module_name(path: Path) -> str:
@@ -111,3 +148,61 @@ def test_no_module_imports_itself_back() -> None:
         if node not in state:
             visit(node)
     assert cycles == []
+
+
+def wing(module: str) -> str | None:
+    """The wing a module lives in (``notebook.views.render`` -> ``views``), else ``None``."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in WINGS and parts[2] in WINGS[parts[1]]:
+        return parts[2]
+    return None
+
+
+def test_every_wing_is_drawn() -> None:
+    for name, wings in WINGS.items():
+        folders = {p.name for p in (PACKAGE / name).iterdir() if (p / "__init__.py").is_file()}
+        assert folders == set(wings), name
+
+
+def test_wings_import_only_the_sibling_wings_drawn() -> None:
+    undrawn = sorted(
+        f"{module} -> {target}"
+        for module, targets in imports().items()
+        for target in targets
+        if (source := wing(module)) is not None
+        and (other := wing(target)) is not None
+        and layer(module) == layer(target)
+        and other != source
+        and other not in WINGS[layer(module)][source]
+    )
+    assert undrawn == []
+
+
+def test_the_drawn_wings_have_no_circle() -> None:
+    for name, wings in WINGS.items():
+        placed: list[str] = []
+        while len(placed) < len(wings):
+            ready = [w for w in wings if w not in placed and wings[w] <= set(placed)]
+            assert ready, f"{name}: a circle among {sorted(set(wings) - set(placed))}"
+            placed.extend(ready)
+
+
+def test_the_shared_leaves_import_no_wing() -> None:
+    """``notebook/``'s root modules and ``tools/guard/`` sit below every wing of their layer."""
+    graph = imports()
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if layer(module) == layer(target)
+        and (
+            (
+                layer(module) == "notebook"
+                and module.count(".") == 2
+                and wing(module) is None
+                and wing(target) is not None
+            )
+            or (wing(module) == "guard" and wing(target) != "guard")
+        )
+    )
+    assert upward == []

@@ -20,7 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from jupyter_agent import ToolContext, create_default_registry
-from jupyter_agent.notebook.coauthor import (
+from jupyter_agent.notebook.coauthor.link import (
     DeleteCellTool,
     EditCellTool,
     InsertCellTool,
@@ -28,10 +28,10 @@ from jupyter_agent.notebook.coauthor import (
     NotebookLink,
     RunCellTool,
 )
-from jupyter_agent.notebook.history_tool import NotebookHistoryTool
-from jupyter_agent.notebook.kernel_tools import InspectVariableTool, ListVariablesTool
-from jupyter_agent.notebook.propose_cell import CellProposals, ProposeCellTool
-from jupyter_agent.notebook.recorder import CellRecorder
+from jupyter_agent.notebook.kernel.history_tool import NotebookHistoryTool
+from jupyter_agent.notebook.kernel.kernel_tools import InspectVariableTool, ListVariablesTool
+from jupyter_agent.notebook.kernel.propose_cell import CellProposals, ProposeCellTool
+from jupyter_agent.notebook.kernel.recorder import CellRecorder
 from jupyter_agent.providers.offline import FROM_RESULT, OfflineProvider, load_cassette
 
 CASSETTES = Path(__file__).resolve().parents[1] / "notebooks" / "cassettes"

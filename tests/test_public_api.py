@@ -57,3 +57,16 @@ def test_importing_the_package_is_lazy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_notebook_names_users_import_are_exported() -> None:
+    """Users reach the magics, the session and the co-authoring check from the package, so the
+    notebook's wings can move without breaking a notebook (STYLE step 4)."""
+    from jupyter_agent.notebook.coauthor.link import notebook_connected
+    from jupyter_agent.notebook.front.extension import get_magics
+    from jupyter_agent.notebook.session.session import NotebookSession
+
+    assert {"get_magics", "NotebookSession", "notebook_connected"} <= set(jupyter_agent.__all__)
+    assert jupyter_agent.get_magics is get_magics
+    assert jupyter_agent.NotebookSession is NotebookSession
+    assert jupyter_agent.notebook_connected is notebook_connected

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
-from ..tools.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
+from ..tools.guard.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
 from ..tools.progress import ProgressCallback
 from . import process
 from .client_features import ClientHooks, session_callbacks
@@ -239,7 +239,7 @@ class ServerConnection:
             return
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        from ..tools.processes import safe_environment
+        from ..tools.guard.processes import safe_environment
 
         command = process.guarded(self.config.command)
         params = StdioServerParameters(

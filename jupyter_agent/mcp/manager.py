@@ -16,7 +16,7 @@ from typing import Protocol
 from ..approvals import Policy
 from ..errors import MCPConfigError, MCPServerError
 from ..tools.context import ToolContext
-from ..tools.netguard import PrivateNetworkSetting
+from ..tools.guard.netguard import PrivateNetworkSetting
 from ..tools.registry import ToolRegistry
 from .client_features import ClientHooks
 from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import MCPServerError
-from ..tools.private import private_folder
+from ..tools.guard.private import private_folder
 from .client_features import ClientHooks
 
 if TYPE_CHECKING:

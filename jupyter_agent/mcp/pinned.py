@@ -5,7 +5,7 @@ servers live there) without opening ``web_fetch`` to those networks. What the UR
 still be what the client talks to: the host is resolved once, when the server is added (or
 restarted), and every request of the session goes to that address (``PinnedTransport``), with
 the original ``Host`` header and TLS server name — as ``web_fetch`` pins each hop
-(``tools/netguard.py``). A DNS answer that changes later ("DNS rebinding") cannot move the
+(``tools/guard/netguard.py``). A DNS answer that changes later ("DNS rebinding") cannot move the
 session elsewhere. A request for another origin is the OAuth flow talking to the server's
 authorization server (``oauth.py``): on the server's own host (by name, or by the address it
 resolves to) it goes to the same pinned address; elsewhere it must be a public address (checked
@@ -24,7 +24,13 @@ from typing import Any
 import httpx2
 
 from ..tools.base import ToolFailure
-from ..tools.netguard import DEFAULT_PORTS, FetchTarget, IPAddress, NetworkPolicy, parse_target
+from ..tools.guard.netguard import (
+    DEFAULT_PORTS,
+    FetchTarget,
+    IPAddress,
+    NetworkPolicy,
+    parse_target,
+)
 
 
 class PinnedTransport(httpx2.AsyncBaseTransport):

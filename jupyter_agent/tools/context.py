@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .workspace import Workspace
+from .guard.workspace import Workspace
 
 if TYPE_CHECKING:
-    from .journal import ChangeJournal
+    from .guard.journal import ChangeJournal
 
 DEFAULT_SESSION_CONTEXT_FILE = os.path.join(".jupyter_agent", "session.md")
 

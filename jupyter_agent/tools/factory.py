@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from .base import BuiltinTool, capabilities_of
 from .context import ToolContext
-from .egress import EgressHosts
-from .files import (
+from .files.files import (
     EditFileTool,
     ListDirTool,
     MkdirTool,
@@ -20,12 +19,13 @@ from .files import (
     RemoveTool,
     WriteFileTool,
 )
+from .files.notebook_file import ReadNotebookTool
+from .files.session_file import SaveSessionContextTool
 from .git import GitCommitTool
-from .netguard import PrivateNetworkSetting
-from .notebook_file import ReadNotebookTool
+from .guard.egress import EgressHosts
+from .guard.netguard import PrivateNetworkSetting
 from .registry import ToolRegistry
-from .search import SearchFilesTool, SearchTextTool
-from .session_file import SaveSessionContextTool
+from .search.search import SearchFilesTool, SearchTextTool
 from .shell import RunBashTool
 from .web import WebFetchTool
 

@@ -55,9 +55,9 @@ from .base import BuiltinTool, ToolFailure
 
 if TYPE_CHECKING:
     from .context import ToolContext
-from .processes import CommandOutcome, run_command, safe_environment
+from .guard.processes import CommandOutcome, run_command, safe_environment
+from .guard.sandbox import git_sandbox, probe_off_the_loop
 from .project_files import INSTRUCTION_FILES
-from .sandbox import git_sandbox, probe_off_the_loop
 
 #: Seconds one git command may take.
 GIT_TIMEOUT_S = 120.0

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from .processes import is_secret_name
+from .guard.processes import is_secret_name
 
 __all__ = [
     "MIN_SECRET_CHARS",
@@ -341,7 +341,7 @@ _remembered: dict[str, None] = {}
 
 def remember_secret(value: str, name: str) -> None:
     """Redact ``value`` as ``[redacted: NAME]`` from every later result and prompt: a secret
-    the user typed into a form (``notebook/mcp_forms.py``) that a server may echo back. Held
+    the user typed into a form (``notebook/asking/mcp_forms.py``) that a server may echo back. Held
     like the package's own secrets, for the rest of the session."""
     global _held_changes
     value = value.strip()

@@ -19,8 +19,8 @@ import shutil
 from typing import Any, ClassVar
 
 from .base import BuiltinTool, ToolFailure
-from .processes import run_command, safe_environment
-from .sandbox import REDUCED_ISOLATION_NOTE, probe_off_the_loop, sandboxed
+from .guard.processes import run_command, safe_environment
+from .guard.sandbox import REDUCED_ISOLATION_NOTE, probe_off_the_loop, sandboxed
 
 #: The most characters a ``run_bash`` result may hold, status lines included.
 MAX_RESULT_CHARS = 10_000

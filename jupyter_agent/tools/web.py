@@ -35,15 +35,15 @@ from .._version import __version__
 from ..errors import URLRefusedError
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
-from .egress import EgressHosts, normal_host
-from .netguard import (
+from .guard.egress import EgressHosts, normal_host
+from .guard.netguard import (
     FetchTarget,
     NetworkPolicy,
     PrivateNetworkSetting,
     check_url_characters,
     parse_target,
 )
-from .sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
+from .guard.sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 
 if TYPE_CHECKING:
     import httpx

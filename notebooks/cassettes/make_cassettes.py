@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data"
 sys.path.insert(0, str(HERE.parent.parent))  # the repository, for the cassette writer
 
-from jupyter_agent.notebook.plan_mode import GO_PROMPT, plan_prompt  # noqa: E402
+from jupyter_agent.notebook.front.plan_mode import GO_PROMPT, plan_prompt  # noqa: E402
 from jupyter_agent.providers.offline import save_cassette  # noqa: E402
 
 Block = dict[str, Any]
@@ -661,7 +661,7 @@ def error_prompt_pattern() -> str:
     """What ``%agent error`` sends for the failing cell, with ``*`` for the parts that differ from
     run to run: the cell's execution count (nbval's differ from a front end's) and the traceback
     (it names this machine's paths and the kernel's process id)."""
-    from jupyter_agent.notebook.cell_errors import FailedCell, error_prompt
+    from jupyter_agent.notebook.front.cell_errors import FailedCell, error_prompt
 
     prompt = error_prompt(FailedCell(1, CANVAS_FAILING_CELL, "<traceback>"))
     assert prompt.startswith("Cell [1] ") and prompt.count("*") == 0

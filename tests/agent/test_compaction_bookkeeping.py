@@ -17,7 +17,7 @@ import pytest
 
 from jupyter_agent.agent.compaction import CompactedResult, compact, restore_compaction
 from jupyter_agent.agent.tokens import messages_tokens
-from jupyter_agent.notebook.conversation_file import read_conversation, save_conversation
+from jupyter_agent.notebook.session.conversation_file import read_conversation, save_conversation
 
 FORGED = (
     "[result of web_fetch removed to save context (9 characters); call the tool again if it is "

@@ -21,8 +21,8 @@ WIRING = [
     "agent/tool_round.py",
     "agent/gate.py",
     "agent/context_window.py",
-    "notebook/session.py",
-    "notebook/budget.py",
+    "notebook/session/session.py",
+    "notebook/spend/budget.py",
     "mcp/manager.py",
 ]
 

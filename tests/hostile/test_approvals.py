@@ -20,7 +20,7 @@ from jupyter_agent.agent.gate import Ask, Refuse, Run
 from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.events import ToolCallFinished
-from jupyter_agent.notebook.session import NotebookSession
+from jupyter_agent.notebook.session.session import NotebookSession
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.tools.context import ToolContext
 

@@ -16,7 +16,7 @@ from fake_anthropic import latest_instructions, text
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import magics_of, use_fake
 
-from jupyter_agent.notebook.extension import get_magics
+from jupyter_agent.notebook.front.extension import get_magics
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results
 from loopback_web import LoopbackServer
 
 from jupyter_agent.approvals import ApprovalRequest, Decision
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
 KEY = "sk-ant-api03-" + "Q" * 40 + "-planted"

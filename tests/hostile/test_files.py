@@ -22,7 +22,7 @@ import pytest
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.files import MAX_EDIT_BYTES
+from jupyter_agent.tools.files.files import MAX_EDIT_BYTES
 from jupyter_agent.tools.registry import ToolRegistry
 
 

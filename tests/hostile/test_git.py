@@ -20,7 +20,7 @@ from git_repo import git, init_repo
 
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import EditFileTool, MkdirTool, WriteFileTool
+from jupyter_agent.tools.files.files import EditFileTool, MkdirTool, WriteFileTool
 from jupyter_agent.tools.git import GitCommitTool
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -263,7 +263,7 @@ async def test_git_runs_sandboxed_so_a_repo_config_changed_by_run_bash_cannot_re
     """With run_bash enabled the model can edit ``.git/config`` itself (it is in the
     workspace); git_commit then runs git in the same sandbox as run_bash, so a filter planted
     there cannot write outside the workspace or see the kernel's environment."""
-    from jupyter_agent.tools.sandbox import bwrap_works
+    from jupyter_agent.tools.guard.sandbox import bwrap_works
     from jupyter_agent.tools.shell import RunBashTool
 
     if not bwrap_works():

@@ -19,8 +19,8 @@ import pytest
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.journal import DEFAULT_JOURNAL_FOLDER, ChangeJournal
-from jupyter_agent.tools.signing import key_path
+from jupyter_agent.tools.guard.journal import DEFAULT_JOURNAL_FOLDER, ChangeJournal
+from jupyter_agent.tools.guard.signing import key_path
 
 
 @pytest.fixture(autouse=True)

@@ -29,7 +29,7 @@ from ipython_shell import run_ok, use_fake
 
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.journal import ChangeJournal
+from jupyter_agent.tools.guard.journal import ChangeJournal
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX modes")
 
@@ -143,7 +143,7 @@ def test_oauth_tokens_and_signing_key_are_private(
     from mcp.shared.auth import OAuthToken
 
     from jupyter_agent.mcp.oauth import TokenFile
-    from jupyter_agent.tools.signing import key_path, sign
+    from jupyter_agent.tools.guard.signing import key_path, sign
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("JUPYTER_AGENT_CONFIG_DIR", raising=False)

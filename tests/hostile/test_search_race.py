@@ -17,7 +17,7 @@ import pytest
 from race_arena import SECRET
 
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool
+from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux"),

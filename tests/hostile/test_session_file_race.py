@@ -17,8 +17,8 @@ import pytest
 from race_arena import swapping
 
 from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.files.session_file import SaveSessionContextTool
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.session_file import SaveSessionContextTool
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux"),

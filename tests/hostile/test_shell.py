@@ -21,7 +21,7 @@ from process_watch import unique_sleep, wait_until_none_run, wait_until_running
 
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
+from jupyter_agent.tools.guard.sandbox import REDUCED_ISOLATION_NOTE, SANDBOX_ENV_VAR, bwrap_works
 from jupyter_agent.tools.shell import RunBashTool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
@@ -181,7 +181,7 @@ async def test_kernel_connection_files_are_hidden(
 
 def test_shell_network_follows_the_setting_without_a_rebuild(tmp_path: Path) -> None:
     """``%config AgentMagics.shell_network`` reaches the tools' context of a live session."""
-    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+    from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
     session = NotebookSession(SessionSettings(workspace=str(tmp_path), provider="offline"))
     try:

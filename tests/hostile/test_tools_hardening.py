@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent.tools import search
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.factory import create_default_registry
-from jupyter_agent.tools.pysearch import _Glob, _glob_pieces, _Nfa
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.search import SearchFilesTool, SearchTextTool
+from jupyter_agent.tools.search import search
+from jupyter_agent.tools.search.pysearch import _Glob, _glob_pieces, _Nfa
+from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ import pytest
 
 from jupyter_agent.tools.base import ToolResult
 from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.guard.sandbox import bwrap_works, end_reader
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.sandbox import bwrap_works, end_reader
 from jupyter_agent.tools.web import CONVERTER_SCRIPT, WebFetchTool, start_converter
 from jupyter_agent.tools.web_convert import MAX_HTML_BYTES
 

@@ -99,7 +99,7 @@ def test_managed_settings_hold_in_a_users_kernel(hub: Hub, kernel_a: HubKernel) 
 
     kernel_a.execute("%config AgentMagics.shell_network = True")
     status, said = kernel_a.execute(
-        "from jupyter_agent.notebook.extension import get_magics\n"
+        "from jupyter_agent.notebook.front.extension import get_magics\n"
         "m = get_magics(get_ipython())\n"
         "print(m.shell_network, m.session.registry.is_tool_enabled('run_bash'),"
         " m.session.get_policy('web_fetch'))"
@@ -176,7 +176,7 @@ def _serve(kernel: HubKernel) -> tuple[str, str]:
     status, said = kernel.execute("%agent serve")
     assert status == "ok", said
     status, said = kernel.execute(
-        "from jupyter_agent.notebook.extension import get_magics\n"
+        "from jupyter_agent.notebook.front.extension import get_magics\n"
         "s = get_magics(get_ipython()).server\nprint(s.url, s.token)"
     )
     url, token = said.split()
@@ -235,7 +235,7 @@ def test_a_managed_file_the_user_cannot_read_locks_everything(hub: Hub) -> None:
         assert status == "ok", said
         assert f"the managed settings file {path} cannot be read (PermissionError)" in said, said
         status, said = kernel.execute(
-            "from jupyter_agent.notebook.extension import get_magics\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
             "m = get_magics(get_ipython())\n"
             "print(m.session.registry.is_tool_enabled('read_file'), m.budget)"
         )

@@ -311,7 +311,7 @@ def test_no_server_outlives_the_interpreter(tmp_path: Path) -> None:
         "import asyncio, os, sys\n"
         "from jupyter_agent.agent.agent import Agent\n"
         "from jupyter_agent.providers.offline import OfflineProvider\n"
-        "from jupyter_agent.notebook.bridge import BackgroundLoop\n"
+        "from jupyter_agent.notebook.runtime.bridge import BackgroundLoop\n"
         "async def main():\n"
         "    agent = Agent(OfflineProvider(), workspace='.')\n"
         f"    await agent.add_mcp_server('s', command={server_command(marker=marker)!r})\n"
@@ -338,7 +338,7 @@ def test_no_server_outlives_the_interpreter(tmp_path: Path) -> None:
 
 def test_a_call_from_another_event_loop_is_handed_to_the_sessions_loop(tmp_path: Path) -> None:
     """In a notebook the server lives on the session's loop; a cell may await a tool on its own."""
-    from jupyter_agent.notebook.bridge import BackgroundLoop
+    from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
 
     background = BackgroundLoop()
     agent = Agent(OfflineProvider(), workspace=tmp_path)

@@ -62,7 +62,7 @@ def test_a_killed_kernel_leaves_no_mcp_server(tmp_path: Path, busy: bool) -> Non
             # worker thread keeps it alive after its stdin closes
             shown = run(
                 client,
-                "from jupyter_agent.notebook.bridge import BackgroundLoop\n"
+                "from jupyter_agent.notebook.runtime.bridge import BackgroundLoop\n"
                 "from jupyter_agent.agent.agent import Agent\n"
                 "from jupyter_agent.providers.offline import OfflineProvider\n"
                 "loop = BackgroundLoop()\n"

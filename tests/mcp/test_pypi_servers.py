@@ -273,7 +273,7 @@ async def test_a_fetch_that_outlives_the_tool_timeout_is_an_error_and_the_server
 def test_stop_during_a_fetch_ends_the_turn_and_the_server_goes_on(
     tmp_path: Path, site: tuple[_Site, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+    from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
     server, url = site
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

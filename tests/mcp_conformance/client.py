@@ -26,7 +26,7 @@ import httpx
 
 from jupyter_agent.mcp.client_features import Form, FormAnswer
 from jupyter_agent.mcp.config import MCPServerConfig
-from jupyter_agent.notebook.session import NotebookSession, SessionSettings
+from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 
 #: The calls a scenario judges (server tool names and arguments), where it is not the first tool
 #: with no arguments; a scenario may also hand them out as ``toolCalls`` in its context.

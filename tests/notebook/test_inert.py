@@ -24,7 +24,7 @@ from IPython.utils.capture import capture_output
 from ipython_shell import run_ok, use_fake
 
 import jupyter_agent.notebook as notebook_package
-from jupyter_agent.notebook import render
+from jupyter_agent.notebook.views import render
 
 #: Markdown a hostile model (or a page it read) writes: every way to make a page run something.
 HOSTILE = "\n\n".join(
@@ -239,10 +239,10 @@ def test_answer_and_history_in_a_shell_hold_nothing_active(
 def test_tool_views_hold_nothing_active() -> None:
     """The live view's HTML widgets, the static record and the approval prompt."""
     from jupyter_agent.approvals import ApprovalRequest
-    from jupyter_agent.notebook.call_record import StaticCall, StaticCallGroup
-    from jupyter_agent.notebook.widgets.approval_prompt import ApprovalPrompt
-    from jupyter_agent.notebook.widgets.tool_call_group import ToolCallGroup
-    from jupyter_agent.notebook.widgets.tool_call_view import ToolCallView
+    from jupyter_agent.notebook.views.call_record import StaticCall, StaticCallGroup
+    from jupyter_agent.notebook.views.widgets.approval_prompt import ApprovalPrompt
+    from jupyter_agent.notebook.views.widgets.tool_call_group import ToolCallGroup
+    from jupyter_agent.notebook.views.widgets.tool_call_view import ToolCallView
 
     arguments = {"path": HOSTILE, HOSTILE: 1}
     live_group, static_group = ToolCallGroup(), StaticCallGroup()
@@ -279,9 +279,9 @@ def _html_widgets(widget: Any) -> list[Any]:
 # -- no view can forget ---------------------------------------------------------------------
 
 #: The only modules that may build HTML or Markdown display parts or HTML widgets.
-ALLOWED = {"inert.py", "widgets/inert_html.py"}
+ALLOWED = {"inert.py", "views/widgets/inert_html.py"}
 #: Modules that only *read* such parts from other cells' outputs (never display them).
-READERS = {("recorder.py", "text/markdown")}
+READERS = {("kernel/recorder.py", "text/markdown")}
 _FORBIDDEN = [
     re.compile(pattern)
     for pattern in (

@@ -35,9 +35,9 @@ from jupyter_agent.providers.offline import (
     load_cassette,
 )
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.files import ListDirTool, ReadFileTool, WriteFileTool
+from jupyter_agent.tools.files.files import ListDirTool, ReadFileTool, WriteFileTool
 from jupyter_agent.tools.registry import ToolRegistry
-from jupyter_agent.tools.search import SearchFilesTool
+from jupyter_agent.tools.search.search import SearchFilesTool
 
 ROWS = [
     ("month", "region", "units", "revenue"),

@@ -20,7 +20,7 @@ from process_watch import (
 
 from jupyter_agent.tools.base import ToolFailure
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.processes import (
+from jupyter_agent.tools.guard.processes import (
     NON_INTERACTIVE_VARIABLES,
     is_secret_name,
     safe_environment,

@@ -15,7 +15,7 @@ import pytest
 from loopback_web import JSON_DOCUMENT, LoopbackServer
 
 from jupyter_agent.tools.context import ToolContext
-from jupyter_agent.tools.netguard import PrivateNetworkSetting
+from jupyter_agent.tools.guard.netguard import PrivateNetworkSetting
 from jupyter_agent.tools.registry import ToolRegistry
 from jupyter_agent.tools.web import MAX_REDIRECTS, WebFetchTool
 

@@ -1,0 +1,257 @@
+"""Tools that see the user's Python session: ``list_variables``, ``inspect_variable``,
+``run_python``.
+
+They exist only where there is a live namespace (the magics register them on the session's
+agent). ``run_python`` changes the user's state, so it is destructive: disabled until the user
+enables it, then asking before each call. Its code runs on the kernel's main thread — where the
+user's objects, matplotlib and widgets expect to be used — through the main-thread bridge, and a
+kernel interrupt stops it like any cell. It returns the figures the code produced as images
+(``figures.py``).
+
+``inspect_variable`` describes a value in a worker thread, not on the event loop: a summary of a
+big frame takes time, and the call's deadline (the agent's ``tool_timeout``) must be able to end
+the wait while the loop keeps serving. A lazy frame is described without being computed
+(``summarize.lazy_library``).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import concurrent.futures
+import io
+import traceback
+import types
+from contextlib import redirect_stderr, redirect_stdout
+from typing import Any, ClassVar
+
+from ...tools.base import BuiltinTool, Image, ToolFailure
+from ...tools.context import ToolContext
+from ..runtime.bridge import MainThreadBridge
+from ..text import clip
+from .figures import FigureCapture
+from .summarize import shape_of, summarize, type_name
+
+#: Characters of captured output ``run_python`` returns.
+MAX_RUN_OUTPUT = 10_000
+#: Variables ``list_variables`` lists at most.
+MAX_LISTED_VARIABLES = 200
+
+# Threads of their own: a summary abandoned at the deadline must not hold the loop's executor.
+_summaries = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="summary")
+
+_IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
+
+
+def is_user_variable(name: str, value: Any, shell: Any = None) -> bool:
+    """Whether ``name`` is one of the user's own variables, as ``list_variables`` shows them: not
+    a private (``_``) name, not IPython's history (``In``, ``Out``, ``_ih``, ...) or helpers, not
+    a module, nor an imported class or function."""
+    if name.startswith("_") or name in _IPYTHON_NAMES:
+        return False
+    hidden_ns = getattr(shell, "user_ns_hidden", None)
+    if hidden_ns is not None and name in hidden_ns and hidden_ns[name] is value:
+        return False
+    if isinstance(value, types.ModuleType):
+        return False
+    if isinstance(value, type) and value.__module__ not in ("__main__", "builtins"):
+        return False  # imported classes (``from pandas import DataFrame``)
+    # imported functions
+    return not (
+        callable(value) and getattr(value, "__module__", "__main__") not in ("__main__", None)
+    )
+
+
+def user_variables(namespace: dict[str, Any], shell: Any = None) -> dict[str, Any]:
+    """The user's own variables: no modules, private names, IPython's history or builtins."""
+    return {
+        name: value for name, value in namespace.items() if is_user_variable(name, value, shell)
+    }
+
+
+class ListVariablesTool(BuiltinTool):
+    name = "list_variables"
+    description = (
+        "List the variables defined in the user's Jupyter session (their Python kernel): name, "
+        "type and size/shape of each. Use it to discover what data the user has loaded; use "
+        "inspect_variable to look at one of them."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def __init__(self, context: ToolContext, namespace: dict[str, Any], shell: Any = None) -> None:
+        super().__init__(context)
+        self.namespace = namespace
+        self.shell = shell
+
+    async def execute(self, args: dict[str, object]) -> str:
+        variables = user_variables(self.namespace, self.shell)
+        if not variables:
+            return "No user variables are defined in the session."
+        lines = []
+        for name, value in list(variables.items())[:MAX_LISTED_VARIABLES]:
+            size = shape_of(value)
+            lines.append(f"{name}: {type_name(value)}" + (f" {size}" if size else ""))
+        extra = len(variables) - MAX_LISTED_VARIABLES
+        if extra > 0:
+            lines.append(f"… and {extra} more")
+        return "\n".join(lines)
+
+
+class InspectVariableTool(BuiltinTool):
+    name = "inspect_variable"
+    description = (
+        "Describe one variable of the user's Jupyter session: its type, size and a sample of "
+        "its contents (a DataFrame by shape, dtypes and first rows). The summary is capped "
+        "at max_chars characters. Only the variables list_variables lists can be inspected."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The variable's name, e.g. df"},
+            "max_chars": {
+                "type": "integer",
+                "minimum": 200,
+                "maximum": 50_000,
+                "description": "Size cap of the summary (default 4000)",
+            },
+        },
+        "required": ["name"],
+    }
+
+    def __init__(self, context: ToolContext, namespace: dict[str, Any], shell: Any = None) -> None:
+        super().__init__(context)
+        self.namespace = namespace
+        self.shell = shell
+
+    async def execute(self, args: dict[str, object]) -> str:
+        name = str(args["name"])
+        budget = int(args.get("max_chars", 4000))  # type: ignore[call-overload]
+        if name not in self.namespace:
+            raise ToolFailure(f"no variable named {name!r} in the session ({self._known()})")
+        value = self.namespace[name]
+        if not is_user_variable(name, value, self.shell):
+            # The same names list_variables hides: IPython's input history (In, _ih, _i1, ...)
+            # holds every cell the user ran, and private names are the user's own business.
+            raise ToolFailure(
+                f"{name!r} is not one of the user's variables: private names (starting with _), "
+                "IPython's history and helpers, modules and imported objects cannot be inspected "
+                f"({self._known()})"
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_summaries, summarize, value, budget)
+
+    def _known(self) -> str:
+        known = ", ".join(sorted(user_variables(self.namespace, self.shell))[:50]) or "none"
+        return f"variables: {known}"
+
+
+def run_code(namespace: dict[str, Any], code: str) -> str:
+    """Run ``code`` in ``namespace``; report stdout, stderr, the last expression and any error.
+
+    Must run on the thread that owns the namespace (the kernel's main thread).
+    """
+    try:
+        tree = ast.parse(code, filename="<run_python>", mode="exec")
+    except SyntaxError as exc:
+        raise ToolFailure(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
+    last_expression: ast.Expression | None = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last_expression = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    result_repr: str | None = None
+    error: str | None = None
+    namespace.setdefault("__builtins__", __builtins__)
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        try:
+            exec(compile(tree, "<run_python>", "exec"), namespace)
+            if last_expression is not None:
+                value = eval(compile(last_expression, "<run_python>", "eval"), namespace)
+                if value is not None:
+                    namespace["_"] = value
+                    result_repr = repr(value)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+            lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+            error = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
+    sections = []
+    if stdout.getvalue():
+        sections.append("stdout:\n" + stdout.getvalue().rstrip("\n"))
+    if stderr.getvalue():
+        sections.append("stderr:\n" + stderr.getvalue().rstrip("\n"))
+    if result_repr is not None:
+        sections.append("result:\n" + result_repr)
+    if error is not None:
+        sections.append("error:\n" + error.rstrip("\n"))
+    if not sections:
+        sections.append("(ran without output)")
+    text = clip("\n\n".join(sections), MAX_RUN_OUTPUT)
+    if error is not None:
+        raise ToolFailure(text)
+    return text
+
+
+class RunPythonTool(BuiltinTool):
+    name = "run_python"
+    description = (
+        "Run Python code in the user's Jupyter session (their kernel's namespace): variables "
+        "you define stay defined for the user. Returns stdout, stderr, the value of the last "
+        "expression and any traceback. Prefer inspect_variable for just looking at data."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "Python source to run"}},
+        "required": ["code"],
+    }
+    destructive: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        context: ToolContext,
+        namespace: dict[str, Any],
+        bridge: MainThreadBridge,
+        shell: Any = None,
+    ) -> None:
+        super().__init__(context)
+        self.namespace = namespace
+        self.bridge = bridge
+        self.shell = shell
+
+    async def execute(self, args: dict[str, object]) -> list[str | Image]:
+        code = str(args["code"])
+        return await self.bridge.call_on_main(lambda: self._run(code))
+
+    def _run(self, code: str) -> list[str | Image]:
+        """On the main thread: the code's text report, then the figures it produced."""
+        with FigureCapture(self.shell) as capture:
+            text = run_code(self.namespace, code)
+        if capture.images:
+            text += f"\n\n({len(capture.images)} figure(s) produced, sent as images)"
+        return [text, *capture.images]
+
+
+def kernel_tools(
+    context: ToolContext,
+    namespace: dict[str, Any],
+    bridge: MainThreadBridge,
+    shell: Any = None,
+) -> list[BuiltinTool]:
+    """The kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``); with the
+    extension loaded in ``shell``, also ``notebook_history`` and ``propose_cell``."""
+    from .history_tool import NotebookHistoryTool
+    from .propose_cell import ProposeCellTool, proposals_for
+    from .recorder import recorder_for
+
+    tools: list[BuiltinTool] = [
+        ListVariablesTool(context, namespace, shell),
+        InspectVariableTool(context, namespace, shell),
+        RunPythonTool(context, namespace, bridge, shell),
+    ]
+    recorder = recorder_for(shell)
+    if recorder is not None:
+        tools.append(NotebookHistoryTool(context, recorder))
+    proposals = proposals_for(shell)
+    if proposals is not None:
+        tools.append(ProposeCellTool(context, proposals))
+    return tools

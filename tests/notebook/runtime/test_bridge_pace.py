@@ -1,0 +1,99 @@
+"""The pump wakes the main thread when the renderer has something to show, not every poll.
+
+Benchmark 8 found the floor of streaming's CPU cost in the notebook: the pump woke every 0.15 s
+while text streamed (~130 wake-ups for a 20 s answer, ~0.15 ms of the kernel's main thread each,
+most with nothing the renderer would draw). Now text wakes it when it has grown enough for a
+display update and the renderer's pause is over; other events wake it at once; with nothing
+due it still wakes every ``IDLE_WAKE_S`` for its idle work (Stop clicks arrive there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from jupyter_agent.events import TextDelta
+from jupyter_agent.notebook.runtime import bridge as main_bridge
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop, MainThreadBridge
+
+
+@pytest.fixture
+def bridge() -> Iterator[MainThreadBridge]:
+    loop = BackgroundLoop()
+    yield MainThreadBridge(loop)
+    loop.close()
+
+
+def test_a_steady_stream_wakes_the_main_thread_far_less_than_every_poll(
+    bridge: MainThreadBridge,
+) -> None:
+    # 3 s of a 100 tokens/s answer, tokens of ~5 characters (as benchmark 8 streams them), that
+    # continues a long paragraph: the renderer would draw it in a handful of updates
+    tokens = ["x" * 3000] + [f" w{i:03d}" for i in range(300)]
+    seen: list[str] = []
+
+    async def stream() -> None:
+        started = asyncio.get_running_loop().time()
+        for k, token in enumerate(tokens):
+            await asyncio.sleep(max(0.0, started + k / 100 - asyncio.get_running_loop().time()))
+            bridge.post(TextDelta(token))
+
+    started = time.monotonic()
+    bridge.run(stream(), lambda e: seen.append(e.text))  # type: ignore[attr-defined]
+    elapsed = time.monotonic() - started
+    assert "".join(seen) == "".join(tokens)
+    polls = elapsed / main_bridge.POLL_INTERVAL_S
+    # the old pump: one wake-up per poll interval (~20 here)
+    assert bridge.wakeups <= 0.5 * polls, (bridge.wakeups, polls)
+
+
+def test_text_that_is_due_arrives_with_the_renderer_pace_even_when_the_stream_pauses(
+    bridge: MainThreadBridge,
+) -> None:
+    arrivals: list[tuple[float, str]] = []
+    started = time.monotonic()
+
+    async def stream() -> None:
+        bridge.post(TextDelta("x" * 1000))  # the first text of a segment wakes at once
+        await asyncio.sleep(0.02)
+        bridge.post(TextDelta("y" * 150))  # grown by 15%, before the renderer's pause is over
+        await asyncio.sleep(1.5)  # the model pauses: nothing else is posted
+
+    bridge.run(stream(), lambda e: arrivals.append((time.monotonic() - started, e.text)))  # type: ignore[attr-defined]
+    assert [text[0] for _, text in arrivals] == ["x", "y"]
+    first, second = arrivals[0][0], arrivals[1][0]
+    assert first < 0.1
+    # handed over when the pause ends (a timer), not at the next idle wake-up
+    assert main_bridge.POLL_INTERVAL_S - 0.02 <= second < main_bridge.IDLE_WAKE_S - 0.1, arrivals
+
+
+def test_idle_work_runs_at_least_every_idle_interval(bridge: MainThreadBridge) -> None:
+    idles: list[float] = []
+
+    async def quiet() -> None:
+        await asyncio.sleep(2.1)
+
+    bridge.run(quiet(), lambda e: None, on_idle=lambda: idles.append(time.monotonic()))
+    gaps = [b - a for a, b in itertools.pairwise(idles)]
+    assert len(idles) >= 4 and max(gaps) <= main_bridge.IDLE_WAKE_S + 0.2 <= 1.0, gaps
+
+
+def test_a_terminal_renderer_gets_text_every_pause_without_the_growth_rule(
+    bridge: MainThreadBridge,
+) -> None:
+    tokens = ["x" * 3000] + [f" w{i:03d}" for i in range(150)]
+    arrivals: list[float] = []
+
+    async def stream() -> None:
+        started = asyncio.get_running_loop().time()
+        for k, token in enumerate(tokens):
+            await asyncio.sleep(max(0.0, started + k / 100 - asyncio.get_running_loop().time()))
+            bridge.post(TextDelta(token))
+
+    bridge.run(stream(), lambda e: arrivals.append(time.monotonic()), text_growth=0)
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert max(gaps) < main_bridge.POLL_INTERVAL_S + 0.1, gaps
