@@ -18,9 +18,10 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
+from ..tools.cut_mark import cut_end
+
 #: Default size, in characters, of one summary.
 DEFAULT_BUDGET = 4000
-TRUNCATION_MARK = "… [truncated]"
 
 
 #: What the libraries of lazy frames call running the query, for the description.
@@ -102,10 +103,7 @@ def shape_of(obj: object) -> str:
 
 def clip(text: str, budget: int) -> str:
     """``text`` cut to at most ``budget`` characters, with a visible mark when cut."""
-    if len(text) <= budget:
-        return text
-    keep = max(budget - len(TRUNCATION_MARK), 0)
-    return text[:keep] + TRUNCATION_MARK
+    return cut_end(text, budget)
 
 
 class _Repr(reprlib.Repr):

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from .arguments import optional_int_arg, str_arg
 from .base import BuiltinTool, Image, ToolFailure
 from .beneath import WorkspaceRoot
+from .cut_mark import cut_mark
 from .image_fit import prepare_off_loop
 from .result_budget import page_chars
 
@@ -51,7 +52,7 @@ def _joined(value: object) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+    return text if len(text) <= limit else f"{text[:limit]} {cut_mark(len(text) - limit)}"
 
 
 def _read_notebook_bytes(held: WorkspaceRoot, path: Path, shown: str) -> bytes:
