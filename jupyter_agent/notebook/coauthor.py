@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy, asker
 from ..errors import FrontendError
-from ..tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
+from ..tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
@@ -80,7 +80,6 @@ TOOL_NAMES = ("notebook_cells", "insert_cell", "edit_cell", "run_cell", "delete_
 #: The policies the tools start with (``delete_cell`` is destructive: disabled, ``ask``).
 _START_POLICIES: dict[str, Policy] = {"edit_cell": "ask", "run_cell": "ask"}
 _ATTRIBUTE = "_jupyter_agent_notebook_link"
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 #: What a cell tool says when the page that ran the ``%%agent`` cell has gone away.
@@ -740,7 +739,7 @@ def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | I
             texts.append(f"error: {output['ename']}: {output['evalue']}")
         else:
             data = output.get("data") or {}
-            for media_type in _IMAGE_TYPES:
+            for media_type in IMAGE_MEDIA_TYPES:
                 encoded = data.get(media_type)
                 if isinstance(encoded, str) and len(images) < MAX_RUN_IMAGES:
                     with contextlib.suppress(binascii.Error, ValueError):

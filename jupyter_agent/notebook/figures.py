@@ -21,11 +21,10 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from ..tools.base import Image
+from ..tools.base import IMAGE_MEDIA_TYPES, Image
 
 #: Images one ``run_python`` call returns at most.
 MAX_RUN_IMAGES = 5
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 class FigureCapture:
@@ -70,7 +69,7 @@ class FigureCapture:
         if message.get("msg_type") != "display_data" or len(self.images) >= MAX_RUN_IMAGES:
             return message
         data = (message.get("content") or {}).get("data") or {}
-        for media_type in _IMAGE_TYPES:
+        for media_type in IMAGE_MEDIA_TYPES:
             encoded = data.get(media_type)
             if isinstance(encoded, str):
                 with contextlib.suppress(binascii.Error, ValueError):

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..tools.base import IMAGE_MEDIA_TYPES
+
 #: The whole buffer holds at most this many characters (text and base64 images): about 20 MB.
 MAX_TOTAL_CHARS = 20_000_000
 #: One cell's record holds at most this many characters (about 2 MB); the rest is dropped.
@@ -47,8 +49,6 @@ MAX_CELL_CHARS = 2_000_000
 #: Characters of a traceback kept (its end, where the error is).
 MAX_TRACEBACK_CHARS = 8_000
 
-#: Image types kept from display bundles, in order of preference.
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 _ATTRIBUTE = "_jupyter_agent_recorder"
@@ -237,7 +237,7 @@ class CellRecorder:
         if _WIDGET_VIEW in data and not text:
             return
         images = []
-        for media_type in IMAGE_TYPES:
+        for media_type in IMAGE_MEDIA_TYPES:
             encoded = data.get(media_type)
             if isinstance(encoded, str):
                 images.append((media_type, encoded))

@@ -59,6 +59,7 @@ from ..tools.context import ToolContext
 from ..tools.egress import EgressHosts
 from ..tools.factory import create_default_registry
 from ..tools.journal import ChangeJournal
+from ..tools.one_line import one_line
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
 from .ask_user_tool import AskUserTool
@@ -98,10 +99,6 @@ _PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
 _AGENT_SETTINGS = frozenset(
     {"max_turns", "tool_timeout", "max_result_chars", "context_window", "max_parallel_tools"}
 )
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +289,7 @@ class NotebookSession:
                 variant.thinking_budget = budget
                 variant.effort = effort
             except ValueError as exc:
-                raise SessionError(_one_line(str(exc))) from None
+                raise SessionError(one_line(str(exc))) from None
             self._providers[key] = variant
         return variant
 
@@ -324,7 +321,7 @@ class NotebookSession:
 
             return OfflineProvider(cassette)
         except Exception as exc:  # a bad cassette, a missing SDK, one refusing to start
-            raise SessionError(f"Cannot use provider {kind!r}: {_one_line(str(exc))}") from None
+            raise SessionError(f"Cannot use provider {kind!r}: {one_line(str(exc))}") from None
 
     # -- conversations -----------------------------------------------------------------------
 
@@ -496,7 +493,7 @@ class NotebookSession:
                 **settings,
             )
         except ValueError as exc:  # a setting out of range (the magics' traits refuse them)
-            raise SessionError(_one_line(str(exc))) from None
+            raise SessionError(one_line(str(exc))) from None
         toolbox.context.bind(agent)
         return agent
 
@@ -528,7 +525,7 @@ class NotebookSession:
                 scope_journal(context.journal, self._shell)
         except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
             context.journal = None
-            self._journal_problem = _one_line(str(exc))
+            self._journal_problem = one_line(str(exc))
 
     def journal(self) -> ChangeJournal | None:
         """The file journal, if the session's tools have one yet (nothing is created)."""
@@ -646,7 +643,7 @@ class NotebookSession:
                     text_growth=text_growth,
                 )
         except ProviderError as exc:
-            raise ModelRequestError(_one_line(str(exc))) from None
+            raise ModelRequestError(one_line(str(exc))) from None
         finally:
             self._turn_guard = None
         if outcome.interrupted:
@@ -741,7 +738,7 @@ class NotebookSession:
         try:
             outcome = self.bridge.run(agent.compact(), lambda _event: None)
         except ProviderError as exc:
-            raise SessionError(f"Compacting failed: {_one_line(str(exc))}") from None
+            raise SessionError(f"Compacting failed: {one_line(str(exc))}") from None
         if outcome.interrupted:
             raise SessionError("Compacting was interrupted; the conversation is unchanged")
         return outcome.value

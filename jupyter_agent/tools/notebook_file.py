@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .arguments import optional_int_arg, str_arg
-from .base import BuiltinTool, Image, ToolFailure
+from .base import IMAGE_MEDIA_TYPES, BuiltinTool, Image, ToolFailure
 from .beneath import WorkspaceRoot
 from .cut_mark import cut_mark
 from .image_fit import prepare_off_loop
@@ -41,7 +41,6 @@ MAX_CELL_PART_CHARS = 5_000
 #: Images returned at most.
 MAX_NOTEBOOK_IMAGES = 5
 
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -91,7 +90,7 @@ def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str | Ima
     assert isinstance(data, dict)
     lines: list[str | Image] = []
     label = "[result]" if kind == "execute_result" else "[display]"
-    image_type = next((t for t in _IMAGE_TYPES if t in data), None)
+    image_type = next((t for t in IMAGE_MEDIA_TYPES if t in data), None)
     text = _joined(data.get("text/plain")) or _joined(data.get("text/markdown"))
     if text and not (image_type and text.startswith("<Figure")):
         lines.append(f"{label}\n{_clip(text.rstrip(), MAX_CELL_PART_CHARS)}")
