@@ -32,7 +32,6 @@ when the agent's Stop button is pressed during a run).
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import base64
 import binascii
@@ -53,6 +52,8 @@ from ..errors import FrontendError
 from ..tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, ExecutableTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
+from .executor import parse_cell, run_cell_code
+from .figures import open_figures
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from .review_diff import diff_lines, edited
 from .summarize import clip
@@ -562,7 +563,7 @@ class CellRun:
         """Run ``source``; ``True`` unless it raised. A ``KeyboardInterrupt`` that is not the
         timeout's is raised again once the error output is recorded."""
         shell = self.shell
-        figures_before = set(_open_figures())
+        figures_before = set(open_figures())
         publisher: Any = getattr(shell, "display_pub", None)
         hooked = getattr(publisher, "register_hook", None) is not None
         if hooked:
@@ -600,18 +601,10 @@ class CellRun:
     def _execute(self, source: str, count: int) -> None:
         shell = self.shell
         code = shell.transform_cell(source) if hasattr(shell, "transform_cell") else source
-        tree = ast.parse(code, filename=f"<cell {count}>", mode="exec")
-        last: ast.Expression | None = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
-        namespace = shell.user_ns
-        exec(compile(tree, f"<cell {count}>", "exec"), namespace)
-        if last is None:
-            return
-        value = eval(compile(last, f"<cell {count}>", "eval"), namespace)
+        tree, last = parse_cell(code, f"<cell {count}>")
+        value = run_cell_code(shell.user_ns, tree, last, f"<cell {count}>")
         if value is None:
             return
-        namespace["_"] = value
         data, metadata = shell.display_formatter.format(value)
         self._add(
             {
@@ -627,7 +620,7 @@ class CellRun:
         try:
             lines = list(
                 self.shell.InteractiveTB.structured_traceback(
-                    type(exc), exc, exc.__traceback__, tb_offset=2
+                    type(exc), exc, exc.__traceback__, tb_offset=3
                 )
             )
         except Exception:
@@ -644,7 +637,7 @@ class CellRun:
     def _figures(self, before: set[int]) -> None:
         """Figures the code left open: shown in the cell (PNG) and closed, as inline does."""
         pyplot = sys.modules.get("matplotlib.pyplot")
-        for number, figure in _open_figures().items():
+        for number, figure in open_figures().items():
             if number in before:
                 continue
             with contextlib.suppress(Exception):
@@ -715,16 +708,6 @@ class _Watchdog:
     def cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-
-
-def _open_figures() -> dict[int, Any]:
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None:
-        return {}
-    try:
-        return {number: pyplot.figure(number) for number in pyplot.get_fignums()}
-    except Exception:
-        return {}
 
 
 def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | Image]:

@@ -37,7 +37,7 @@ class FigureCapture:
         self._publisher: Any = None
 
     def __enter__(self) -> FigureCapture:
-        self._figures_before = set(_open_figures())
+        self._figures_before = set(open_figures())
         publisher: Any = getattr(self.shell, "display_pub", None)
         if getattr(publisher, "register_hook", None) is not None:
             publisher.register_hook(self._hook)
@@ -55,7 +55,7 @@ class FigureCapture:
             self._publisher = None
         if exc_type is not None and not issubclass(exc_type, Exception):
             return  # interrupted: no rendering now
-        for number, figure in _open_figures().items():
+        for number, figure in open_figures().items():
             if number in self._figures_before or len(self.images) >= MAX_RUN_IMAGES:
                 continue
             out = io.BytesIO()
@@ -78,7 +78,7 @@ class FigureCapture:
         return message
 
 
-def _open_figures() -> dict[int, Any]:
+def open_figures() -> dict[int, Any]:
     """matplotlib's open figures by number, when the user's code has imported pyplot."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:

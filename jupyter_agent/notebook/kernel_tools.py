@@ -16,7 +16,6 @@ the wait while the loop keeps serving. A lazy frame is described without being c
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import concurrent.futures
 import io
@@ -27,7 +26,9 @@ from typing import Any, ClassVar
 
 from ..tools.base import BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
+from . import executor
 from .bridge import MainThreadBridge
+from .executor import parse_cell, run_cell_code
 from .figures import FigureCapture
 from .summarize import clip, shape_of, summarize, type_name
 
@@ -150,28 +151,23 @@ def run_code(namespace: dict[str, Any], code: str) -> str:
     Must run on the thread that owns the namespace (the kernel's main thread).
     """
     try:
-        tree = ast.parse(code, filename="<run_python>", mode="exec")
+        tree, last_expression = parse_cell(code, "<run_python>")
     except SyntaxError as exc:
         raise ToolFailure(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
-    last_expression: ast.Expression | None = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last_expression = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
     stdout, stderr = io.StringIO(), io.StringIO()
     result_repr: str | None = None
     error: str | None = None
     namespace.setdefault("__builtins__", __builtins__)
     with redirect_stdout(stdout), redirect_stderr(stderr):
         try:
-            exec(compile(tree, "<run_python>", "exec"), namespace)
-            if last_expression is not None:
-                value = eval(compile(last_expression, "<run_python>", "eval"), namespace)
-                if value is not None:
-                    namespace["_"] = value
-                    result_repr = repr(value)
+            value = run_cell_code(namespace, tree, last_expression, "<run_python>")
+            if value is not None:
+                result_repr = repr(value)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+            ours = (__file__, executor.__file__)
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in ours]
             lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
             error = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
     sections = []
