@@ -35,7 +35,7 @@ from IPython.core.error import UsageError
 
 from ..approvals import ApprovalRequest, Decision
 from ..events import ToolCallFinished, ToolCallStarted
-from ._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
+from ._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from .approvals_ui import NO_ONE_TO_ASK
 from .bridge import MainThreadBridge
 from .call_record import StaticCall
@@ -418,10 +418,7 @@ class KernelServe:
 )
 def serve_command(magics: Any, rest: str) -> None:
     """Serve this kernel's tools to other agents over MCP (loopback, with a token)."""
-    try:
-        args = parse_argstring(serve_command, rest)
-    except UsageError as exc:
-        raise UsageError(f"%agent serve: {exc}") from None
+    args = parse_command(serve_command, rest)
     running: KernelServe | None = getattr(magics, "server", None)
     if running is not None and running.stopped:
         running = None
