@@ -53,6 +53,7 @@ from .pricing import user_prices
 from .prompt_redaction import redacted_prompt
 from .render import DEFAULT_RENDER_INTERVAL_S
 from .settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
+from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ..agent.agent import Agent
@@ -409,23 +410,13 @@ class AgentMagics(Magics):
 
     # -- one turn, rendered ------------------------------------------------------------------
 
-    def _run_turn(
-        self,
-        prompt: str,
-        *,
-        chat: str = DEFAULT_CHAT,
-        provider: str | None = None,
-        model: str | None = None,
-        max_turns: int | None = None,
-        think: int | None = None,
-        budget: float | None = None,
-        effort: str | None = None,
-    ) -> TurnOutcome:
-        """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
+    def _run_turn(self, prompt: str, options: TurnOptions = DEFAULT_TURN) -> TurnOutcome:
+        """One turn of ``options.chat`` shown in this cell: its wiring is a ``CellTurn``."""
+        provider, model = options.provider, options.model
         with _as_usage_errors():  # refusals before anything is shown
-            self.managed.check_turn(vars(self.session.settings), provider, model, budget)
-            self.session.chat(chat)
-            self.session.provider(provider, model, think, effort)
+            self.managed.check_turn(vars(self.session.settings), provider, model, options.budget)
+            self.session.chat(options.chat)
+            self.session.provider(provider, model, options.think, options.effort)
         self._turn = CellTurn(
             self.session,
             self.shell,
@@ -434,16 +425,7 @@ class AgentMagics(Magics):
             approvals=self._approvals,
         )
         try:
-            outcome = self._turn.run(
-                prompt,
-                chat=chat,
-                provider=provider,
-                model=model,
-                max_turns=max_turns,
-                think=think,
-                budget=budget,
-                effort=effort,
-            )
+            outcome = self._turn.run(prompt, options)
         finally:
             self._turn = None
         if outcome.interrupted:
@@ -529,8 +511,7 @@ class AgentMagics(Magics):
             if args.system is not None:
                 self.system_prompt = args.system
             expanded = self.session.expand(prompt)
-        turn = functools.partial(
-            self._run_turn,
+        options = TurnOptions(
             chat=args.chat,
             provider=args.provider,
             model=args.model,
@@ -539,6 +520,7 @@ class AgentMagics(Magics):
             budget=args.budget,
             effort=args.effort,
         )
+        turn = functools.partial(self._run_turn, options=options)
         outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
@@ -636,7 +618,7 @@ class AgentMagics(Magics):
         failed = self.last_error.last()
         if failed is None:
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
-        self._run_turn(redacted_prompt(error_prompt(failed), _say), chat=args.chat)
+        self._run_turn(redacted_prompt(error_prompt(failed), _say), TurnOptions(chat=args.chat))
 
     @magic_arguments("agent go")
     @argument(
@@ -659,7 +641,7 @@ class AgentMagics(Magics):
                 "not shown by this kernel); nothing was run"
             )
         self._pending_plan = None
-        self._run_turn(GO_PROMPT, chat=plan.chat)
+        self._run_turn(GO_PROMPT, TurnOptions(chat=plan.chat))
 
     @magic_arguments("agent compact")
     @argument(

@@ -26,6 +26,7 @@ from jupyter_agent.notebook.cell_turn import CellTurn
 from jupyter_agent.notebook.extension import get_magics
 from jupyter_agent.notebook.magics import AgentMagics
 from jupyter_agent.notebook.turn_gc import IDLE_S, TurnGC, collect_after_cell
+from jupyter_agent.notebook.turn_options import TurnOptions
 
 CALLS = 12
 #: Each call keeps this many new objects alive: together more than a quarter of the process's
@@ -194,7 +195,7 @@ def test_the_collector_is_restored_when_the_turn_fails_or_is_interrupted(
 
     turn = CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
     with pytest.raises(UsageError, match="chat name"), capture_output():
-        turn.run("burst", chat="no such chat!")
+        turn.run("burst", TurnOptions(chat="no such chat!"))
     assert _frozen() == 0
     assert gc.get_threshold() == thresholds
 
