@@ -56,6 +56,7 @@ from .executor import parse_cell, run_cell_code
 from .figures import open_figures
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from .review_diff import diff_lines, edited
+from .services import register, service, unregister
 from .summarize import clip
 
 if TYPE_CHECKING:
@@ -80,7 +81,6 @@ MAX_CELL_CHARS = 100_000
 TOOL_NAMES = ("notebook_cells", "insert_cell", "edit_cell", "run_cell", "delete_cell")
 #: The policies the tools start with (``delete_cell`` is destructive: disabled, ``ask``).
 _START_POLICIES: dict[str, Policy] = {"edit_cell": "ask", "run_cell": "ask"}
-_ATTRIBUTE = "_jupyter_agent_notebook_link"
 
 
 #: What a cell tool says when the page that ran the ``%%agent`` cell has gone away.
@@ -181,7 +181,7 @@ class NotebookLink:
         if self.kernel is None or getattr(self.kernel, "comm_manager", None) is None:
             return False
         self.kernel.comm_manager.register_target(TARGET, self._opened)
-        setattr(self.shell, _ATTRIBUTE, self)
+        register(self.shell, self)
         self._installed = True
         with contextlib.suppress(Exception):  # no frontend listening: nobody connects
             from comm import create_comm
@@ -201,8 +201,7 @@ class NotebookLink:
                 page.comm.close()
         if pages:
             self._changed(False)
-        if getattr(self.shell, _ATTRIBUTE, None) is self:
-            setattr(self.shell, _ATTRIBUTE, None)
+        unregister(self.shell, self)
 
     @property
     def connected(self) -> bool:
@@ -498,8 +497,7 @@ def _settle(future: asyncio.Future[Any], data: dict[str, Any]) -> None:
 
 def link_for(shell: Any) -> NotebookLink | None:
     """The link installed on ``shell``, if any."""
-    link = getattr(shell, _ATTRIBUTE, None)
-    return link if isinstance(link, NotebookLink) else None
+    return service(shell, NotebookLink)
 
 
 # -- running a cell ---------------------------------------------------------------------------
