@@ -246,8 +246,13 @@ class AgentMagics(Magics):
         #: The plan a %%agent --plan cell made, until %agent go carries it out.
         self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
-        #: The running ``%agent serve`` (``serve.py``), if any.
-        self.server: Any = None
+
+    @property
+    def server(self) -> Any:
+        """The running ``%agent serve`` (``serve.py``), if any: one of the shell's services."""
+        from .serve import serve_running
+
+        return serve_running(self.shell)
 
     @property
     def session(self) -> NotebookSession:
@@ -349,7 +354,7 @@ class AgentMagics(Magics):
         self._panel.retire("(the extension was unloaded)")
         from .serve import stop_serving
 
-        stop_serving(self, "stopped: the extension was unloaded")
+        stop_serving(self.shell, "stopped: the extension was unloaded")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -689,7 +694,7 @@ class AgentMagics(Magics):
 
         if rest.split()[:1] not in (["stop"], ["status"]):
             self.managed.refuse(self.managed.check_serve())
-        serve_command(self, rest)
+        serve_command(self.session, self.shell, rest)
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
