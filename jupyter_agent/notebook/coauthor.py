@@ -47,9 +47,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..approvals import ApprovalHandler, ApprovalRequest, Decision, Policy, asker
+from ..approvals import ApprovalHandler, ApprovalRequest, Decision, asker
 from ..errors import FrontendError
-from ..tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, ExecutableTool, Image, ToolFailure
+from ..tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .executor import parse_cell, run_cell_code
@@ -60,7 +60,7 @@ from .services import register, service, unregister
 from .summarize import clip
 
 if TYPE_CHECKING:
-    from ..agent.toolbox import Toolbox
+    pass
 
 TARGET = "jupyter_agent.notebook"
 #: The comm the kernel opens when the extension loads, so open notebooks connect.
@@ -79,8 +79,6 @@ MAX_LISTED_SOURCE = 4_000
 MAX_CELL_CHARS = 100_000
 
 TOOL_NAMES = ("notebook_cells", "insert_cell", "edit_cell", "run_cell", "delete_cell")
-#: The policies the tools start with (``delete_cell`` is destructive: disabled, ``ask``).
-_START_POLICIES: dict[str, Policy] = {"edit_cell": "ask", "run_cell": "ask"}
 
 
 #: What a cell tool says when the page that ran the ``%%agent`` cell has gone away.
@@ -971,25 +969,6 @@ class DeleteCellTool(_NotebookTool):
         return f"Deleted cell {cell_id}."
 
 
-def coauthor_tools(
-    context: ToolContext,
-    bridge: MainThreadBridge,
-    shell: Any,
-    timeout: Callable[[], float | None],
-) -> list[ExecutableTool]:
-    """The notebook tools, when a frontend is connected to ``shell``'s kernel; else none."""
-    link = link_for(shell)
-    if link is None or not link.connected:
-        return []
-    return [
-        NotebookCellsTool(context, link, bridge),
-        InsertCellTool(context, link, bridge),
-        EditCellTool(context, link, bridge),
-        RunCellTool(context, link, bridge, timeout),
-        DeleteCellTool(context, link, bridge),
-    ]
-
-
 @dataclass(frozen=True, slots=True)
 class ApprovedCell:
     """What the user approved for one call: the cell's source as the prompt showed it
@@ -1129,27 +1108,6 @@ def undo_cells(shell: Any) -> CellUndo | None:
     if not reply.get("undone"):
         return None
     return CellUndo(str(reply.get("turn", "")), str(reply.get("message", "")))
-
-
-def sync_tools(toolbox: Toolbox, bridge: MainThreadBridge, shell: Any) -> None:
-    """Put the notebook tools on ``toolbox`` while a frontend is connected; take them off when
-    none is. Newly added, ``edit_cell`` and ``run_cell`` ask; ``delete_cell`` starts disabled."""
-    tools = coauthor_tools(toolbox.context, bridge, shell, lambda: toolbox.tool_timeout)
-    # The user's policies outlive the pages: a page that leaves and comes back (a reload) must
-    # not turn run_cell back from the "allow" they chose to "ask", or the reverse.
-    kept: dict[str, Policy] = toolbox.__dict__.setdefault("_jupyter_agent_notebook_policies", {})
-    if not tools:
-        for name in TOOL_NAMES:
-            if toolbox.registry.has_tool(name):
-                kept[name] = toolbox.get_policy(name)
-                toolbox.remove_tool(name)
-        return
-    new = [tool.name for tool in tools if not toolbox.registry.has_tool(tool.name)]
-    toolbox.rebuild(toolbox.context, tools)
-    for name in new:
-        policy = kept.get(name, _START_POLICIES.get(name))
-        if policy is not None:
-            toolbox.set_policy(name, policy)
 
 
 def notebook_connected(shell: Any, wait: float = 3.0) -> bool:

@@ -224,29 +224,3 @@ class RunPythonTool(BuiltinTool):
         if capture.images:
             text += f"\n\n({len(capture.images)} figure(s) produced, sent as images)"
         return [text, *capture.images]
-
-
-def kernel_tools(
-    context: ToolContext,
-    namespace: dict[str, Any],
-    bridge: MainThreadBridge,
-    shell: Any = None,
-) -> list[BuiltinTool]:
-    """The kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``); with the
-    extension loaded in ``shell``, also ``notebook_history`` and ``propose_cell``."""
-    from .history_tool import NotebookHistoryTool
-    from .propose_cell import ProposeCellTool, proposals_for
-    from .recorder import recorder_for
-
-    tools: list[BuiltinTool] = [
-        ListVariablesTool(context, namespace, shell),
-        InspectVariableTool(context, namespace, shell),
-        RunPythonTool(context, namespace, bridge, shell),
-    ]
-    recorder = recorder_for(shell)
-    if recorder is not None:
-        tools.append(NotebookHistoryTool(context, recorder))
-    proposals = proposals_for(shell)
-    if proposals is not None:
-        tools.append(ProposeCellTool(context, proposals))
-    return tools

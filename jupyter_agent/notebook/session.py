@@ -62,13 +62,12 @@ from ..tools.journal import ChangeJournal
 from ..tools.one_line import one_line
 from ..tools.project_files import find_instructions, with_instructions
 from ..tools.registry import ToolRegistry
-from .ask_user_tool import AskUserTool
 from .bridge import BackgroundLoop, MainThreadBridge, forward_events
 from .budget import BudgetedProvider, SpendGuard
 from .console import OrderedConsole, PrintedText
 from .conversation_file import read_conversation, save_conversation
 from .instructions_note import InstructionsNote
-from .kernel_tools import kernel_tools
+from .notebook_tools import notebook_tools
 from .pricing import UsageLedger, money, user_prices
 from .prompt_redaction import redaction_line
 from .prompt_vars import expand_variables
@@ -453,8 +452,9 @@ class NotebookSession:
             web_allow=self.egress,
         ).list_tools()
         if self.namespace is not None:
-            built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
-            built.append(AskUserTool(context, self._questions()))
+            built.extend(
+                notebook_tools(context, self.namespace, self.bridge, self._shell, self._questions())
+            )
         return built
 
     def _questions(self) -> UserQuestions:
@@ -467,12 +467,13 @@ class NotebookSession:
         (``coauthor.py``); off it otherwise."""
         if self.namespace is None:
             return
-        from .coauthor import link_for, sync_tools
+        from .coauthor import link_for
+        from .notebook_tools import sync_cell_tools
 
         link = link_for(self._shell)
         if link is not None and self._notebook_changed not in link.on_change:
             link.on_change.append(self._notebook_changed)
-        sync_tools(toolbox, self.bridge, self._shell)
+        sync_cell_tools(toolbox, self.bridge, self._shell)
 
     def _notebook_changed(self, _connected: bool) -> None:
         if self._toolbox is not None:
