@@ -53,7 +53,7 @@ from ..tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, Image, ToolFailure
 from ..tools.context import ToolContext
 from .bridge import MainThreadBridge
 from .executor import parse_cell, run_cell_code
-from .figures import open_figures
+from .figures import new_figures, open_figures
 from .kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from .review_diff import diff_lines, edited
 from .services import register, service, unregister
@@ -633,9 +633,7 @@ class CellRun:
     def _figures(self, before: set[int]) -> None:
         """Figures the code left open: shown in the cell (PNG) and closed, as inline does."""
         pyplot = sys.modules.get("matplotlib.pyplot")
-        for number, figure in open_figures().items():
-            if number in before:
-                continue
+        for figure in new_figures(before):
             with contextlib.suppress(Exception):
                 data, metadata = self.shell.display_formatter.format(figure)
                 if "image/png" not in data:

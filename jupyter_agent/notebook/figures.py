@@ -55,9 +55,9 @@ class FigureCapture:
             self._publisher = None
         if exc_type is not None and not issubclass(exc_type, Exception):
             return  # interrupted: no rendering now
-        for number, figure in open_figures().items():
-            if number in self._figures_before or len(self.images) >= MAX_RUN_IMAGES:
-                continue
+        for figure in new_figures(self._figures_before):
+            if len(self.images) >= MAX_RUN_IMAGES:
+                break
             out = io.BytesIO()
             try:
                 figure.savefig(out, format="png", dpi=100, bbox_inches="tight")
@@ -87,3 +87,9 @@ def open_figures() -> dict[int, Any]:
         return {number: pyplot.figure(number) for number in pyplot.get_fignums()}
     except Exception:
         return {}
+
+
+def new_figures(before: set[int]) -> list[Any]:
+    """The open figures whose numbers are not in ``before`` (``set(open_figures())`` taken when
+    the code started): what the code left open. Both ``run_python`` and ``run_cell`` show these."""
+    return [figure for number, figure in open_figures().items() if number not in before]
