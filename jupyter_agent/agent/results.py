@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..tools.base import Image, ToolResult, result_parts
+from ..tools.cut_mark import cut_mark
 from . import images as image_tools
 from .conversation import Block
 
@@ -32,12 +33,12 @@ def cut_middle(text: str, limit: int) -> str:
 def _cut(length: int, limit: int) -> tuple[int, int, str]:
     """How ``cut_middle`` cuts a text of ``length`` characters: head and tail kept, the mark."""
     dropped = length - limit
-    mark = f"\n\n[… {dropped:,} characters cut from the middle of this result …]\n\n"
+    mark = f"\n\n{cut_mark(dropped)}\n\n"
     keep = max(0, limit - len(mark))
     head = keep * 2 // 3
     tail = keep - head
     dropped = length - head - tail
-    mark = f"\n\n[… {dropped:,} characters cut from the middle of this result …]\n\n"
+    mark = f"\n\n{cut_mark(dropped)}\n\n"
     return head, tail, mark
 
 

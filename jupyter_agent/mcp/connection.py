@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import MCPServerError
 from ..tools.base import ToolFailure
 from ..tools.guard.netguard import FetchTarget, IPAddress, NetworkPolicy, parse_target
+from ..tools.one_line import one_line
 from ..tools.progress import ProgressCallback
 from . import process
 from .client_features import ClientHooks, session_callbacks
@@ -54,14 +55,10 @@ async def _no_output_check(name: str, result: CallToolResult) -> None:
     """In place of ``ClientSession.validate_tool_result`` (see ``ServerConnection._own``)."""
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(inner) for inner in exc.exceptions)
-    message = _one_line(exc)
+    message = one_line(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
@@ -427,7 +424,7 @@ class ServerConnection:
 
         broken = not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
         if not broken and not self._process_gone():
-            return ToolFailure(f"MCP server {self.name!r} refused {what}: {_one_line(exc)}")
+            return ToolFailure(f"MCP server {self.name!r} refused {what}: {one_line(exc)}")
         # the connection broke: the server died or closed its end
         self.status = f"down: the connection broke during {what} ({_describe(exc)})"
         self._client = None

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tools.base import IMAGE_MEDIA_TYPES, Image, ToolFailure
+from ..tools.cut_mark import cut_mark
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ReadResourceResult
@@ -151,7 +152,7 @@ def _resource_parts(contents: Any) -> list[str | Image]:
     if isinstance(contents, types.TextResourceContents):
         text = contents.text
         if len(text) > MAX_RESOURCE_CHARS:
-            text = text[:MAX_RESOURCE_CHARS] + f"\n[… cut at {MAX_RESOURCE_CHARS} characters]"
+            text = f"{text[:MAX_RESOURCE_CHARS]}\n{cut_mark(len(text) - MAX_RESOURCE_CHARS)}"
         return [f"[resource {contents.uri}]\n{text}"]
     if isinstance(contents, types.BlobResourceContents):
         media_type = contents.mime_type or "application/octet-stream"

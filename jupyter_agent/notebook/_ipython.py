@@ -42,5 +42,23 @@ def parse_argstring(magic_function: Callable[..., Any], line: str) -> Any:
         raise UsageError(f"{exc} in {line.strip()!r}") from None
 
 
+def parse_command(
+    handler: Callable[..., Any], words: str | list[str], usage: str | None = None
+) -> Any:
+    """``words`` (the rest of the line, or its words already split) parsed by ``handler``'s
+    ``magic_arguments``: the one parse helper of every subcommand. A mistake is one
+    ``UsageError`` that names the command and ends with its usage line (or ``usage``), e.g.
+    ``%agent save: the following arguments are required: PATH; usage: %agent save PATH``."""
+    parser = handler.parser  # type: ignore[attr-defined]
+    try:
+        if isinstance(words, str):
+            return parse_argstring(handler, words)
+        return parser.parse_args(words)
+    except UsageError as exc:
+        if usage is None:
+            usage = "usage: " + " ".join(parser.format_usage().split()).removeprefix(":: ")
+        raise UsageError(f"%{parser.prog}: {exc}; {usage}") from None
+
+
 def line_cell_magic(name: str) -> Callable[[F], F]:
     return cast(Callable[[F], F], _magic.line_cell_magic(name))

@@ -8,14 +8,11 @@ link can clip without importing the kernel's object summaries.
 
 from __future__ import annotations
 
-__all__ = ["TRUNCATION_MARK", "clip"]
+from ..tools.cut_mark import cut_end
 
-TRUNCATION_MARK = "… [truncated]"
+__all__ = ["clip"]
 
 
 def clip(text: str, budget: int) -> str:
     """``text`` cut to at most ``budget`` characters, with a visible mark when cut."""
-    if len(text) <= budget:
-        return text
-    keep = max(budget - len(TRUNCATION_MARK), 0)
-    return text[:keep] + TRUNCATION_MARK
+    return cut_end(text, budget)

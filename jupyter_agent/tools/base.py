@@ -133,7 +133,7 @@ class ExecutableTool(Protocol):
         ...
 
 
-#: Media types the Messages API takes as image blocks.
+#: Media types the Messages API takes as image blocks, in the order a display bundle is read.
 IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 

@@ -35,6 +35,7 @@ from .._version import __version__
 from ..errors import URLRefusedError
 from . import web_convert
 from .base import BuiltinTool, ToolFailure
+from .cut_mark import cut_mark
 from .guard.egress import EgressHosts, normal_host
 from .guard.netguard import (
     FetchTarget,
@@ -436,11 +437,8 @@ class WebFetchTool(BuiltinTool):
                 f"{self.max_body_bytes:,} bytes were read."
             )
         if len(text) > max_length:
-            notes.append(
-                f"Content cut at {max_length:,} of {len(text):,} characters; "
-                "pass a larger max_length to see more."
-            )
-            text = text[:max_length]
+            notes.append("Pass a larger max_length to see more.")
+            text = f"{text[:max_length]}\n\n{cut_mark(len(text) - max_length, len(text))}"
         if not text.strip():
             text = "(empty response)"
         if notes:

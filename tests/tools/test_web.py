@@ -101,7 +101,7 @@ async def test_max_length_cuts_and_says_so(tmp_path: Path, server: LoopbackServe
     result = await fetch_registry(tmp_path).call(
         "web_fetch", {"url": server.url("/text"), "max_length": 5}
     )
-    assert result.content.startswith("plain\n\n[Content cut at 5 of ")
+    assert result.content.startswith("plain\n\n[… 18 of 23 characters cut …]")
 
 
 # -- limits -------------------------------------------------------------------------------------

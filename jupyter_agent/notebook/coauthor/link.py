@@ -32,7 +32,6 @@ when the agent's Stop button is pressed during a run).
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import base64
 import binascii
@@ -48,17 +47,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ...approvals import ApprovalHandler, ApprovalRequest, Decision, Policy, asker
+from ...approvals import ApprovalHandler, ApprovalRequest, Decision, asker
 from ...errors import FrontendError
-from ...tools.base import BuiltinTool, ExecutableTool, Image, ToolFailure
+from ...tools.base import IMAGE_MEDIA_TYPES, BuiltinTool, Image, ToolFailure
 from ...tools.context import ToolContext
 from ..runtime.bridge import MainThreadBridge
+from ..runtime.executor import parse_cell, run_cell_code
+from ..runtime.figures import new_figures, open_figures
 from ..runtime.kernel_comm import KernelCommPoller, active_poller, unattended_kernel
+from ..runtime.services import register, service, unregister
 from ..text import clip
 from .review_diff import diff_lines, edited
 
 if TYPE_CHECKING:
-    from ...agent.toolbox import Toolbox
+    pass
 
 TARGET = "jupyter_agent.notebook"
 #: The comm the kernel opens when the extension loads, so open notebooks connect.
@@ -77,10 +79,6 @@ MAX_LISTED_SOURCE = 4_000
 MAX_CELL_CHARS = 100_000
 
 TOOL_NAMES = ("notebook_cells", "insert_cell", "edit_cell", "run_cell", "delete_cell")
-#: The policies the tools start with (``delete_cell`` is destructive: disabled, ``ask``).
-_START_POLICIES: dict[str, Policy] = {"edit_cell": "ask", "run_cell": "ask"}
-_ATTRIBUTE = "_jupyter_agent_notebook_link"
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 #: What a cell tool says when the page that ran the ``%%agent`` cell has gone away.
@@ -181,7 +179,7 @@ class NotebookLink:
         if self.kernel is None or getattr(self.kernel, "comm_manager", None) is None:
             return False
         self.kernel.comm_manager.register_target(TARGET, self._opened)
-        setattr(self.shell, _ATTRIBUTE, self)
+        register(self.shell, self)
         self._installed = True
         with contextlib.suppress(Exception):  # no frontend listening: nobody connects
             from comm import create_comm
@@ -201,8 +199,7 @@ class NotebookLink:
                 page.comm.close()
         if pages:
             self._changed(False)
-        if getattr(self.shell, _ATTRIBUTE, None) is self:
-            setattr(self.shell, _ATTRIBUTE, None)
+        unregister(self.shell, self)
 
     @property
     def connected(self) -> bool:
@@ -498,8 +495,7 @@ def _settle(future: asyncio.Future[Any], data: dict[str, Any]) -> None:
 
 def link_for(shell: Any) -> NotebookLink | None:
     """The link installed on ``shell``, if any."""
-    link = getattr(shell, _ATTRIBUTE, None)
-    return link if isinstance(link, NotebookLink) else None
+    return service(shell, NotebookLink)
 
 
 # -- running a cell ---------------------------------------------------------------------------
@@ -563,7 +559,7 @@ class CellRun:
         """Run ``source``; ``True`` unless it raised. A ``KeyboardInterrupt`` that is not the
         timeout's is raised again once the error output is recorded."""
         shell = self.shell
-        figures_before = set(_open_figures())
+        figures_before = set(open_figures())
         publisher: Any = getattr(shell, "display_pub", None)
         hooked = getattr(publisher, "register_hook", None) is not None
         if hooked:
@@ -601,18 +597,10 @@ class CellRun:
     def _execute(self, source: str, count: int) -> None:
         shell = self.shell
         code = shell.transform_cell(source) if hasattr(shell, "transform_cell") else source
-        tree = ast.parse(code, filename=f"<cell {count}>", mode="exec")
-        last: ast.Expression | None = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
-        namespace = shell.user_ns
-        exec(compile(tree, f"<cell {count}>", "exec"), namespace)
-        if last is None:
-            return
-        value = eval(compile(last, f"<cell {count}>", "eval"), namespace)
+        tree, last = parse_cell(code, f"<cell {count}>")
+        value = run_cell_code(shell.user_ns, tree, last, f"<cell {count}>")
         if value is None:
             return
-        namespace["_"] = value
         data, metadata = shell.display_formatter.format(value)
         self._add(
             {
@@ -628,7 +616,7 @@ class CellRun:
         try:
             lines = list(
                 self.shell.InteractiveTB.structured_traceback(
-                    type(exc), exc, exc.__traceback__, tb_offset=2
+                    type(exc), exc, exc.__traceback__, tb_offset=3
                 )
             )
         except Exception:
@@ -645,9 +633,7 @@ class CellRun:
     def _figures(self, before: set[int]) -> None:
         """Figures the code left open: shown in the cell (PNG) and closed, as inline does."""
         pyplot = sys.modules.get("matplotlib.pyplot")
-        for number, figure in _open_figures().items():
-            if number in before:
-                continue
+        for figure in new_figures(before):
             with contextlib.suppress(Exception):
                 data, metadata = self.shell.display_formatter.format(figure)
                 if "image/png" not in data:
@@ -718,16 +704,6 @@ class _Watchdog:
             self._timer.cancel()
 
 
-def _open_figures() -> dict[int, Any]:
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None:
-        return {}
-    try:
-        return {number: pyplot.figure(number) for number in pyplot.get_fignums()}
-    except Exception:
-        return {}
-
-
 def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | Image]:
     """A cell run's outputs as the model sees them: text (capped), then its images."""
     texts: list[str] = []
@@ -740,7 +716,7 @@ def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | I
             texts.append(f"error: {output['ename']}: {output['evalue']}")
         else:
             data = output.get("data") or {}
-            for media_type in _IMAGE_TYPES:
+            for media_type in IMAGE_MEDIA_TYPES:
                 encoded = data.get(media_type)
                 if isinstance(encoded, str) and len(images) < MAX_RUN_IMAGES:
                     with contextlib.suppress(binascii.Error, ValueError):
@@ -991,25 +967,6 @@ class DeleteCellTool(_NotebookTool):
         return f"Deleted cell {cell_id}."
 
 
-def coauthor_tools(
-    context: ToolContext,
-    bridge: MainThreadBridge,
-    shell: Any,
-    timeout: Callable[[], float | None],
-) -> list[ExecutableTool]:
-    """The notebook tools, when a frontend is connected to ``shell``'s kernel; else none."""
-    link = link_for(shell)
-    if link is None or not link.connected:
-        return []
-    return [
-        NotebookCellsTool(context, link, bridge),
-        InsertCellTool(context, link, bridge),
-        EditCellTool(context, link, bridge),
-        RunCellTool(context, link, bridge, timeout),
-        DeleteCellTool(context, link, bridge),
-    ]
-
-
 @dataclass(frozen=True, slots=True)
 class ApprovedCell:
     """What the user approved for one call: the cell's source as the prompt showed it
@@ -1149,27 +1106,6 @@ def undo_cells(shell: Any) -> CellUndo | None:
     if not reply.get("undone"):
         return None
     return CellUndo(str(reply.get("turn", "")), str(reply.get("message", "")))
-
-
-def sync_tools(toolbox: Toolbox, bridge: MainThreadBridge, shell: Any) -> None:
-    """Put the notebook tools on ``toolbox`` while a frontend is connected; take them off when
-    none is. Newly added, ``edit_cell`` and ``run_cell`` ask; ``delete_cell`` starts disabled."""
-    tools = coauthor_tools(toolbox.context, bridge, shell, lambda: toolbox.tool_timeout)
-    # The user's policies outlive the pages: a page that leaves and comes back (a reload) must
-    # not turn run_cell back from the "allow" they chose to "ask", or the reverse.
-    kept: dict[str, Policy] = toolbox.__dict__.setdefault("_jupyter_agent_notebook_policies", {})
-    if not tools:
-        for name in TOOL_NAMES:
-            if toolbox.registry.has_tool(name):
-                kept[name] = toolbox.get_policy(name)
-                toolbox.remove_tool(name)
-        return
-    new = [tool.name for tool in tools if not toolbox.registry.has_tool(tool.name)]
-    toolbox.rebuild(toolbox.context, tools)
-    for name in new:
-        policy = kept.get(name, _START_POLICIES.get(name))
-        if policy is not None:
-            toolbox.set_policy(name, policy)
 
 
 def notebook_connected(shell: Any, wait: float = 3.0) -> bool:

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from ...providers.demo_model import ERROR_REQUEST
+from ...tools.cut_mark import cut_mark
 
 #: Characters of a traceback (and of a cell's source) the prompt carries, head and tail kept.
 MAX_TRACEBACK_CHARS = 12_000
@@ -52,7 +53,7 @@ def _clip(text: str, limit: int) -> str:
     head = limit * 2 // 3
     tail = limit - head
     dropped = len(text) - head - tail
-    return f"{text[:head]}\n[... {dropped} characters cut ...]\n{text[-tail:]}"
+    return f"{text[:head]}\n{cut_mark(dropped)}\n{text[-tail:]}"
 
 
 def _user_frames(tb: TracebackType | None) -> TracebackType | None:

@@ -24,8 +24,8 @@ from ..inert import visible
 from ..runtime.kernel_comm import KernelCommPoller, unattended_kernel
 from ..runtime.restart_watch import RESTARTED, RestartWatch
 from ..runtime.turn_gc import TurnGC
-from ..session.settings import DEFAULT_CHAT
 from ..views.render import Renderer, RichRenderer, TextRenderer
+from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ..asking.approvals_ui import NotebookApprovals
@@ -81,18 +81,7 @@ class CellTurn:
         if self.poller is not None:
             self.poller.poll(0)
 
-    def run(
-        self,
-        prompt: str,
-        *,
-        chat: str = DEFAULT_CHAT,
-        provider: str | None = None,
-        model: str | None = None,
-        max_turns: int | None = None,
-        think: int | None = None,
-        budget: float | None = None,
-        effort: str | None = None,
-    ) -> TurnOutcome:
+    def run(self, prompt: str, options: TurnOptions = DEFAULT_TURN) -> TurnOutcome:
         """Run the turn, rendering its events in the cell; the renderer is closed either way.
 
         A failed model request raises ``FailedModelRequest`` (one line), a session's refusal a
@@ -101,29 +90,9 @@ class CellTurn:
         # the whole cell, closing the renderer included: a full collection of the older heap
         # waits for the cell's end (``turn_gc.py``)
         with self.gc:
-            return self._run(
-                prompt,
-                chat=chat,
-                provider=provider,
-                model=model,
-                max_turns=max_turns,
-                think=think,
-                budget=budget,
-                effort=effort,
-            )
+            return self._run(prompt, options)
 
-    def _run(
-        self,
-        prompt: str,
-        *,
-        chat: str,
-        provider: str | None,
-        model: str | None,
-        max_turns: int | None,
-        think: int | None,
-        budget: float | None,
-        effort: str | None = None,
-    ) -> TurnOutcome:
+    def _run(self, prompt: str, options: TurnOptions) -> TurnOutcome:
         renderer, poller = self.renderer, self.poller
         bridge = self.session.bridge
         if self.approvals is not None:
@@ -140,13 +109,7 @@ class CellTurn:
         try:
             outcome = self.session.run(
                 prompt,
-                chat=chat,
-                provider=provider,
-                model=model,
-                max_turns=max_turns,
-                think=think,
-                budget=budget,
-                effort=effort,
+                **options.keywords(),
                 label=cell_label(self.shell),
                 on_event=renderer.handle,
                 on_idle=self._on_idle,

@@ -1,10 +1,12 @@
 """The IPython extension entry points: ``%load_ext jupyter_agent`` and ``%unload_ext``.
 
-Loading registers one ``AgentMagics`` instance (the front end of the notebook's session), tells
-it about every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``) and starts
-the cell recorder (``notebook_history``) and the cell proposals (``propose_cell``); unloading
-closes the session's connections and its background loop and stops them. Loading twice keeps the
-first instance.
+Loading registers one ``AgentMagics`` instance (the front end of the notebook's session; IPython
+keeps it in ``shell.magics_manager.registry``, where ``get_magics`` finds it), tells it about
+every failing cell (IPython's ``post_run_cell`` event, for ``%agent error``) and starts the cell
+recorder (``notebook_history``), the cell proposals (``propose_cell``) and the co-author link,
+which register with the shell's one ``ExtensionServices`` (``services.py``); unloading closes the
+session's connections and its background loop and stops them. Loading twice keeps the first
+instance.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-_INSTANCE_ATTRIBUTE = "_jupyter_agent_magics"
+#: The name IPython registers the magics under (``type(magics).__name__``).
+_MAGICS_NAME = "AgentMagics"
 
 
 def load_ipython_extension(ip: Any) -> None:
     """Register ``%%agent``, ``%agent`` and ``%agent_tools`` in the shell ``ip``."""
     from .magics import AgentMagics
 
-    if getattr(ip, _INSTANCE_ATTRIBUTE, None) is not None:
+    if get_magics(ip) is not None:
         return
     from ..coauthor.link import NotebookLink
     from ..kernel.propose_cell import CellProposals
@@ -31,15 +34,13 @@ def load_ipython_extension(ip: Any) -> None:
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
     ip.events.register("post_run_cell", magics.last_error.post_run_cell)
-    setattr(ip, _INSTANCE_ATTRIBUTE, magics)
 
 
 def unload_ipython_extension(ip: Any) -> None:
     """Remove the magics and stop the session's agent."""
-    magics = getattr(ip, _INSTANCE_ATTRIBUTE, None)
+    magics = get_magics(ip)
     if magics is None:
         return
-    setattr(ip, _INSTANCE_ATTRIBUTE, None)
     with contextlib.suppress(ValueError):  # not registered
         ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
@@ -56,12 +57,13 @@ def unload_ipython_extension(ip: Any) -> None:
             if getattr(table.get(name), "__self__", None) is magics:
                 del table[name]
     registry = ip.magics_manager.registry
-    if registry.get(type(magics).__name__) is magics:
-        del registry[type(magics).__name__]
+    if registry.get(_MAGICS_NAME) is magics:
+        del registry[_MAGICS_NAME]
     if magics in ip.configurables:
         ip.configurables.remove(magics)
 
 
 def get_magics(ip: Any) -> Any:
     """The ``AgentMagics`` of the shell ``ip``, or ``None`` when the extension is not loaded."""
-    return getattr(ip, _INSTANCE_ATTRIBUTE, None)
+    manager = getattr(ip, "magics_manager", None)
+    return None if manager is None else manager.registry.get(_MAGICS_NAME)

@@ -23,7 +23,14 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, o
 
 from ...approvals import POLICIES, Policy
 from ...errors import SessionError
-from .._ipython import argument, display, line_cell_magic, magic_arguments, parse_argstring
+from .._ipython import (
+    argument,
+    display,
+    line_cell_magic,
+    magic_arguments,
+    parse_argstring,
+    parse_command,
+)
 from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
@@ -45,6 +52,7 @@ from .magic_types import (
     thinking_budget,
     unquoted,
 )
+from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ...agent.agent import Agent
@@ -237,8 +245,13 @@ class AgentMagics(Magics):
         #: The plan a %%agent --plan cell made, until %agent go carries it out.
         self._pending_plan: PendingPlan | None = None
         self._mcp_commands: MCPCommands | None = None
-        #: The running ``%agent serve`` (``serve.py``), if any.
-        self.server: Any = None
+
+    @property
+    def server(self) -> Any:
+        """The running ``%agent serve`` (``serve.py``), if any: one of the shell's services."""
+        from ..serve.serve import serve_running
+
+        return serve_running(self.shell)
 
     @property
     def session(self) -> NotebookSession:
@@ -340,7 +353,7 @@ class AgentMagics(Magics):
         self._panel.retire("(the extension was unloaded)")
         from ..serve.serve import stop_serving
 
-        stop_serving(self, "stopped: the extension was unloaded")
+        stop_serving(self.shell, "stopped: the extension was unloaded")
         if self._session is not None:
             self._session.close()
         self._mcp_commands = None
@@ -401,23 +414,13 @@ class AgentMagics(Magics):
 
     # -- one turn, rendered ------------------------------------------------------------------
 
-    def _run_turn(
-        self,
-        prompt: str,
-        *,
-        chat: str = DEFAULT_CHAT,
-        provider: str | None = None,
-        model: str | None = None,
-        max_turns: int | None = None,
-        think: int | None = None,
-        budget: float | None = None,
-        effort: str | None = None,
-    ) -> TurnOutcome:
-        """One turn of ``chat`` shown in this cell: its wiring is a ``CellTurn``."""
+    def _run_turn(self, prompt: str, options: TurnOptions = DEFAULT_TURN) -> TurnOutcome:
+        """One turn of ``options.chat`` shown in this cell: its wiring is a ``CellTurn``."""
+        provider, model = options.provider, options.model
         with _as_usage_errors():  # refusals before anything is shown
-            self.managed.check_turn(vars(self.session.settings), provider, model, budget)
-            self.session.chat(chat)
-            self.session.provider(provider, model, think, effort)
+            self.managed.check_turn(vars(self.session.settings), provider, model, options.budget)
+            self.session.chat(options.chat)
+            self.session.provider(provider, model, options.think, options.effort)
         self._turn = CellTurn(
             self.session,
             self.shell,
@@ -426,16 +429,7 @@ class AgentMagics(Magics):
             approvals=self._approvals,
         )
         try:
-            outcome = self._turn.run(
-                prompt,
-                chat=chat,
-                provider=provider,
-                model=model,
-                max_turns=max_turns,
-                think=think,
-                budget=budget,
-                effort=effort,
-            )
+            outcome = self._turn.run(prompt, options)
         finally:
             self._turn = None
         if outcome.interrupted:
@@ -521,8 +515,7 @@ class AgentMagics(Magics):
             if args.system is not None:
                 self.system_prompt = args.system
             expanded = self.session.expand(prompt)
-        turn = functools.partial(
-            self._run_turn,
+        options = TurnOptions(
             chat=args.chat,
             provider=args.provider,
             model=args.model,
@@ -531,6 +524,7 @@ class AgentMagics(Magics):
             budget=args.budget,
             effort=args.effort,
         )
+        turn = functools.partial(self._run_turn, options=options)
         outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
@@ -565,15 +559,6 @@ class AgentMagics(Magics):
         with _as_usage_errors():
             handler(self, words[1] if len(words) > 1 else "")
 
-    @staticmethod
-    def _parse(handler: Callable[..., Any], rest: str) -> Any:
-        """``rest`` parsed by ``handler``'s ``magic_arguments``; errors name the command."""
-        try:
-            return parse_argstring(handler, rest)
-        except UsageError as exc:
-            command = handler.parser.prog  # type: ignore[attr-defined]
-            raise UsageError(f"%{command}: {exc}") from None
-
     @magic_arguments("agent reset")
     @argument(
         "name",
@@ -585,7 +570,7 @@ class AgentMagics(Magics):
     )
     def _reset(self, rest: str) -> None:
         """Empty a conversation: the chat's next %%agent cell starts afresh."""
-        args = self._parse(self._reset, rest)
+        args = parse_command(self._reset, rest)
         cleared = self.session.reset(args.name)
         if args.name is None and len(cleared) > 1:
             _say(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
@@ -595,7 +580,7 @@ class AgentMagics(Magics):
     @magic_arguments("agent chats")
     def _chats(self, rest: str) -> None:
         """List the conversations: name, messages, tokens used."""
-        self._parse(self._chats, rest)
+        parse_command(self._chats, rest)
         chats = self.session.chats()
         if not chats:
             _say("No chats yet: the first %%agent cell starts 'default'.")
@@ -616,7 +601,7 @@ class AgentMagics(Magics):
     )
     def _history(self, rest: str) -> None:
         """Show a conversation as a transcript."""
-        args = self._parse(self._history, rest)
+        args = parse_command(self._history, rest)
         agent = self.session.existing_chat(args.name)
         if not agent.messages:
             _say("(the conversation is empty)")
@@ -626,18 +611,18 @@ class AgentMagics(Magics):
     @magic_arguments("agent usage")
     def _usage(self, rest: str) -> None:
         """Tokens and estimated cost per model, for this session."""
-        self._parse(self._usage, rest)
+        parse_command(self._usage, rest)
         _say(self.session.usage_report())
 
     @magic_arguments("agent error")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to ask.")
     def _error(self, rest: str) -> None:
         """Send the last exception (its cell and traceback) to the agent to explain and fix."""
-        args = self._parse(self._error, rest)
+        args = parse_command(self._error, rest)
         failed = self.last_error.last()
         if failed is None:
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
-        self._run_turn(redacted_prompt(error_prompt(failed), _say), chat=args.chat)
+        self._run_turn(redacted_prompt(error_prompt(failed), _say), TurnOptions(chat=args.chat))
 
     @magic_arguments("agent go")
     @argument(
@@ -650,7 +635,7 @@ class AgentMagics(Magics):
         """Carry out the plan the last %%agent --plan cell made, with the normal tools."""
         from .plan_mode import GO_PROMPT
 
-        args = self._parse(self._go, rest)
+        args = parse_command(self._go, rest)
         plan = self._pending_plan
         if plan is None:
             raise UsageError("No plan to carry out: a %%agent --plan cell makes one first")
@@ -660,7 +645,7 @@ class AgentMagics(Magics):
                 "not shown by this kernel); nothing was run"
             )
         self._pending_plan = None
-        self._run_turn(GO_PROMPT, chat=plan.chat)
+        self._run_turn(GO_PROMPT, TurnOptions(chat=plan.chat))
 
     @magic_arguments("agent compact")
     @argument(
@@ -668,7 +653,7 @@ class AgentMagics(Magics):
     )
     def _compact(self, rest: str) -> None:
         """Shorten a conversation now: old tool results become stubs, old turns a summary."""
-        args = self._parse(self._compact, rest)
+        args = parse_command(self._compact, rest)
         compacted = self.session.compact(args.name)
         if compacted is None:
             _say(f"Nothing to compact in chat {args.name!r}.")
@@ -708,12 +693,12 @@ class AgentMagics(Magics):
 
         if rest.split()[:1] not in (["stop"], ["status"]):
             self.managed.refuse(self.managed.check_serve())
-        serve_command(self, rest)
+        serve_command(self.session, self.shell, rest)
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
-        self._parse(self._undo, rest)
+        parse_command(self._undo, rest)
         _say(self.session.undo())
 
     @magic_arguments("agent save")
@@ -721,7 +706,7 @@ class AgentMagics(Magics):
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to save.")
     def _save(self, rest: str) -> None:
         """Save a conversation to a file (%agent load brings it back)."""
-        args = self._parse(self._save, rest)
+        args = parse_command(self._save, rest)
         count = self.session.save(args.path, args.chat)
         _say(f"Saved {count} messages to {args.path}")
 
@@ -735,14 +720,14 @@ class AgentMagics(Magics):
     )
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
-        args = self._parse(self._load, rest)
+        args = parse_command(self._load, rest)
         count = self.session.load(args.path, args.chat, system_prompt=args.system_prompt, note=_say)
         _say(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
     @magic_arguments("agent config")
     def _config(self, rest: str) -> None:
         """The settings (%config AgentMagics.NAME = ...) and the live agent."""
-        self._parse(self._config, rest)
+        parse_command(self._config, rest)
         rows: list[tuple[str, str]] = []
         for name in sorted(self.class_trait_names(config=True)):
             value = getattr(self, name)
@@ -773,7 +758,7 @@ class AgentMagics(Magics):
     )
     def _model(self, rest: str) -> None:
         """Show or set the model (AgentMagics.model) the next %%agent cells use."""
-        args = self._parse(self._model, rest)
+        args = parse_command(self._model, rest)
         if args.name is not None:
             self.managed.refuse(self.managed.check("model", args.name.strip()))
             self.model = args.name.strip()
@@ -827,28 +812,17 @@ class AgentMagics(Magics):
             handler(self, rest)
         self._panel.refresh()
 
-    @staticmethod
-    def _parse_with_usage(handler: Callable[..., Any], rest: str) -> Any:
-        """``rest`` parsed by ``handler``'s ``magic_arguments``; errors name the command and end
-        with its usage line."""
-        parser = handler.parser  # type: ignore[attr-defined]
-        try:
-            return parse_argstring(handler, rest)
-        except UsageError as exc:
-            usage = " ".join(parser.format_usage().split()).removeprefix(":: ")
-            raise UsageError(f"%{parser.prog}: {exc}; usage: {usage}") from None
-
     @magic_arguments("agent_tools list")
     def _tools_list(self, rest: str) -> None:
         """The tools as a table: enabled, policy, description."""
-        self._parse_with_usage(self._tools_list, rest)
+        parse_command(self._tools_list, rest)
         self._print_tools()
 
     @magic_arguments("agent_tools enable")
     @argument("names", nargs="+", metavar="NAME", help="Tools to offer the model.")
     def _tools_enable(self, rest: str) -> None:
         """Offer tools to the model (every chat)."""
-        names: list[str] = self._parse_with_usage(self._tools_enable, rest).names
+        names: list[str] = parse_command(self._tools_enable, rest).names
         self._check_tool_names(names)
         for name in names:
             self.managed.refuse(self.managed.check_enable(name))
@@ -861,7 +835,7 @@ class AgentMagics(Magics):
     @argument("names", nargs="+", metavar="NAME", help="Tools to take away from the model.")
     def _tools_disable(self, rest: str) -> None:
         """Take tools away from the model (every chat)."""
-        names: list[str] = self._parse_with_usage(self._tools_disable, rest).names
+        names: list[str] = parse_command(self._tools_disable, rest).names
         self._check_tool_names(names)
         for name in names:
             self.session.registry.set_enabled(name, False)
@@ -872,7 +846,7 @@ class AgentMagics(Magics):
     @argument("policy", choices=POLICIES, metavar="allow|ask|deny", help="What a call may do.")
     def _tools_policy(self, rest: str) -> None:
         """Set whether a tool's calls run, ask first, or are refused."""
-        args = self._parse_with_usage(self._tools_policy, rest)
+        args = parse_command(self._tools_policy, rest)
         self._check_tool_names([args.name])
         policy: Policy = args.policy
         self.managed.refuse(self.managed.check_policy(args.name, policy))

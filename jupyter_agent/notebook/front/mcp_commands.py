@@ -22,7 +22,7 @@ from ...errors import MCPConfigError, MCPServerError
 from ...mcp import parse_server_entry
 from ...mcp.config import MCPServerConfig
 from ...mcp.manager import EXTRA_MODULES, MCPManager
-from .._ipython import argument, magic_arguments
+from .._ipython import argument, magic_arguments, parse_command
 from ..inert import visible
 
 USAGE = (
@@ -69,17 +69,6 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"needs seconds, not {text!r}") from None
 
 
-def _parse(handler: Callable[..., Any], words: list[str]) -> Any:
-    """``words`` parsed by ``handler``'s ``magic_arguments``; a mistake names the command and
-    ends with its usage (``add``'s: every form, as its parser can't show ``-- COMMAND``)."""
-    parser = handler.parser  # type: ignore[attr-defined]
-    try:
-        return parser.parse_args(words)
-    except UsageError as exc:
-        own = "usage: " + " ".join(parser.format_usage().split()).removeprefix(":: ")
-        raise UsageError(f"%{parser.prog}: {exc}; {USAGE if handler is _add else own}") from None
-
-
 @magic_arguments("agent mcp add")
 @argument("name", metavar="NAME", help="The server's name (its tools are NAME__TOOL).")
 @argument("--url", default=None, help="A server over HTTP, instead of -- COMMAND ARGS...")
@@ -104,7 +93,7 @@ def _add(words: list[str]) -> MCPServerConfig:
         words, command = words[:at], words[at + 1 :]
     if not words or words[0].startswith("-"):
         raise UsageError(USAGE)
-    args = _parse(_add, words)
+    args = parse_command(_add, words, USAGE)  # every form: its parser cannot show -- COMMAND
     entry: dict[str, Any] = {}
     if args.url is not None:
         entry["url"] = args.url
@@ -140,19 +129,19 @@ def parse_add(words: list[str]) -> MCPServerConfig:
 @magic_arguments("agent mcp list")
 @argument("name", nargs="?", default=None, metavar="NAME", help="One server; all when omitted.")
 def _list(words: list[str]) -> Any:
-    return _parse(_list, words)
+    return parse_command(_list, words)
 
 
 @magic_arguments("agent mcp remove")
 @argument("name", metavar="NAME", help="The server to stop and forget.")
 def _remove(words: list[str]) -> Any:
-    return _parse(_remove, words)
+    return parse_command(_remove, words)
 
 
 @magic_arguments("agent mcp logout")
 @argument("name", metavar="NAME", help="The server whose OAuth tokens to forget.")
 def _logout(words: list[str]) -> Any:
-    return _parse(_logout, words)
+    return parse_command(_logout, words)
 
 
 class MCPCommands:

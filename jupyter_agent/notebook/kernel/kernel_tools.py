@@ -16,7 +16,6 @@ the wait while the loop keeps serving. A lazy frame is described without being c
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import concurrent.futures
 import io
@@ -27,9 +26,11 @@ from typing import Any, ClassVar
 
 from ...tools.base import BuiltinTool, Image, ToolFailure
 from ...tools.context import ToolContext
+from ..runtime import executor
 from ..runtime.bridge import MainThreadBridge
+from ..runtime.executor import parse_cell, run_cell_code
+from ..runtime.figures import FigureCapture
 from ..text import clip
-from .figures import FigureCapture
 from .summarize import shape_of, summarize, type_name
 
 #: Characters of captured output ``run_python`` returns.
@@ -151,28 +152,23 @@ def run_code(namespace: dict[str, Any], code: str) -> str:
     Must run on the thread that owns the namespace (the kernel's main thread).
     """
     try:
-        tree = ast.parse(code, filename="<run_python>", mode="exec")
+        tree, last_expression = parse_cell(code, "<run_python>")
     except SyntaxError as exc:
         raise ToolFailure(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
-    last_expression: ast.Expression | None = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last_expression = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
     stdout, stderr = io.StringIO(), io.StringIO()
     result_repr: str | None = None
     error: str | None = None
     namespace.setdefault("__builtins__", __builtins__)
     with redirect_stdout(stdout), redirect_stderr(stderr):
         try:
-            exec(compile(tree, "<run_python>", "exec"), namespace)
-            if last_expression is not None:
-                value = eval(compile(last_expression, "<run_python>", "eval"), namespace)
-                if value is not None:
-                    namespace["_"] = value
-                    result_repr = repr(value)
+            value = run_cell_code(namespace, tree, last_expression, "<run_python>")
+            if value is not None:
+                result_repr = repr(value)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+            ours = (__file__, executor.__file__)
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in ours]
             lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
             error = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
     sections = []
@@ -229,29 +225,3 @@ class RunPythonTool(BuiltinTool):
         if capture.images:
             text += f"\n\n({len(capture.images)} figure(s) produced, sent as images)"
         return [text, *capture.images]
-
-
-def kernel_tools(
-    context: ToolContext,
-    namespace: dict[str, Any],
-    bridge: MainThreadBridge,
-    shell: Any = None,
-) -> list[BuiltinTool]:
-    """The kernel tools, bound to ``namespace`` (``run_python`` through ``bridge``); with the
-    extension loaded in ``shell``, also ``notebook_history`` and ``propose_cell``."""
-    from .history_tool import NotebookHistoryTool
-    from .propose_cell import ProposeCellTool, proposals_for
-    from .recorder import recorder_for
-
-    tools: list[BuiltinTool] = [
-        ListVariablesTool(context, namespace, shell),
-        InspectVariableTool(context, namespace, shell),
-        RunPythonTool(context, namespace, bridge, shell),
-    ]
-    recorder = recorder_for(shell)
-    if recorder is not None:
-        tools.append(NotebookHistoryTool(context, recorder))
-    proposals = proposals_for(shell)
-    if proposals is not None:
-        tools.append(ProposeCellTool(context, proposals))
-    return tools

@@ -22,12 +22,10 @@ from typing import Any, ClassVar
 
 from ...tools.base import BuiltinTool, ToolFailure
 from ...tools.context import ToolContext
+from ..runtime.services import register, service, unregister
 
 #: Characters of code one proposal may hold.
 MAX_PROPOSAL_CHARS = 100_000
-
-
-_ATTRIBUTE = "_jupyter_agent_proposals"
 
 
 class CellProposals:
@@ -50,14 +48,13 @@ class CellProposals:
         if not self._installed:
             self.shell.events.register("post_run_cell", self.flush)
             self._installed = True
-            setattr(self.shell, _ATTRIBUTE, self)
+            register(self.shell, self)
 
     def uninstall(self) -> None:
         if self._installed:
             self.shell.events.unregister("post_run_cell", self.flush)
             self._installed = False
-        if getattr(self.shell, _ATTRIBUTE, None) is self:
-            setattr(self.shell, _ATTRIBUTE, None)
+        unregister(self.shell, self)
 
     def flush(self, _result: Any = None) -> None:
         """Place what was proposed as one new cell (on the main thread, at the cell's end)."""
@@ -142,5 +139,4 @@ class ProposeCellTool(BuiltinTool):
 
 def proposals_for(shell: Any) -> CellProposals | None:
     """The proposals collector installed on ``shell``, if any."""
-    proposals = getattr(shell, _ATTRIBUTE, None)
-    return proposals if isinstance(proposals, CellProposals) else None
+    return service(shell, CellProposals)

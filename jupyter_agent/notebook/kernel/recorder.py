@@ -40,6 +40,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...tools.base import IMAGE_MEDIA_TYPES
+from ..runtime.services import register, service, unregister
+
 #: The whole buffer holds at most this many characters (text and base64 images): about 20 MB.
 MAX_TOTAL_CHARS = 20_000_000
 #: One cell's record holds at most this many characters (about 2 MB); the rest is dropped.
@@ -47,11 +50,7 @@ MAX_CELL_CHARS = 2_000_000
 #: Characters of a traceback kept (its end, where the error is).
 MAX_TRACEBACK_CHARS = 8_000
 
-#: Image types kept from display bundles, in order of preference.
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-_ATTRIBUTE = "_jupyter_agent_recorder"
 
 
 @dataclass
@@ -128,7 +127,7 @@ class CellRecorder:
             hooked.register_hook(self._message_hook)
             self._installed.append(self._unhooker(hooked))
         self._installed.append(self._unwrap_streams)
-        setattr(self.shell, _ATTRIBUTE, self)
+        register(self.shell, self)
 
     def _unhooker(self, hooked: Any) -> Callable[[], None]:
         def unhook() -> None:
@@ -141,8 +140,7 @@ class CellRecorder:
             with contextlib.suppress(Exception):  # already gone (a shell being torn down)
                 undo()
         self._installed = []
-        if getattr(self.shell, _ATTRIBUTE, None) is self:
-            setattr(self.shell, _ATTRIBUTE, None)
+        unregister(self.shell, self)
 
     def _wrap_streams(self) -> None:
         """Wrap ``write`` of ``sys.stdout``/``sys.stderr`` for the cell that starts."""
@@ -237,7 +235,7 @@ class CellRecorder:
         if _WIDGET_VIEW in data and not text:
             return
         images = []
-        for media_type in IMAGE_TYPES:
+        for media_type in IMAGE_MEDIA_TYPES:
             encoded = data.get(media_type)
             if isinstance(encoded, str):
                 images.append((media_type, encoded))
@@ -333,5 +331,4 @@ def format_error(error: BaseException) -> str:
 
 def recorder_for(shell: Any) -> CellRecorder | None:
     """The recorder installed on ``shell``, if any."""
-    recorder = getattr(shell, _ATTRIBUTE, None)
-    return recorder if isinstance(recorder, CellRecorder) else None
+    return service(shell, CellRecorder)

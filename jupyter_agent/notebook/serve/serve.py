@@ -29,20 +29,24 @@ import json
 import secrets
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 
 from ...approvals import ApprovalRequest, Decision
 from ...events import ToolCallFinished, ToolCallStarted
-from .._ipython import DisplayHandle, argument, magic_arguments, parse_argstring
+from .._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from ..asking.approvals_ui import NO_ONE_TO_ASK
 from ..coauthor.link import link_for, review_approvals
 from ..inert import html_bundle, html_text
 from ..runtime.bridge import MainThreadBridge
 from ..runtime.kernel_comm import unattended_kernel
+from ..runtime.services import services
 from ..views.call_record import StaticCall
 from .serve_token import discard_token, keep_token, shell_read, shown_path
+
+if TYPE_CHECKING:
+    from ..session.session import NotebookSession
 
 T = TypeVar("T")
 
@@ -169,11 +173,12 @@ class _Waiting:
 class KernelServe:
     """One running ``%agent serve``: the MCP server, its cell's displays, the main-thread hook."""
 
-    def __init__(self, magics: Any, *, port: int, tools: list[str] | None) -> None:
+    def __init__(
+        self, session: NotebookSession, shell: Any, *, port: int, tools: list[str] | None
+    ) -> None:
         from .serve_http import ToolServer
 
-        self._shell = magics.shell
-        session = magics.session
+        self._shell = shell
         self._bridge: MainThreadBridge = session.bridge
         self._loop = self._bridge.background.loop
         self.token = secrets.token_urlsafe(32)
@@ -416,13 +421,14 @@ class KernelServe:
     metavar="NAME,...",
     help="Offer only these tools (default: every enabled tool).",
 )
-def serve_command(magics: Any, rest: str) -> None:
-    """Serve this kernel's tools to other agents over MCP (loopback, with a token)."""
-    try:
-        args = parse_argstring(serve_command, rest)
-    except UsageError as exc:
-        raise UsageError(f"%agent serve: {exc}") from None
-    running: KernelServe | None = getattr(magics, "server", None)
+def serve_command(session: NotebookSession, shell: Any, rest: str) -> None:
+    """Serve ``session``'s tools to other agents over MCP (loopback, with a token); the running
+    server is one of ``shell``'s services."""
+    args = parse_command(serve_command, rest)
+    owner = services(shell)
+    if owner is None:
+        raise UsageError("%agent serve needs an IPython shell")
+    running: KernelServe | None = owner.server
     if running is not None and running.stopped:
         running = None
     if args.action == "stop":
@@ -430,7 +436,7 @@ def serve_command(magics: Any, rest: str) -> None:
             print("%agent serve: no server is running.")
             return
         running.stop()
-        magics.server = None
+        owner.server = None
         print(f"%agent serve: stopped ({running.server.url} no longer answers).")
         return
     if args.action == "status" or running is not None:
@@ -443,21 +449,21 @@ def serve_command(magics: Any, rest: str) -> None:
         raise UsageError(MISSING_SDK) from None
     if not 0 <= args.port <= 65535:
         raise UsageError(f"%agent serve: --port must be 0..65535, not {args.port}")
-    tools = _tool_names(magics, args.tools)
-    serve = KernelServe(magics, port=args.port, tools=tools)
+    tools = _tool_names(session, args.tools)
+    serve = KernelServe(session, shell, port=args.port, tools=tools)
     try:
         serve.start()
     except OSError as exc:
         raise UsageError(f"%agent serve: cannot listen on port {args.port}: {exc}") from None
-    magics.server = serve
+    owner.server = serve
     serve.show()
 
 
-def _tool_names(magics: Any, text: str | None) -> list[str] | None:
+def _tool_names(session: NotebookSession, text: str | None) -> list[str] | None:
     if text is None:
         return None
     names = [name.strip() for name in text.split(",") if name.strip()]
-    registry = magics.session.registry
+    registry = session.registry
     unknown = [name for name in names if not registry.has_tool(name)]
     if unknown:
         raise UsageError(
@@ -467,9 +473,16 @@ def _tool_names(magics: Any, text: str | None) -> list[str] | None:
     return names
 
 
-def stop_serving(magics: Any, note: str = "stopped") -> None:
-    """End ``magics``' server, if one runs (``%unload_ext``, the session's end)."""
-    running: KernelServe | None = getattr(magics, "server", None)
-    if running is not None:
+def serve_running(shell: Any) -> KernelServe | None:
+    """``shell``'s running ``%agent serve``, if any."""
+    owner = services(shell)
+    return None if owner is None else owner.server
+
+
+def stop_serving(shell: Any, note: str = "stopped") -> None:
+    """End ``shell``'s server, if one runs (``%unload_ext``, the session's end)."""
+    owner = services(shell)
+    running: KernelServe | None = None if owner is None else owner.server
+    if owner is not None and running is not None:
         running.stop(note)
-        magics.server = None
+        owner.server = None

@@ -28,6 +28,7 @@ from typing import Any
 from ...agent.compaction import compaction_records, restore_compaction
 from ...errors import SessionError, SigningError
 from ...tools.guard.signing import sign, verify
+from ...tools.one_line import one_line
 
 SESSION_FORMAT = "jupyter-agent-session"
 SESSION_VERSION = 1
@@ -42,10 +43,6 @@ _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 def _signed_bytes(payload: dict[str, Any]) -> bytes:
     unsigned = {key: value for key, value in payload.items() if key != "signature"}
     return json.dumps(unsigned, sort_keys=True, ensure_ascii=False).encode("utf-8")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +132,7 @@ def read_conversation(path: Path) -> SavedConversation:
     except FileNotFoundError:
         raise SessionError(f"No saved conversation at {str(path)!r}") from None
     except (OSError, ValueError) as exc:
-        raise SessionError(f"Cannot read {str(path)!r}: {_one_line(str(exc))}") from None
+        raise SessionError(f"Cannot read {str(path)!r}: {one_line(str(exc))}") from None
     messages = payload.get("messages") if isinstance(payload, dict) else None
     if (
         not isinstance(payload, dict)

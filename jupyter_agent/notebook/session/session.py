@@ -59,11 +59,10 @@ from ...tools.context import ToolContext
 from ...tools.factory import create_default_registry
 from ...tools.guard.egress import EgressHosts
 from ...tools.guard.journal import ChangeJournal
+from ...tools.one_line import one_line
 from ...tools.project_files import find_instructions, with_instructions
 from ...tools.registry import ToolRegistry
-from ..asking.ask_user_tool import AskUserTool
 from ..asking.user_questions import UserQuestions
-from ..kernel.kernel_tools import kernel_tools
 from ..runtime.bridge import BackgroundLoop, MainThreadBridge, forward_events
 from ..runtime.console import OrderedConsole, PrintedText
 from ..spend.budget import BudgetedProvider, SpendGuard
@@ -71,6 +70,7 @@ from ..spend.pricing import UsageLedger, money, user_prices
 from ..spend.usage_report import usage_report
 from .conversation_file import read_conversation, save_conversation
 from .instructions_note import InstructionsNote
+from .notebook_tools import notebook_tools
 from .prompt_redaction import redaction_line
 from .prompt_vars import expand_variables
 from .settings import (
@@ -98,10 +98,6 @@ _PROVIDER_SETTINGS = frozenset({"provider", "model", "offline_cassette"})
 _AGENT_SETTINGS = frozenset(
     {"max_turns", "tool_timeout", "max_result_chars", "context_window", "max_parallel_tools"}
 )
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +288,7 @@ class NotebookSession:
                 variant.thinking_budget = budget
                 variant.effort = effort
             except ValueError as exc:
-                raise SessionError(_one_line(str(exc))) from None
+                raise SessionError(one_line(str(exc))) from None
             self._providers[key] = variant
         return variant
 
@@ -324,7 +320,7 @@ class NotebookSession:
 
             return OfflineProvider(cassette)
         except Exception as exc:  # a bad cassette, a missing SDK, one refusing to start
-            raise SessionError(f"Cannot use provider {kind!r}: {_one_line(str(exc))}") from None
+            raise SessionError(f"Cannot use provider {kind!r}: {one_line(str(exc))}") from None
 
     # -- conversations -----------------------------------------------------------------------
 
@@ -456,8 +452,9 @@ class NotebookSession:
             web_allow=self.egress,
         ).list_tools()
         if self.namespace is not None:
-            built.extend(kernel_tools(context, self.namespace, self.bridge, self._shell))
-            built.append(AskUserTool(context, self._questions()))
+            built.extend(
+                notebook_tools(context, self.namespace, self.bridge, self._shell, self._questions())
+            )
         return built
 
     def _questions(self) -> UserQuestions:
@@ -470,12 +467,13 @@ class NotebookSession:
         (``coauthor/link.py``); off it otherwise."""
         if self.namespace is None:
             return
-        from ..coauthor.link import link_for, sync_tools
+        from ..coauthor.link import link_for
+        from .notebook_tools import sync_cell_tools
 
         link = link_for(self._shell)
         if link is not None and self._notebook_changed not in link.on_change:
             link.on_change.append(self._notebook_changed)
-        sync_tools(toolbox, self.bridge, self._shell)
+        sync_cell_tools(toolbox, self.bridge, self._shell)
 
     def _notebook_changed(self, _connected: bool) -> None:
         if self._toolbox is not None:
@@ -496,7 +494,7 @@ class NotebookSession:
                 **settings,
             )
         except ValueError as exc:  # a setting out of range (the magics' traits refuse them)
-            raise SessionError(_one_line(str(exc))) from None
+            raise SessionError(one_line(str(exc))) from None
         toolbox.context.bind(agent)
         return agent
 
@@ -528,7 +526,7 @@ class NotebookSession:
                 scope_journal(context.journal, self._shell)
         except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
             context.journal = None
-            self._journal_problem = _one_line(str(exc))
+            self._journal_problem = one_line(str(exc))
 
     def journal(self) -> ChangeJournal | None:
         """The file journal, if the session's tools have one yet (nothing is created)."""
@@ -646,7 +644,7 @@ class NotebookSession:
                     text_growth=text_growth,
                 )
         except ProviderError as exc:
-            raise ModelRequestError(_one_line(str(exc))) from None
+            raise ModelRequestError(one_line(str(exc))) from None
         finally:
             self._turn_guard = None
         if outcome.interrupted:
@@ -741,7 +739,7 @@ class NotebookSession:
         try:
             outcome = self.bridge.run(agent.compact(), lambda _event: None)
         except ProviderError as exc:
-            raise SessionError(f"Compacting failed: {_one_line(str(exc))}") from None
+            raise SessionError(f"Compacting failed: {one_line(str(exc))}") from None
         if outcome.interrupted:
             raise SessionError("Compacting was interrupted; the conversation is unchanged")
         return outcome.value

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..arguments import optional_int_arg, str_arg
-from ..base import BuiltinTool, Image, ToolFailure
+from ..base import IMAGE_MEDIA_TYPES, BuiltinTool, Image, ToolFailure
+from ..cut_mark import cut_mark
 from ..guard.beneath import WorkspaceRoot
 from ..image_fit import prepare_off_loop
 from ..result_budget import page_chars
@@ -40,7 +41,6 @@ MAX_CELL_PART_CHARS = 5_000
 #: Images returned at most.
 MAX_NOTEBOOK_IMAGES = 5
 
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -51,7 +51,7 @@ def _joined(value: object) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+    return text if len(text) <= limit else f"{text[:limit]} {cut_mark(len(text) - limit)}"
 
 
 def _read_notebook_bytes(held: WorkspaceRoot, path: Path, shown: str) -> bytes:
@@ -90,7 +90,7 @@ def _output_lines(output: dict[str, Any], images: list[Image]) -> list[str | Ima
     assert isinstance(data, dict)
     lines: list[str | Image] = []
     label = "[result]" if kind == "execute_result" else "[display]"
-    image_type = next((t for t in _IMAGE_TYPES if t in data), None)
+    image_type = next((t for t in IMAGE_MEDIA_TYPES if t in data), None)
     text = _joined(data.get("text/plain")) or _joined(data.get("text/markdown"))
     if text and not (image_type and text.startswith("<Figure")):
         lines.append(f"{label}\n{_clip(text.rstrip(), MAX_CELL_PART_CHARS)}")

@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..cut_mark import cut_mark
+
 #: Seconds between SIGTERM and SIGKILL when a process group is stopped.
 TERMINATE_GRACE_S = 2.0
 #: Seconds to keep reading after the shell exits while background children still hold the output.
@@ -183,10 +185,7 @@ class _BoundedText:
         omitted = self.total - len(head) - len(tail)
         if omitted <= 0:
             return head + tail
-        return (
-            f"{head}\n\n[... {omitted:,} characters omitted from the middle of the output; "
-            f"{self.total:,} in total ...]\n\n{tail}"
-        )
+        return f"{head}\n\n{cut_mark(omitted, self.total)}\n\n{tail}"
 
 
 #: Room left in ``max_chars`` for the omission marker.

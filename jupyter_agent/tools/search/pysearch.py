@@ -23,9 +23,20 @@ from pathlib import Path
 
 if __package__:
     from ...errors import GlobSyntaxError
+    from ..cut_mark import cut_mark
 else:  # the search child runs this file as a script (``python -I -S pysearch.py``, in the
     # sandbox that shows it only this folder): no package around it, so ValueError, its base
     GlobSyntaxError = ValueError  # type: ignore[misc, assignment]
+    # and the one cut mark from its standard-library module in the folder above (``-I`` keeps
+    # it off ``sys.path``, so it is loaded by its path; the sandbox shows that one file)
+    import importlib.util
+
+    _beside = Path(__file__).parent.parent / "cut_mark.py"
+    _spec = importlib.util.spec_from_file_location("cut_mark", _beside)
+    assert _spec is not None and _spec.loader is not None
+    _cut_mark_module = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_cut_mark_module)
+    cut_mark = _cut_mark_module.cut_mark
 
 #: Matched lines longer than this are shortened in the output.
 MAX_LINE_CHARS = 500
@@ -570,7 +581,7 @@ def _format_hit(rel: str, number: int, line: str) -> str:
 def _format_long_hit(rel: str, number: int, head: str, length: int) -> str:
     """A hit from the line's first ``MAX_LINE_CHARS`` characters and its length."""
     if length > MAX_LINE_CHARS:
-        return f"{rel}:{number}: {head}… [{length - MAX_LINE_CHARS} more characters]"
+        return f"{rel}:{number}: {head} {cut_mark(length - MAX_LINE_CHARS)}"
     return f"{rel}:{number}: {head}"
 
 

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from .. import cut_mark
 from ..base import ToolFailure
 from ..guard.sandbox import end_reader, probe_off_the_loop, reader_sandbox, start_reader
 from . import pysearch
@@ -26,6 +27,8 @@ from .pysearch import _python_grep, _Scope
 __all__ = ["child_env", "python_grep_isolated", "read_within_deadline", "spawn_reader"]
 
 _WORKER_SCRIPT = pysearch.__file__
+#: The one module outside its folder that the worker loads (by path: see ``pysearch``).
+_CUT_MARK = cut_mark.__file__
 
 
 def child_env() -> dict[str, str]:
@@ -90,7 +93,7 @@ async def python_grep_isolated(
     ).encode("utf-8", "surrogatepass")
     try:
         worker = [sys.executable, "-I", "-S", _WORKER_SCRIPT]
-        visible = [sys.prefix, sys.base_prefix, os.path.dirname(_WORKER_SCRIPT)]
+        visible = [sys.prefix, sys.base_prefix, os.path.dirname(_WORKER_SCRIPT), _CUT_MARK]
         process = await spawn_reader(
             worker, scope.workspace, extra=visible, stdin=asyncio.subprocess.PIPE
         )

@@ -50,7 +50,7 @@ def test_series_list_dict_and_string_summaries() -> None:
     assert text.startswith("dict with 1000 keys") and "more keys" in text and len(text) <= 500
     long = "x" * 100_000
     text = summarize(long, 1000)
-    assert text.startswith("str of length 100000") and text.endswith("… [truncated]")
+    assert text.startswith("str of length 100000") and text.endswith(" characters cut …]")
     assert len(text) <= 1000
 
 

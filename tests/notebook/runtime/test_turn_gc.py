@@ -25,6 +25,7 @@ from IPython.utils.capture import capture_output
 from jupyter_agent.notebook.front.cell_turn import CellTurn
 from jupyter_agent.notebook.front.extension import get_magics
 from jupyter_agent.notebook.front.magics import AgentMagics
+from jupyter_agent.notebook.front.turn_options import TurnOptions
 from jupyter_agent.notebook.runtime.turn_gc import IDLE_S, TurnGC, collect_after_cell
 
 CALLS = 12
@@ -194,7 +195,7 @@ def test_the_collector_is_restored_when_the_turn_fails_or_is_interrupted(
 
     turn = CellTurn(magics.session, magics.shell, rich=False, render_interval=0.05)
     with pytest.raises(UsageError, match="chat name"), capture_output():
-        turn.run("burst", chat="no such chat!")
+        turn.run("burst", TurnOptions(chat="no such chat!"))
     assert _frozen() == 0
     assert gc.get_threshold() == thresholds
 

@@ -94,7 +94,7 @@ async def test_search_text_output_and_skips(layout: Layout, backend: str) -> Non
         'data/sub/more.json:1: {"needle": 1}',
         "latin.txt:1: needle caf\ufffd",
         "logs/keep.log:1: needle kept by negation",
-        "long.txt:1: needle " + "y" * (search.MAX_LINE_CHARS - 7) + "… [1507 more characters]",
+        "long.txt:1: needle " + "y" * (search.MAX_LINE_CHARS - 7) + " [… 1,507 characters cut …]",
         "no_newline.txt:1: last needle",
         "src/build/keep.txt:1: needle not ignored: /build is anchored",
         "unicode.txt:1: naïve needle ünïcode",

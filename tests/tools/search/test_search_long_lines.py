@@ -29,7 +29,7 @@ def tool(ws: Path, backend: str) -> SearchTextTool:
 
 def shortened(rel: str, number: int, line: str) -> str:
     more = len(line) - MAX_LINE_CHARS
-    return f"{rel}:{number}: {line[:MAX_LINE_CHARS]}… [{more} more characters]"
+    return f"{rel}:{number}: {line[:MAX_LINE_CHARS]} [… {more:,} characters cut …]"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ async def test_a_match_in_a_line_over_64_mb_is_reported_and_later_ones_too(
     out = await tool(huge_workspace, backend).execute({"pattern": "needle"})
     first = "needle " + "y" * (MAX_LINE_CHARS - 7)
     assert out.splitlines() == [
-        f"a_huge.txt:1: {first}… [{HUGE + 7 - MAX_LINE_CHARS} more characters]",
+        f"a_huge.txt:1: {first} [… {HUGE + 7 - MAX_LINE_CHARS:,} characters cut …]",
         "a_huge.txt:2: needle two",
         "b_after.txt:1: needle after",
     ]

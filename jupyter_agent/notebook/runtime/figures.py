@@ -21,11 +21,10 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from ...tools.base import Image
+from ...tools.base import IMAGE_MEDIA_TYPES, Image
 
 #: Images one ``run_python`` call returns at most.
 MAX_RUN_IMAGES = 5
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 class FigureCapture:
@@ -38,7 +37,7 @@ class FigureCapture:
         self._publisher: Any = None
 
     def __enter__(self) -> FigureCapture:
-        self._figures_before = set(_open_figures())
+        self._figures_before = set(open_figures())
         publisher: Any = getattr(self.shell, "display_pub", None)
         if getattr(publisher, "register_hook", None) is not None:
             publisher.register_hook(self._hook)
@@ -56,9 +55,9 @@ class FigureCapture:
             self._publisher = None
         if exc_type is not None and not issubclass(exc_type, Exception):
             return  # interrupted: no rendering now
-        for number, figure in _open_figures().items():
-            if number in self._figures_before or len(self.images) >= MAX_RUN_IMAGES:
-                continue
+        for figure in new_figures(self._figures_before):
+            if len(self.images) >= MAX_RUN_IMAGES:
+                break
             out = io.BytesIO()
             try:
                 figure.savefig(out, format="png", dpi=100, bbox_inches="tight")
@@ -70,7 +69,7 @@ class FigureCapture:
         if message.get("msg_type") != "display_data" or len(self.images) >= MAX_RUN_IMAGES:
             return message
         data = (message.get("content") or {}).get("data") or {}
-        for media_type in _IMAGE_TYPES:
+        for media_type in IMAGE_MEDIA_TYPES:
             encoded = data.get(media_type)
             if isinstance(encoded, str):
                 with contextlib.suppress(binascii.Error, ValueError):
@@ -79,7 +78,7 @@ class FigureCapture:
         return message
 
 
-def _open_figures() -> dict[int, Any]:
+def open_figures() -> dict[int, Any]:
     """matplotlib's open figures by number, when the user's code has imported pyplot."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
@@ -88,3 +87,9 @@ def _open_figures() -> dict[int, Any]:
         return {number: pyplot.figure(number) for number in pyplot.get_fignums()}
     except Exception:
         return {}
+
+
+def new_figures(before: set[int]) -> list[Any]:
+    """The open figures whose numbers are not in ``before`` (``set(open_figures())`` taken when
+    the code started): what the code left open. Both ``run_python`` and ``run_cell`` show these."""
+    return [figure for number, figure in open_figures().items() if number not in before]
