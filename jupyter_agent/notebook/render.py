@@ -62,6 +62,9 @@ from .console import is_terminal, write_count
 from .inert import InertMarkdown, html_bundle, html_text, text_bundle, visible
 from .terminal_markdown import MarkdownLines
 
+#: The class of the agent's Stop button: the page matches it by this (``buttons.ts``).
+STOP_BUTTON_CLASS = "jp-agent-stop"
+
 #: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15
 
@@ -312,6 +315,9 @@ class RichRenderer:
             tooltip="End this turn now (like interrupting the kernel); the conversation is kept",
             layout=widgets.Layout(width="auto"),
         )
+        # the page interrupts a busy kernel when this button is clicked during a run_cell; it
+        # finds the button by this class (labextension/src/buttons.ts), never by its label
+        button.add_class(STOP_BUTTON_CLASS)
 
         def clicked(_button: Any) -> None:
             if self.stop_clicked:
