@@ -17,10 +17,11 @@ import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { goButton, stopButton } from './buttons';
 import { cellIndex } from './journal';
-import { CellOperations } from './operations';
+import { CellOperations, OperationResult } from './operations';
 import {
   asJSON,
   HELLO,
+  ICellInfo,
   INotebookSnapshot,
   Operation,
   PageMessage,
@@ -133,7 +134,7 @@ export class CoAuthor {
       return;
     }
     const op = data as Operation;
-    let result;
+    let result: OperationResult;
     try {
       result = this._ops.apply(op);
     } catch (err) {
@@ -165,7 +166,7 @@ export class CoAuthor {
 
   private _snapshot(): INotebookSnapshot {
     const model = this._panel.content.model;
-    const cells = [];
+    const cells: ICellInfo[] = [];
     if (model) {
       for (let i = 0; i < model.cells.length; i++) {
         const cell = model.cells.get(i);
