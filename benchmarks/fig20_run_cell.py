@@ -1,7 +1,7 @@
 """Figure 20: ``run_cell`` of a trivial cell, end to end, against running it as a plain cell.
 
 A real kernel with the extension loaded; this process plays the notebook frontend (it opens the
-extension's comm and answers its operations, as ``labextension/src/index.ts`` does). *Ours*:
+extension's comm and answers its operations, as ``labextension/src/operations.ts`` does). *Ours*:
 an ``execute_request`` whose code has the co-author run cell ``c1`` (``x = 1 + 1``) as
 ``run_cell`` does on the kernel's main thread — the ``run_start`` round trip over the comm (the
 frontend clears the cell and sends its source), the run, the outputs and execution count placed
@@ -62,7 +62,7 @@ class _Frontend:
             cell["outputs"], cell["count"] = op["outputs"], op["execution_count"]
         else:
             return
-        if op.get("noreply"):  # run_end: the kernel does not wait for it (index.ts sends none)
+        if op.get("noreply"):  # run_end: the kernel does not wait for it (the page sends none)
             return
         sent = self.client.session.msg("comm_msg", {"comm_id": self.comm_id, "data": reply})
         self.client.shell_channel.send(sent)

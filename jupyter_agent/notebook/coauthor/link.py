@@ -2,15 +2,16 @@
 
 The IPython extension lives in the kernel, which cannot reach the notebook document; the
 JupyterLab / Notebook 7 extension (``labextension/``, prebuilt in the wheel) holds it. They talk
-over a comm on ``jupyter_agent.notebook``, opened by the frontend:
+over a comm on ``jupyter_agent.notebook``, opened by the frontend, in the typed messages of
+``comm_protocol.py`` (the mirror of ``labextension/src/protocol.ts``):
 
 - the frontend **announces** the notebook when it opens the comm and again after each change
   (cells: id, type, source, execution count, whether edited since run, output excerpts, unsaved
   edits included); ``NotebookLink.cells`` mirrors it;
 - the kernel sends **operations** (``{"type": "op", "id": N, "op": ...}``: ``snapshot``,
-  ``insert``, ``review``, ``edit``, ``delete``, ``run_start``, ``outputs``, ``run_end``,
-  ``undo``); the frontend applies each through the notebook model — as a user's edit, never by
-  rewriting the file, never through a collaboration room — and replies
+  ``peek``, ``relabel``, ``insert``, ``review``, ``edit``, ``delete``, ``run_start``,
+  ``outputs``, ``run_end``, ``undo``); the frontend applies each through the notebook model —
+  as a user's edit, never by rewriting the file, never through a collaboration room — and replies
   (``{"type": "reply", "id": N, "ok": ..., "cells": [...]}``). It also keeps the undo journal of
   cell changes, per ``%%agent`` cell, so ``%agent undo`` works across a kernel restart while the
   notebook is open.
@@ -43,9 +44,9 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from ...approvals import ApprovalHandler, ApprovalRequest, Decision, asker
 from ...errors import FrontendError
@@ -57,14 +58,27 @@ from ..runtime.figures import new_figures, open_figures
 from ..runtime.kernel_comm import KernelCommPoller, active_poller, unattended_kernel
 from ..runtime.services import register, service, unregister
 from ..text import clip
+from .comm_protocol import (
+    HELLO_TARGET,
+    TARGET,
+    CellInfo,
+    CellType,
+    DeleteOp,
+    EditOp,
+    InsertOp,
+    KernelHello,
+    OperationBody,
+    RelabelOp,
+    Reply,
+    ReviewOp,
+    RunEndOp,
+    RunStartOp,
+)
 from .review_diff import diff_lines, edited
 
 if TYPE_CHECKING:
     pass
 
-TARGET = "jupyter_agent.notebook"
-#: The comm the kernel opens when the extension loads, so open notebooks connect.
-HELLO_TARGET = "jupyter_agent.hello"
 #: Seconds the frontend has to answer an operation.
 EXCHANGE_TIMEOUT_S = 15.0
 #: Seconds between progress updates of a running cell's outputs.
@@ -104,7 +118,7 @@ class NotebookPage:
     comm: Any
     session: str
     path: str = ""
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[CellInfo] = field(default_factory=list)
     #: When it last sent something (a rising count): the most recently active page is the
     #: largest.
     active: int = 0
@@ -150,7 +164,7 @@ class NotebookLink:
         self.kernel: Any = getattr(shell, "kernel", None)
         #: The connected pages, by comm id, oldest first.
         self.pages: dict[str, NotebookPage] = {}
-        self._replies: dict[int, dict[str, Any]] = {}
+        self._replies: dict[int, Reply] = {}
         #: The operations ``request`` waits for on the main thread: only their replies are kept.
         self._awaited: set[int] = set()
         self._waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
@@ -184,7 +198,8 @@ class NotebookLink:
         with contextlib.suppress(Exception):  # no frontend listening: nobody connects
             from comm import create_comm
 
-            hello = create_comm(target_name=HELLO_TARGET, data={"version": 1})
+            version: KernelHello = {"version": 1}
+            hello = create_comm(target_name=HELLO_TARGET, data=version)
             hello.close()
         return True
 
@@ -253,7 +268,7 @@ class NotebookLink:
         return page.path if page is not None else ""
 
     @property
-    def cells(self) -> list[dict[str, Any]]:
+    def cells(self) -> list[CellInfo]:
         page = self.page()
         return page.cells if page is not None else []
 
@@ -276,7 +291,7 @@ class NotebookLink:
             return
         if not any(other.session == page.session for other in self.pages.values()):
             self._left.add(page.session)
-        gone = {"type": "reply", "ok": False, "error": PAGE_GONE}
+        gone: Reply = {"type": "reply", "ok": False, "error": PAGE_GONE}
         for ident, sent_on in list(self._sent_on.items()):
             if sent_on != comm_id:
                 continue
@@ -297,18 +312,19 @@ class NotebookLink:
         self._take_cells(page, data)
         if data.get("type") != "reply" or not isinstance(data.get("id"), int):
             return
-        ident = data["id"]
+        ident: int = data["id"]
+        reply = cast(Reply, data)  # a typed view: each use still checks what the page sent
         if self._sent_on.get(ident) != str(getattr(page.comm, "comm_id", "")):
             return  # an answer from a page the operation was not sent to
         self._sent_on.pop(ident, None)
         waiter = self._waiters.pop(ident, None)
         if waiter is None:
             if ident in self._awaited:
-                self._replies[ident] = data
+                self._replies[ident] = reply
             return
         loop, future = waiter
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-            loop.call_soon_threadsafe(_settle, future, data)
+            loop.call_soon_threadsafe(_settle, future, reply)
 
     def _claim(self, message: dict[str, Any]) -> bool:
         """Take a message on a page's comm straight from the poller while an operation waits
@@ -325,8 +341,8 @@ class NotebookLink:
 
     def _take_cells(self, page: NotebookPage, data: dict[str, Any]) -> None:
         cells = data.get("cells")
-        if isinstance(cells, list):
-            page.cells = [cell for cell in cells if isinstance(cell, dict)]
+        if isinstance(cells, list):  # typed views of the page's cells, checked at each use
+            page.cells = [cast(CellInfo, cell) for cell in cells if isinstance(cell, dict)]
         if isinstance(data.get("path"), str):
             page.path = data["path"]
 
@@ -347,29 +363,31 @@ class NotebookLink:
             raise FrontendError("no notebook frontend is connected")
         raise FrontendError(PAGE_NOT_CONNECTED)
 
-    def send(self, op: dict[str, Any], *, answer: bool = True) -> int:
+    def send(self, op: OperationBody, *, answer: bool = True) -> int:
         """Send an operation to the running cell's page; its id. ``answer=False``: nobody waits
         for it, the frontend sends no reply (it sent the whole notebook with each)."""
         page = self._turn_page()
         ident = next(self._ids)
+        # the Envelope, then the operation, then (a change) its Stamp: comm_protocol.py
+        message: dict[str, object] = {"type": "op", "id": ident, **op}
         if "turn" in op:  # a change: the frontend's journal dates its entry (kernel clock),
             # keys it by the turn and names it by the %%agent cell's own number at undo time
-            op = {**op, "at": time.time(), "turn_id": self._turn_message or ""}
+            message.update(at=time.time(), turn_id=self._turn_message or "")
             self._changed_in_turn = True
         if not answer:
-            op = {**op, "noreply": True}
+            message["noreply"] = True
         else:
             self._sent_on[ident] = str(getattr(page.comm, "comm_id", ""))
-        page.comm.send({"type": "op", "id": ident, **op})
+        page.comm.send(message)
         return ident
 
     def request(
         self,
-        op: dict[str, Any],
+        op: OperationBody,
         *,
         timeout: float = EXCHANGE_TIMEOUT_S,
         stop: Callable[[], bool] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Reply:
         """Send ``op`` and handle comm messages until its reply (on the main thread)."""
         ident = self.send(op)
         self._awaited.add(ident)
@@ -399,10 +417,10 @@ class NotebookLink:
             raise FrontendError(str(reply.get("error") or "the notebook refused"))
         return reply
 
-    async def request_async(self, bridge: MainThreadBridge, op: dict[str, Any]) -> dict[str, Any]:
+    async def request_async(self, bridge: MainThreadBridge, op: OperationBody) -> Reply:
         """Send ``op`` and wait for its reply on the background loop (a user's decision)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[Reply] = loop.create_future()
 
         def send() -> int:
             ident = self.send(op)
@@ -411,7 +429,7 @@ class NotebookLink:
 
         ident = await bridge.call_on_main(for_caller(send))
         try:
-            reply: dict[str, Any] = await future
+            reply = await future
         finally:
             self._waiters.pop(ident, None)
             self._sent_on.pop(ident, None)
@@ -452,7 +470,11 @@ class NotebookLink:
         if label == self._turn_label:
             return
         with contextlib.suppress(FrontendError):
-            relabel = {"op": "relabel", "turn_id": self._turn_message or "", "label": label}
+            relabel: RelabelOp = {
+                "op": "relabel",
+                "turn_id": self._turn_message or "",
+                "label": label,
+            }
             self.send(relabel, answer=False)
 
     def next_count(self) -> int:
@@ -468,11 +490,17 @@ class NotebookLink:
         self._ran_in_turn = True
         return count
 
-    def insert(self, source: str, cell_type: str, after: str | None) -> dict[str, Any]:
+    def insert(self, source: str, cell_type: CellType, after: str | None) -> Reply:
         label, running = self.turn()
         where = after or self._last_inserted or running
-        op = {"op": "insert", "turn": label, "source": source, "cell_type": cell_type}
-        reply = self.request({**op, "after": where})
+        op: InsertOp = {
+            "op": "insert",
+            "turn": label,
+            "source": source,
+            "cell_type": cell_type,
+            "after": where,
+        }
+        reply = self.request(op)
         self._last_inserted = str(reply["cell_id"])
         return reply
 
@@ -488,7 +516,7 @@ def run_changed(cell_id: str) -> str:
     )
 
 
-def _settle(future: asyncio.Future[Any], data: dict[str, Any]) -> None:
+def _settle(future: asyncio.Future[Reply], data: Reply) -> None:
     if not future.done():
         future.set_result(data)
 
@@ -738,7 +766,7 @@ def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | I
 # -- the tools ------------------------------------------------------------------------------
 
 
-def _describe(cells: list[dict[str, Any]]) -> str:
+def _describe(cells: Sequence[Mapping[str, object]]) -> str:
     if not cells:
         return "The notebook has no cells."
     parts = []
@@ -828,8 +856,9 @@ class InsertCellTool(_NotebookTool):
         cell_type = args.get("cell_type", "code")
         if cell_type not in ("code", "markdown"):
             raise ToolFailure("'cell_type' must be 'code' or 'markdown'")
+        kind: CellType = "markdown" if cell_type == "markdown" else "code"
         after = _text(args, "after", required=False)
-        reply = await self._on_main(lambda: self.link.insert(source, str(cell_type), after))
+        reply = await self._on_main(lambda: self.link.insert(source, kind, after))
         return f"Inserted {cell_type} cell {reply['cell_id']} (at position {reply.get('index')})."
 
 
@@ -854,11 +883,16 @@ class EditCellTool(_NotebookTool):
         cell_id, old, new = (_text(args, name) for name in ("cell_id", "old_string", "new_string"))
         if not old:
             raise ToolFailure("'old_string' must not be empty")
-        assert cell_id is not None
+        assert cell_id is not None and new is not None
         pin = approved("edit_cell", cell_id)
         label = await self._on_main(lambda: self.link.turn()[0])
-        op = {"op": "edit", "turn": label, "cell_id": cell_id, "old_string": old}
-        op["new_string"] = new
+        op: EditOp = {
+            "op": "edit",
+            "turn": label,
+            "cell_id": cell_id,
+            "old_string": old,
+            "new_string": new,
+        }
         if pin is not None:  # the accepted diff, on the source it showed, or nothing
             op["expect"] = pin.source
         await self._on_main(lambda: self.link.request(op))
@@ -914,7 +948,7 @@ def run_cell_now(
     label, running = link.turn()
     if cell_id == running:
         raise FrontendError("that is the running %%agent cell; run_cell runs other cells")
-    op: dict[str, Any] = {"op": "run_start", "turn": label, "cell_id": cell_id}
+    op: RunStartOp = {"op": "run_start", "turn": label, "cell_id": cell_id}
     if expect is not None:
         op["expect"] = expect
     try:
@@ -937,7 +971,7 @@ def run_cell_now(
     try:
         ok = run.run(source, count, timeout)
     finally:
-        end: dict[str, Any] = {"op": "run_end", "cell_id": cell_id, "outputs": run.outputs}
+        end: RunEndOp = {"op": "run_end", "cell_id": cell_id, "outputs": run.outputs}
         end["execution_count"] = count
         # Not waited for: the comm delivers in order, so whatever the agent asks next sees
         # the outputs placed (waiting cost a second round trip, benchmark figure 20).
@@ -958,12 +992,12 @@ class DeleteCellTool(_NotebookTool):
 
     async def execute(self, args: dict[str, object]) -> str:
         cell_id = _text(args, "cell_id")
+        assert cell_id is not None
         label, running = await self._on_main(self.link.turn)
         if cell_id == running:
             raise ToolFailure("that is the running %%agent cell; it cannot be deleted now")
-        await self._on_main(
-            lambda: self.link.request({"op": "delete", "turn": label, "cell_id": cell_id})
-        )
+        op: DeleteOp = {"op": "delete", "turn": label, "cell_id": cell_id}
+        await self._on_main(lambda: self.link.request(op))
         return f"Deleted cell {cell_id}."
 
 
@@ -1040,8 +1074,13 @@ async def _ask_edit(
             after = edited(before, old, new)
         except ValueError as exc:
             return Decision(False, f"the edit could not be shown: {exc}")
-        op = {"op": "review", "cell_id": cell_id, "before": before}
-        reply = await link.request_async(bridge, {**op, "lines": diff_lines(before, after)})
+        op: ReviewOp = {
+            "op": "review",
+            "cell_id": cell_id,
+            "before": before,
+            "lines": diff_lines(before, after),
+        }
+        reply = await link.request_async(bridge, op)
     except FrontendError as exc:
         return Decision(False, f"the edit could not be shown: {exc}")
     if reply.get("accepted"):

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from ...tools.base import BuiltinTool, ToolFailure
 from ...tools.context import ToolContext
+from ..coauthor.comm_protocol import CellInfo, InsertOp
 from ..runtime.services import register, service, unregister
 
 #: Characters of code one proposal may hold.
@@ -88,14 +89,20 @@ class CellProposals:
                 if after.get("source") == code:
                     return True  # the same proposal again: it is already there
                 link.request({"op": "delete", "turn": label, "cell_id": after["id"]})
-            op = {"op": "insert", "turn": label, "source": code, "cell_type": "code"}
-            link.request({**op, "after": running})
+            op: InsertOp = {
+                "op": "insert",
+                "turn": label,
+                "source": code,
+                "cell_type": "code",
+                "after": running,
+            }
+            link.request(op)
         except FrontendError:
             return False
         self._placed[running] = code
         return True
 
-    def _own_proposal(self, cell: dict[str, Any], running: str, code: str) -> bool:
+    def _own_proposal(self, cell: CellInfo, running: str, code: str) -> bool:
         """Whether ``cell`` is this cell's earlier proposal, still as the agent left it."""
         return (
             bool(cell.get("agent"))

@@ -63,6 +63,9 @@ from ..runtime.console import is_terminal, write_count
 from . import tool_format
 from .terminal_markdown import MarkdownLines
 
+#: The class of the agent's Stop button: the page matches it by this (``buttons.ts``).
+STOP_BUTTON_CLASS = "jp-agent-stop"
+
 #: The answer's display: the model's Markdown as sanitized HTML (``inert.py`` says why).
 MarkdownText = InertMarkdown
 
@@ -304,6 +307,9 @@ class RichRenderer:
             tooltip="End this turn now (like interrupting the kernel); the conversation is kept",
             layout=widgets.Layout(width="auto"),
         )
+        # the page interrupts a busy kernel when this button is clicked during a run_cell; it
+        # finds the button by this class (labextension/src/buttons.ts), never by its label
+        button.add_class(STOP_BUTTON_CLASS)
 
         def clicked(_button: Any) -> None:
             if self.stop_clicked:

@@ -1,7 +1,7 @@
 """The co-authoring comm in a real kernel, with the test as the notebook frontend.
 
 The kernel is a real ipykernel process with the extension loaded; the test speaks the frontend
-extension's side of the protocol (``labextension/src/index.ts``) on the kernel's channels: it
+extension's side of the protocol (``labextension/src/protocol.ts``) on the kernel's channels: it
 opens the comm on ``jupyter_agent.notebook`` with the notebook's cells, answers the kernel's
 operations (``FakeNotebook`` applies them to its list of cells as the extension applies them to
 the notebook model), and runs ``%%agent`` cells with the ``cellId`` metadata JupyterLab sends.
