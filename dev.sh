@@ -69,6 +69,11 @@ ensure_env() {
   local stamp="$VENV/.jupyter-agent-installed"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
     local log="$VENV/pip-install.log"
+    # the link build_labextension makes: an editable install copies the extension's files into
+    # the venv's share/, through it into jupyter_agent/labextension itself, and the next editable
+    # build then found install.json twice and failed (it is linked again after the install)
+    local link="$VENV/share/jupyter/labextensions/jupyter-agent"
+    [ ! -L "$link" ] || rm -f "$link" jupyter_agent/labextension/install.json
     echo "==> installing jupyter-agent and its dev tools into $VENV, a few minutes (pip's output: $log)"
     if ! { "$VENV/bin/python" -m pip install --upgrade pip \
         && "$VENV/bin/python" -m pip install -c constraints.txt -e ".[dev]"; } >"$log" 2>&1; then
