@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from email.parser import HeaderParser
 from pathlib import Path
@@ -39,6 +40,7 @@ from jupyter_agent import __version__
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
+REPO = Path(__file__).resolve().parents[1]
 SCRIPT_MARKER = "<!-- script-example:"
 #: The distribution's name on PyPI (``jupyter-agent`` there is another project's package).
 DISTRIBUTION = "jupyter-claude-agent"
@@ -95,6 +97,15 @@ def test_the_wheel_has_our_name_and_imports_as_jupyter_agent(built: tuple[Path, 
     assert built_package["version"] == __version__, "labextension/package.json's version"
     assert any(name.startswith(f"{shared}static/remoteEntry.") for name in names)
     assert "jupyter_agent/labextension/package.json" in names
+
+
+def test_the_version_is_written_once() -> None:
+    """``jupyter_agent/_version.py`` is the one place: pyproject reads it (hatch's dynamic
+    version), and the labextension's package.json is held to it by the test above."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"], "pyproject.toml writes the version again"
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"] == {"path": "jupyter_agent/_version.py"}
 
 
 def test_the_wheel_installs_and_works_offline(built: tuple[Path, Path], tmp_path: Path) -> None:
