@@ -91,6 +91,7 @@ def test_the_wheel_has_our_name_and_imports_as_jupyter_agent(built: tuple[Path, 
     top = {name.split("/")[0] for name in names} - {info, f"{stem}-{__version__}.data"}
     assert top == {"jupyter_agent"}, top
     assert "jupyter_agent/py.typed" in names
+    assert meta["License-Expression"] == "MIT" and f"{info}/licenses/LICENSE" in names
     # the prebuilt JupyterLab extension, which names the distribution that uninstalls it
     assert install["packageName"] == DISTRIBUTION, install
     assert DISTRIBUTION in install["uninstallInstructions"], install
