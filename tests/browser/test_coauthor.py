@@ -342,7 +342,10 @@ def test_the_built_wheel_co_authors_in_a_fresh_environment(
         check=True,
     )
     listing = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
-    assert re.search(r"jupyter-agent v0\.1\.0 enabled\s+OK", listing), listing
+    # the extension's own name, and the distribution that installed it (install.json)
+    assert re.search(
+        r"jupyter-agent v0\.1\.0 enabled\s+OK\s+\(python, jupyter-claude-agent\)", listing
+    ), listing
 
     for name in ("PYTHONPATH", "JUPYTER_PATH", "VIRTUAL_ENV"):
         monkeypatch.delenv(name, raising=False)
