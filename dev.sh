@@ -96,8 +96,7 @@ build_labextension() {
     return 0
   fi
   if [ ! -f "$built" ] || [ -n "$(find labextension/src labextension/style labextension/package.json \
-      labextension/package-lock.json labextension/tsconfig.json labextension/install.json \
-      -newer "$built" -print -quit)" ]; then
+      labextension/package-lock.json labextension/tsconfig.json -newer "$built" -print -quit)" ]; then
     echo "==> building the JupyterLab extension (npm ci, tsc, jupyter-builder)"
     local venv_bin
     venv_bin="$(cd "$VENV/bin" && pwd)"  # jupyter-builder
