@@ -2,8 +2,8 @@
 # The two things a newcomer runs:
 #   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
 #                   as root it passes --allow-root); the URL it prints opens the quickstart too
-#   ./dev.sh test   lint, type-check and run every test: the extension's (jest), unit, notebooks
-#                   (nbval), Binder, browser
+#   ./dev.sh test   lint, type-check, build the sdist and wheel (twine check), and run every test:
+#                   the extension's (jest), unit, notebooks (nbval), Binder, browser
 #   ./dev.sh quick  the install, the tests that are not slow (no browser, tools or install
 #                   tests), and the quickstart (nbval): what CI runs on each other Python
 # Each creates .venv from pyproject.toml (pinned by constraints.txt) on first use, with python3
@@ -70,6 +70,11 @@ ensure_env() {
   local stamp="$VENV/.jupyter-agent-installed"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
     local log="$VENV/pip-install.log"
+    # the link build_labextension makes: an editable install copies the extension's files into
+    # the venv's share/, through it into jupyter_agent/labextension itself, and the next editable
+    # build then found install.json twice and failed (it is linked again after the install)
+    local link="$VENV/share/jupyter/labextensions/jupyter-agent"
+    [ ! -L "$link" ] || rm -f "$link" jupyter_agent/labextension/install.json
     echo "==> installing jupyter-agent and its dev tools into $VENV, a few minutes (pip's output: $log)"
     if ! { "$VENV/bin/python" -m pip install --upgrade pip \
         && "$VENV/bin/python" -m pip install -c constraints.txt -e ".[dev]"; } >"$log" 2>&1; then
@@ -108,6 +113,22 @@ build_labextension() {
   fi
 }
 
+# What a release uploads, checked: the sdist and, built from it, the wheel (python -m build, into
+# a folder of its own), then twine check --strict (PyPI's metadata and README rendering rules).
+release_check() {
+  echo "==> release check (python -m build, twine check --strict)"
+  local dist
+  dist="$(mktemp -d "${TMPDIR:-/tmp}/jupyter-agent-dist.XXXXXX")"
+  if ! "$VENV/bin/python" -m build --outdir "$dist" . >"$dist/build.log" 2>&1; then
+    tail -n 20 "$dist/build.log" >&2
+    fail "python -m build failed (its output: $dist/build.log)"
+  fi
+  rm "$dist/build.log"
+  ls -l "$dist" | awk 'NR > 1 {print "    " $5, $9}'
+  "$VENV/bin/twine" check --strict "$dist"/*
+  rm -rf "$dist"
+}
+
 case "${1:-}" in
   demo)
     ensure_env
@@ -132,6 +153,7 @@ case "${1:-}" in
     "$VENV/bin/ruff" format --check .
     echo "==> mypy"
     "$VENV/bin/mypy"
+    release_check
     echo "==> jest (the JupyterLab extension's unit tests)"
     [ -x labextension/node_modules/.bin/jest ] \
       || (cd labextension && npm ci --no-audit --no-fund --loglevel=error)

@@ -108,8 +108,9 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     nb = nbformat.read(repo / QUICKSTART, as_version=4)
     nb.cells.append(
         nbformat.v4.new_code_cell(
-            "import jupyter_agent, sys\nprint('PACKAGE', jupyter_agent.__file__)\n"
-            "print('PREFIX', sys.prefix)"
+            "import importlib.metadata, jupyter_agent, sys\n"
+            "print('PACKAGE', jupyter_agent.__file__)\nprint('PREFIX', sys.prefix)\n"
+            "print('DIST', importlib.metadata.packages_distributions()['jupyter_agent'])"
         )
     )
     run_notebook(nb, python, tmp_path / "kernels", cwd=repo / "notebooks", env=env)
@@ -121,6 +122,8 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     assert f"PREFIX {venv}" in texts
     package_line = next(line for line in texts.splitlines() if line.startswith("PACKAGE "))
     assert str(venv) in package_line and "site-packages" in package_line, package_line
+    # installed under the distribution's own name (``jupyter-agent`` on PyPI is another project)
+    assert "DIST ['jupyter-claude-agent']" in texts, texts
     # what a visitor sees: the offline notice, a tool-call view, a final answer
     assert "offline" in texts.lower() and "ANTHROPIC_API_KEY" in texts
     # nbclient answers no widget, so the calls show as their static record (README: "A notebook

@@ -73,8 +73,8 @@ def test_blocking_really_blocks() -> None:
 
 
 def test_a_session_runs_without_the_mcp_extra(tmp_path: Path) -> None:
-    """``pip install jupyter-agent`` without ``[mcp]``: no ``mcp``, no ``regex``. The session's
-    toolbox still builds (its MCP manager imports neither until a server is added)."""
+    """``pip install jupyter-claude-agent`` without ``[mcp]``: no ``mcp``, no ``regex``. The
+    session's toolbox still builds (its MCP manager imports neither until a server is added)."""
     script = textwrap.dedent(
         f"""
         import sys

@@ -3,8 +3,8 @@
 ``MCPManager`` (``manager.py``) owns the connections of one toolbox (``Toolbox.mcp``);
 ``MCPTool`` (``tool.py``) is the registry's view of one server tool; ``config.py`` reads server
 entries in the ``mcpServers`` shape. The official ``mcp`` package
-(``pip install 'jupyter-agent[mcp]'``) is imported only when a server is added, so the core works
-without it.
+(``pip install 'jupyter-claude-agent[mcp]'``) is imported only when a server is added, so the
+core works without it.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def import_extra() -> None:
         except ImportError as exc:
             raise ImportError(
                 f"MCP servers need the [mcp] extra (no module {module!r}): "
-                "pip install 'jupyter-agent[mcp]'",
+                "pip install 'jupyter-claude-agent[mcp]'",
                 name=module,
             ) from exc
 

@@ -13,7 +13,7 @@ without streaming. OpenAI's reasoning models (gpt-5.x, the o-series) refuse ``ma
 take ``max_completion_tokens``; so does any server whose 400 names ``max_tokens`` (remembered).
 A provider that built its own client rebuilds it on a new event loop (``_event_loops.py``); a
 client passed in sends through a copy whose retry waits are capped (``_retry_wait.py``).
-The ``openai`` package is an optional extra (``pip install 'jupyter-agent[openai]'``) and is
+The ``openai`` package is an optional extra (``pip install 'jupyter-claude-agent[openai]'``) and is
 imported only when this provider is created.
 """
 
@@ -59,7 +59,7 @@ def _import_openai() -> Any:
         import openai
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "OpenAIProvider needs the openai package: pip install 'jupyter-agent[openai]'"
+            "OpenAIProvider needs the openai package: pip install 'jupyter-claude-agent[openai]'"
         ) from exc
     return openai
 

@@ -1,7 +1,7 @@
 """A small local MCP server for the tutorial (notebooks/06_mcp.ipynb) and the benchmark.
 
 ``python notebooks/mcp_servers/units_server.py`` speaks MCP over stdio. Written with the official
-``mcp`` SDK (``pip install 'jupyter-agent[mcp]'``); it needs no network and no credentials.
+``mcp`` SDK (``pip install 'jupyter-claude-agent[mcp]'``); it needs no network and no credentials.
 Besides its conversions it has one tool that asks the *user* a question mid-call (``choose_units``:
 an MCP elicitation, like the reference "everything" server's), so the tutorial can show a
 server's form without Node.js or the network.

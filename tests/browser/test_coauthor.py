@@ -322,10 +322,10 @@ def test_the_built_wheel_co_authors_in_a_fresh_environment(
         text=True,
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (wheel,) = dist.glob("jupyter_agent-*.whl")
+    (wheel,) = dist.glob("jupyter_claude_agent-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    shared = "jupyter_agent-0.1.0.data/data/share/jupyter/labextensions/jupyter-agent/"
+    shared = "jupyter_claude_agent-0.1.0.data/data/share/jupyter/labextensions/jupyter-agent/"
     assert f"{shared}package.json" in names and f"{shared}install.json" in names
     assert any(name.startswith(f"{shared}static/remoteEntry.") for name in names)
 
@@ -342,7 +342,10 @@ def test_the_built_wheel_co_authors_in_a_fresh_environment(
         check=True,
     )
     listing = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
-    assert re.search(r"jupyter-agent v0\.1\.0 enabled\s+OK", listing), listing
+    # the extension's own name, and the distribution that installed it (install.json)
+    assert re.search(
+        r"jupyter-agent v0\.1\.0 enabled\s+OK\s+\(python, jupyter-claude-agent\)", listing
+    ), listing
 
     for name in ("PYTHONPATH", "JUPYTER_PATH", "VIRTUAL_ENV"):
         monkeypatch.delenv(name, raising=False)

@@ -36,7 +36,7 @@ Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
 #: What ``%agent mcp add`` says when the ``mcp`` SDK (or another module of its extra) is missing.
 MISSING_EXTRA = (
-    "MCP servers need the MCP SDK, which is an extra: pip install 'jupyter-agent[mcp]' "
+    "MCP servers need the MCP SDK, which is an extra: pip install 'jupyter-claude-agent[mcp]' "
     "(then restart the kernel)"
 )
 

@@ -58,7 +58,7 @@ CODEX_TOKEN_VARIABLE = "JUPYTER_AGENT_MCP_TOKEN"
 MAX_SHOWN_CALLS = 100
 #: What a queued main-thread call tells its caller while another cell runs.
 BUSY_NOTE = "kernel busy, queued: the call runs when the running cell ends"
-MISSING_SDK = "%agent serve needs the MCP SDK: pip install 'jupyter-agent[mcp]'"
+MISSING_SDK = "%agent serve needs the MCP SDK: pip install 'jupyter-claude-agent[mcp]'"
 
 
 def connection_lines(url: str, token_file: Path, name: str = SERVER_NAME) -> str:

@@ -129,13 +129,14 @@ KERNEL_START_MODULES = frozenset(
         "pydantic",
     }
 )
-#: Distributions whose requirements (recursively) a started kernel with the agent imports.
-_ROOT_DISTRIBUTIONS = ("ipykernel", "jupyter-agent")
+#: Distributions whose requirements (recursively) a started kernel with the agent imports: ours
+#: by the name it is installed under (pyproject's ``name``; ``jupyter-agent`` is another project's).
+_ROOT_DISTRIBUTIONS = ("ipykernel", "jupyter-claude-agent")
 
 
 @functools.lru_cache(maxsize=1)
 def _distribution_modules() -> frozenset[str]:
-    """Top-level modules of ipykernel, jupyter-agent and everything they require."""
+    """Top-level modules of ipykernel, this package and everything they require."""
     try:
         by_module = metadata.packages_distributions()
     except Exception:
@@ -176,7 +177,7 @@ def _requirement_name(requirement: str) -> str:
 def protected_module_names() -> frozenset[str]:
     """Module names a file in the kernel's start folder must not take (see ``is_protected``):
     the standard library, the top-level modules loaded in this (kernel) process — everything a
-    started kernel imported — and those of ipykernel, jupyter-agent and what they require."""
+    started kernel imported — and those of ipykernel, this package and what they require."""
     loaded = {name.partition(".")[0] for name in list(sys.modules)}
     return _always_protected() | frozenset(loaded)
 

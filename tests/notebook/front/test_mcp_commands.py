@@ -90,7 +90,7 @@ def test_user_mistakes_are_one_line_usage_errors(shell: InteractiveShell) -> Non
 def test_without_the_mcp_extra_add_is_one_line_naming_the_extra(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without ``pip install 'jupyter-agent[mcp]'`` the line printed a ~75-line
+    """Without ``pip install 'jupyter-claude-agent[mcp]'`` the line printed a ~75-line
     ``ModuleNotFoundError`` traceback and no hint."""
     for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -99,12 +99,12 @@ def test_without_the_mcp_extra_add_is_one_line_naming_the_extra(
         shell.run_line_magic("agent", f"mcp add tools -- {sys.executable} -c pass")
     message = str(info.value)
     assert "\n" not in message
-    assert "pip install 'jupyter-agent[mcp]'" in message
+    assert "pip install 'jupyter-claude-agent[mcp]'" in message
     # and a configured server says the same in one line
     with capture_output() as captured:
         magics_of(shell).mcp_servers = {"tools": {"command": sys.executable, "args": ["-c", "0"]}}
         shell.run_line_magic("agent", "mcp list")
-    assert "pip install 'jupyter-agent[mcp]'" in captured.stderr
+    assert "pip install 'jupyter-claude-agent[mcp]'" in captured.stderr
     assert "Traceback" not in captured.stderr + captured.stdout
 
 
@@ -119,7 +119,7 @@ def test_with_mcp_but_not_the_extra_add_fails_at_once_naming_the_extra(
         shell.run_line_magic("agent", add_line("partial", marker, "--policy", "allow"))
     message = str(info.value)
     assert "\n" not in message
-    assert "pip install 'jupyter-agent[mcp]'" in message and "regex" in message, message
+    assert "pip install 'jupyter-claude-agent[mcp]'" in message and "regex" in message, message
     assert not processes_with(marker)  # nothing was started
 
 

@@ -311,3 +311,39 @@ def test_the_users_own_imported_module_stays_writable(start_folder: Path) -> Non
     finally:
         sys.path.remove(str(start_folder))
         sys.modules.pop("my_helpers_20", None)
+
+
+def test_what_the_distribution_requires_is_protected_before_it_is_imported(
+    tmp_path: Path,
+) -> None:
+    """A module the package requires but a kernel has not imported yet (html-to-markdown loads
+    on the first web_fetch, mistune on the first Markdown render) is refused all the same: the
+    guard finds it through the installed distribution's requirements, so it must look that
+    distribution up by the name it is installed under."""
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    script = textwrap.dedent(
+        """
+        import asyncio, sys
+        from jupyter_agent.tools.context import ToolContext
+        from jupyter_agent.tools.files import WriteFileTool
+
+        for module in ("html_to_markdown", "mistune", "jupyter_ui_poll"):
+            assert module not in sys.modules, module  # protected by requirement, not by load
+            tool = WriteFileTool(ToolContext("."))
+            try:
+                result = asyncio.run(tool.execute({"file_path": module + ".py", "content": ""}))
+            except Exception as exc:
+                result = f"ERROR {type(exc).__name__}: {exc}"
+            print(module, str(result).splitlines()[0])
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    lines = ran.stdout.splitlines()
+    assert len(lines) == 3, ran.stdout
+    for line in lines:
+        assert "ERROR WorkspaceError: Refusing to create or change" in line, line
+    assert not list(folder.glob("*.py"))
