@@ -2,7 +2,8 @@
 # The two things a newcomer runs:
 #   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
 #                   as root it passes --allow-root); the URL it prints opens the quickstart too
-#   ./dev.sh test   lint, type-check and run every test: unit, notebooks (nbval), Binder, browser
+#   ./dev.sh test   lint, type-check, build the docs (warnings are errors) and run every test:
+#                   unit, notebooks (nbval), Binder, browser
 #   ./dev.sh quick  the install, the tests that are not slow (no browser, tools or install
 #                   tests), and the quickstart (nbval): what CI runs on each other Python
 # Each creates .venv from pyproject.toml (pinned by constraints.txt) on first use, with python3
@@ -131,6 +132,8 @@ case "${1:-}" in
     "$VENV/bin/ruff" format --check .
     echo "==> mypy"
     "$VENV/bin/mypy"
+    echo "==> docs (sphinx-build, warnings are errors: build/docs)"
+    "$VENV/bin/sphinx-build" -W --keep-going -q -b html docs build/docs
     echo "==> pytest (unit tests, notebooks, Binder environment, browser)"
     "$VENV/bin/python" -m pytest tests notebooks --nbval-lax -p no:cacheprovider "$@"
     ;;
