@@ -3,7 +3,7 @@
 Issue 15: a data scientist wants ``pip install`` into the environment they already use, not the
 782 MB development venv. This test builds the wheel from a copy of the repository, installs it
 into a fresh virtual environment (pinned by constraints.txt, nothing else), checks that no
-development tool came along, runs the README's "Without a notebook" example there with no key
+development tool came along, runs the docs' "Without a notebook" example there with no key
 (it must answer from the offline model and say so), loads the extension in IPython, then adds
 the ``[tutorials]`` extra and ipykernel and runs tutorial 04 in a kernel of that environment.
 """
@@ -31,11 +31,13 @@ from fresh_env import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SCRIPT_MARKER = "<!-- script-example:"
+#: the Python API page of the docs, whose "Without a notebook" block the test runs
+SCRIPT_PAGE = Path("docs") / "python" / "index.md"
 
 
-def readme_script(readme: Path) -> str:
-    """The Python block that follows the script-example marker in the README."""
-    text = readme.read_text()
+def marked_script(page: Path) -> str:
+    """The Python block that follows the script-example marker on the docs page."""
+    text = page.read_text()
     after = text[text.index(SCRIPT_MARKER) :]
     match = re.search(r"```python\n(.*?)```", after, re.DOTALL)
     assert match, "no python block after the script-example marker"
@@ -74,12 +76,12 @@ def test_the_wheel_installs_and_works_offline(tmp_path: Path) -> None:
     )
     assert missing.stdout.strip() == "[]", f"dev tools came with the wheel: {missing.stdout}"
 
-    # the README's script, in a folder with a CSV, no key: the offline model answers, and says so
+    # the docs' script, in a folder with a CSV, no key: the offline model answers, and says so
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     shutil.copy(repo / "notebooks" / "data" / "sales.csv", project / "data" / "sales.csv")
     script = project / "example.py"
-    script.write_text(readme_script(repo / "README.md"))
+    script.write_text(marked_script(repo / SCRIPT_PAGE))
     ran = subprocess.run(
         [str(python), str(script)], cwd=project, env=env, capture_output=True, text=True, timeout=60
     )
@@ -87,7 +89,7 @@ def test_the_wheel_installs_and_works_offline(tmp_path: Path) -> None:
     assert "offline demo model" in ran.stdout and "ANTHROPIC_API_KEY" in ran.stdout
     assert "data/sales.csv" in ran.stdout and "data rows" in ran.stdout
 
-    # the README's check: %load_ext in IPython, then %agent config
+    # the README's check (Install): %load_ext in IPython, then %agent config
     check = subprocess.run(
         [
             str(tmp_path / "venv" / "bin" / "ipython"),
