@@ -43,6 +43,8 @@ nb_execution_mode = "off"
 # the notebooks' widget views are saved without their state (a finished cell is a static
 # record); an output the site cannot render is left out, quietly
 nb_render_priority_warning = False
+# the answers' Markdown outputs are GitHub-flavoured (tables), as JupyterLab renders them
+nb_render_markdown_format = "gfm"
 
 # the API reference keeps the source order and shows signatures with their type hints as written
 autodoc_member_order = "bysource"
