@@ -31,13 +31,11 @@ from fresh_env import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SCRIPT_MARKER = "<!-- script-example:"
-#: the Python API page of the docs, whose "Without a notebook" block the test runs
-SCRIPT_PAGE = Path("docs") / "python" / "index.md"
 
 
-def marked_script(page: Path) -> str:
-    """The Python block that follows the script-example marker on the docs page."""
-    text = page.read_text()
+def readme_script(readme: Path) -> str:
+    """The Python block that follows the script-example marker in the README."""
+    text = readme.read_text()
     after = text[text.index(SCRIPT_MARKER) :]
     match = re.search(r"```python\n(.*?)```", after, re.DOTALL)
     assert match, "no python block after the script-example marker"
@@ -76,12 +74,13 @@ def test_the_wheel_installs_and_works_offline(tmp_path: Path) -> None:
     )
     assert missing.stdout.strip() == "[]", f"dev tools came with the wheel: {missing.stdout}"
 
-    # the docs' script, in a folder with a CSV, no key: the offline model answers, and says so
+    # the docs' script (the Python API page), in a folder with a CSV, no key: the offline model
+    # answers, and says so
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     shutil.copy(repo / "notebooks" / "data" / "sales.csv", project / "data" / "sales.csv")
     script = project / "example.py"
-    script.write_text(marked_script(repo / SCRIPT_PAGE))
+    script.write_text(readme_script(repo / "docs" / "python" / "index.md"))
     ran = subprocess.run(
         [str(python), str(script)], cwd=project, env=env, capture_output=True, text=True, timeout=60
     )
@@ -89,7 +88,7 @@ def test_the_wheel_installs_and_works_offline(tmp_path: Path) -> None:
     assert "offline demo model" in ran.stdout and "ANTHROPIC_API_KEY" in ran.stdout
     assert "data/sales.csv" in ran.stdout and "data rows" in ran.stdout
 
-    # the README's check (Install): %load_ext in IPython, then %agent config
+    # the README's check: %load_ext in IPython, then %agent config
     check = subprocess.run(
         [
             str(tmp_path / "venv" / "bin" / "ipython"),
