@@ -13,6 +13,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,29 @@ commands and the `%agent_tools` commands. The guide pages say what each one is f
 """
 
 
-def magic_parsers() -> dict[str, Any]:
-    """``prog`` → parser, for every ``magic_arguments`` parser in ``jupyter_agent.notebook``."""
+def tidy_doc(doc: str) -> str:
+    """A docstring without its source indentation; lines appended at runtime unindented (the
+    subcommands' usage lines the magics add) keep theirs, so ``inspect.cleandoc`` cannot do it."""
+    first, _, rest = doc.partition("\n")
+    body = [line for line in rest.splitlines() if line.strip()]
+    indent = len(body[0]) - len(body[0].lstrip()) if body else 0
+    prefix = " " * indent
+    lines = [line.removeprefix(prefix) for line in rest.splitlines()]
+    text = "\n".join([first.strip(), *(line.rstrip() for line in lines)])
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def magic_parsers() -> tuple[dict[str, Any], dict[str, str]]:
+    """``prog`` → parser, for every ``magic_arguments`` parser in ``jupyter_agent.notebook``;
+    and ``%name`` → docstring for each magic registered without one (``%agent_tools``: its
+    subcommands have the parsers)."""
+    from IPython.core.magic import Magics
     from IPython.core.magic_arguments import MagicArgumentParser
 
     import jupyter_agent.notebook as notebook
 
     found: dict[str, Any] = {}
+    bare: dict[str, str] = {}
 
     def look(candidate: Any) -> None:
         parser = getattr(candidate, "parser", None)
@@ -50,7 +67,13 @@ def magic_parsers() -> dict[str, Any]:
             if inspect.isclass(value):
                 for _, member in inspect.getmembers(value):
                     look(member)
-    return found
+            if inspect.isclass(value) and issubclass(value, Magics):
+                for kind, prefix in (("line", "%"), ("cell", "%%")):
+                    for name, attribute in value.magics[kind].items():
+                        method = getattr(value, attribute)
+                        if not hasattr(method, "parser"):
+                            bare[prefix + name] = tidy_doc(method.__doc__ or "")
+    return found, bare
 
 
 def title(prog: str) -> str:
@@ -75,11 +98,14 @@ def help_text(parser: Any) -> str:
 
 
 def page_text() -> str:
-    parsers = magic_parsers()
+    parsers, bare = magic_parsers()
     if not parsers:
         raise RuntimeError("no magic_arguments parser found in jupyter_agent.notebook")
     order = sorted(parsers, key=lambda prog: (prog != "%agent", prog))
     parts = [HEADER]
+    for name in sorted(bare):
+        # the magic's docstring, as %name? shows it (its subcommands' parsers follow)
+        parts.append(f"## `{name}`\n\n```text\n{bare[name]}\n```\n")
     for prog in order:
         parts.append(f"## `{title(prog)}`\n\n```text\n{help_text(parsers[prog])}\n```\n")
     return "\n".join(parts)
