@@ -47,7 +47,12 @@ def resolves(dotted: str) -> bool:
 def test_every_file_the_docs_name_exists() -> None:
     named = mentions(FILE)
     assert "tests/test_wheel_install.py" in named  # the pattern sees what it is for
-    missing = {path: pages for path, pages in named.items() if not (REPO / path).exists()}
+    elided = {path for path in named if "..." in path}  # "tests/...py": a pattern, not a file
+    missing = {
+        path: pages
+        for path, pages in named.items()
+        if path not in elided and not (REPO / path).exists()
+    }
     assert not missing, f"the docs name files that do not exist: {missing}"
 
 
