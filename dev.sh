@@ -2,8 +2,9 @@
 # The two things a newcomer runs:
 #   ./dev.sh demo   open the quickstart notebook in JupyterLab (offline demo model without a key;
 #                   as root it passes --allow-root); the URL it prints opens the quickstart too
-#   ./dev.sh test   lint, type-check, build the sdist and wheel (twine check), and run every test:
-#                   the extension's (jest), unit, notebooks (nbval), Binder, browser
+#   ./dev.sh test   lint, type-check, build the sdist and wheel (twine check) and the docs (warnings
+#                   are errors), and run every test: the extension's (jest), unit, notebooks
+#                   (nbval), Binder, browser
 #   ./dev.sh quick  the install, the tests that are not slow (no browser, tools or install
 #                   tests), and the quickstart (nbval): what CI runs on each other Python
 # Each creates .venv from pyproject.toml (pinned by constraints.txt) on first use, with python3
@@ -154,6 +155,8 @@ case "${1:-}" in
     echo "==> mypy"
     "$VENV/bin/mypy"
     release_check
+    echo "==> docs (sphinx-build, warnings are errors: build/docs)"
+    "$VENV/bin/sphinx-build" -W --keep-going -q -b html docs build/docs
     echo "==> jest (the JupyterLab extension's unit tests)"
     [ -x labextension/node_modules/.bin/jest ] \
       || (cd labextension && npm ci --no-audit --no-fund --loglevel=error)

@@ -126,9 +126,9 @@ def test_binder_environment_runs_the_quickstart_offline(tmp_path: Path) -> None:
     assert "DIST ['jupyter-claude-agent']" in texts, texts
     # what a visitor sees: the offline notice, a tool-call view, a final answer
     assert "offline" in texts.lower() and "ANTHROPIC_API_KEY" in texts
-    # nbclient answers no widget, so the calls show as their static record (README: "A notebook
-    # run with nobody at a frontend ... opens no widget at all"); the check used to be met only by
-    # the %agent_tools panel's widget, whose plain text also names read_file
+    # nbclient answers no widget, so the calls show as their static record (docs/guide/context.md:
+    # "A notebook run with nobody at a frontend ... opens no widget at all"); the check used to be
+    # met only by the %agent_tools panel's widget, whose plain text also names read_file
     tool_views = [
         o
         for o in outputs

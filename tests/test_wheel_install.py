@@ -3,7 +3,7 @@
 Issue 15: a data scientist wants ``pip install`` into the environment they already use, not the
 782 MB development venv. This test builds the wheel from a copy of the repository, installs it
 into a fresh virtual environment (pinned by constraints.txt, nothing else), checks that no
-development tool came along, runs the README's "Without a notebook" example there with no key
+development tool came along, runs the docs' "Without a notebook" example there with no key
 (it must answer from the offline model and say so), loads the extension in IPython, then adds
 the ``[tutorials]`` extra and ipykernel and runs tutorial 04 in a kernel of that environment.
 
@@ -143,12 +143,13 @@ def test_the_wheel_installs_and_works_offline(built: tuple[Path, Path], tmp_path
     )
     assert installed.stdout.split() == [f"['{DISTRIBUTION}']", __version__, __version__]
 
-    # the README's script, in a folder with a CSV, no key: the offline model answers, and says so
+    # the docs' script (the Python API page), in a folder with a CSV, no key: the offline model
+    # answers, and says so
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     shutil.copy(repo / "notebooks" / "data" / "sales.csv", project / "data" / "sales.csv")
     script = project / "example.py"
-    script.write_text(readme_script(repo / "README.md"))
+    script.write_text(readme_script(repo / "docs" / "python" / "index.md"))
     ran = subprocess.run(
         [str(python), str(script)], cwd=project, env=env, capture_output=True, text=True, timeout=60
     )

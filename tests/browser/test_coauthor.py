@@ -17,6 +17,7 @@ extension found where ``pip install`` put it, nothing from this checkout.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -369,6 +370,15 @@ def test_the_built_wheel_co_authors_in_a_fresh_environment(
             browser.close()
 
 
+def tutorial_07_screenshot(tmp_path: Path) -> Path:
+    """Where tutorial 07's picture goes: ``docs/screenshot_coauthor.png``, the one the docs show,
+    with ``JUPYTER_AGENT_REFRESH_SCREENSHOT=1`` (as ``test_tutorials.py`` refreshes its own);
+    otherwise the test's temporary folder."""
+    if os.environ.get("JUPYTER_AGENT_REFRESH_SCREENSHOT", "") == "1":
+        return REPO / "docs" / "screenshot_coauthor.png"
+    return tmp_path / "tutorial07.png"
+
+
 def test_tutorial_07_inserts_and_runs_its_cells_in_lab(tmp_path: Path) -> None:
     """Tutorial 07 as a reader runs it in JupyterLab, offline: its recorded session inserts four
     cells and runs the three code cells (their outputs, the plot and execution counts appear in
@@ -406,7 +416,7 @@ def test_tutorial_07_inserts_and_runs_its_cells_in_lab(tmp_path: Path) -> None:
                 assert "revenue" in (made.nth(1).locator(".jp-OutputArea").text_content() or "")
                 assert made.nth(2).locator(".jp-OutputArea img").count() == 1
                 assert "Conclusion" in (made.nth(3).text_content() or "")
-                page.screenshot(path=str(tmp_path / "tutorial07.png"))
+                page.screenshot(path=str(tutorial_07_screenshot(tmp_path)))
 
                 # one %%agent cell is one undo step, however many cells it ran (issue 34.2: it
                 # was four, and the first undo left three code cells); named as the cell shows
