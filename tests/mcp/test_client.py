@@ -285,9 +285,11 @@ async def test_http_server_on_loopback_is_the_users_choice(agent: Agent, http_se
     assert picture.images and picture.images[0].media_type == "image/png"
 
 
-async def test_http_server_follows_the_web_fetch_private_network_setting(
+async def test_http_server_is_the_users_choice_with_web_fetch_open_too(
     tmp_path: Path, http_server: str
 ) -> None:
+    """The other half of the user's choice: opening ``web_fetch`` to private networks changes
+    nothing for a server the user added."""
     from jupyter_agent.tools.factory import create_default_registry
 
     agent = Agent(OfflineProvider(), workspace=tmp_path)

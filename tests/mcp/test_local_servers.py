@@ -60,9 +60,7 @@ async def test_the_session_stays_on_the_address_that_was_checked(
         return real(answers[-1], port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    names = await agent.add_mcp_server(
-        "rebind", url=f"http://localhost:{http_port}/mcp", allow_private_network=True
-    )
+    names = await agent.add_mcp_server("rebind", url=f"http://localhost:{http_port}/mcp")
     assert "rebind__echo" in names
     for word in ("one", "two", "three"):
         result = await agent.registry.call("rebind__echo", {"text": word})
