@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
+from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 from ipython_shell import run_ok, use_fake
 
@@ -27,12 +29,38 @@ def _png(size: tuple[int, int] = (40, 30)) -> bytes:
     return out.getvalue()
 
 
-def _display(recorder: CellRecorder, data: dict[str, Any], display_id: str | None = None) -> None:
-    """A ``display_data`` message as ipykernel's display publisher hands it to its hooks."""
-    content: dict[str, Any] = {"data": data, "metadata": {}}
-    if display_id:
-        content["transient"] = {"display_id": display_id}
-    recorder._message_hook({"msg_type": "display_data", "content": content})
+class HookedPublisher(DisplayPublisher):  # type: ignore[misc]
+    """The part of ipykernel's display publisher the recorder listens to: hooks that see each
+    ``display_data`` message (a terminal shell's publisher has none)."""
+
+    def __init__(self, shell: InteractiveShell) -> None:
+        super().__init__(shell=shell)
+        self.hooks: list[Callable[[dict[str, Any]], dict[str, Any] | None]] = []
+
+    def register_hook(self, hook: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+        self.hooks.append(hook)
+
+    def unregister_hook(self, hook: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+        self.hooks.remove(hook)
+
+    def publish(  # type: ignore[override]
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        *args: Any,
+        transient: dict[str, Any] | None = None,
+        update: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        content = {"data": data, "metadata": metadata or {}, "transient": transient or {}}
+        message: dict[str, Any] | None = {
+            "msg_type": "update_display_data" if update else "display_data",
+            "content": content,
+        }
+        for hook in list(self.hooks):
+            if message is None:
+                return
+            message = hook(message)
 
 
 def test_the_recorder_keeps_sources_printed_text_results_and_errors(
@@ -82,19 +110,27 @@ async def test_notebook_history_returns_images_and_keeps_the_newest_within_budge
     shell: InteractiveShell,
     tmp_path: Path,
 ) -> None:
-    recorder = CellRecorder(shell)
     png = _png()
-    recorder._pre_run_cell(type("Info", (), {"raw_cell": "plt.plot([1, 2])"})())
-    _display(recorder, {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"})
-    recorder._post_run_cell(type("Result", (), {"execution_count": 7, "result": None})())
-    for count in range(8, 20):
-        recorder._pre_run_cell(type("Info", (), {"raw_cell": f"cell_{count} = 1"})())
-        recorder._add_stream("stdout", f"output of {count}\n" + "y" * 3_500)
-        recorder._post_run_cell(type("Result", (), {"execution_count": count, "result": None})())
+    bundle = {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}
+    shown, shell.display_pub = shell.display_pub, HookedPublisher(shell)
+    recorder = CellRecorder(shell)
+    recorder.install()
+    try:
+        shell.run_cell(
+            f"from IPython.display import display\ndisplay({bundle!r}, raw=True)",
+            store_history=True,
+        )
+        for count in range(8, 20):
+            shell.run_cell(f"print('output of {count}\\n' + 'y' * 3_500)", store_history=True)
+    finally:
+        recorder.uninstall()
+        shell.display_pub = shown
+    figure = recorder.cells(last=13)[0].execution_count
+    assert figure is not None
     tool = NotebookHistoryTool(ToolContext(tmp_path), recorder)
-    parts = await tool.execute({"cells": [7]})
+    parts = await tool.execute({"cells": [figure]})
     assert parts[1:] == [Image(png, "image/png")]
-    assert isinstance(parts[0], str) and "── cell [7] ──" in parts[0]
+    assert isinstance(parts[0], str) and f"── cell [{figure}] ──" in parts[0]
     parts = await tool.execute({"last": 13})
     body = parts[0]
     assert isinstance(body, str)
