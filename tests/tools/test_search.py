@@ -505,16 +505,16 @@ async def test_a_search_cancelled_at_any_moment_leaves_no_process(tmp_path: Path
     for n in range(200):
         (tmp_path / f"f{n}.txt").write_text("needle\n" * 100)
     tool = SearchTextTool(ToolContext(tmp_path), backend="ripgrep")
-    slowest = 0.0
     for attempt in range(30):
         task = asyncio.ensure_future(tool.execute({"pattern": "needle"}))
         await asyncio.sleep(0.001 * (attempt % 10))
         task.cancel()
-        started = time.monotonic()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 10)
-        slowest = max(slowest, time.monotonic() - started)
-    assert slowest < 2, f"a cancelled search took {slowest:.1f} s to end"
+        try:
+            await asyncio.wait_for(task, 10)  # stops a hung test: the old bug waited for ever
+        except TimeoutError:
+            raise AssertionError(f"cancelled search {attempt} never ended") from None
+        except BaseException:  # cancelled, or the search's own error: it ended
+            pass
     deadline = time.monotonic() + 5
     while _descendants_running("bwrap") and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
