@@ -261,13 +261,26 @@ async def test_backends_agree_on_search_files(layout: Layout, query: dict[str, A
     assert rg == py
 
 
-def test_default_backend_switch(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_default_backend_switch(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which backend searched, seen from the processes it started (each search runs a child)."""
+    spawned: list[list[str]] = []
+    real = asyncio.create_subprocess_exec
+
+    async def recording(*argv: Any, **options: Any) -> asyncio.subprocess.Process:
+        spawned.append([str(part) for part in argv])
+        return await real(*argv, **options)
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recording)
     tool = SearchTextTool(ToolContext(layout.ws))
+    rg = find_ripgrep()
     monkeypatch.setattr(search, "DEFAULT_BACKEND", "python")
-    assert tool._ripgrep() is None
-    if find_ripgrep() is not None:
+    await tool.execute({"pattern": "needle"})
+    assert spawned and not any(rg in argv for argv in spawned), spawned
+    if rg is not None:
+        spawned.clear()
         monkeypatch.setattr(search, "DEFAULT_BACKEND", "auto")
-        assert tool._ripgrep() == find_ripgrep()
+        await tool.execute({"pattern": "needle"})
+        assert any(rg in argv for argv in spawned), spawned
 
 
 # -- property: random trees and ignore files, both backends give the same answer -----------------
