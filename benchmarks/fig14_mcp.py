@@ -10,6 +10,11 @@ revision on the wire: the difference is then partly the protocol's, not ours).
 
 Connect: ``agent.add_mcp_server`` (spawn, initialize, list tools, register) against the bare
 ``stdio_client`` + ``ClientSession.initialize`` + ``list_tools`` (time to the first tool list).
+
+Inline check: the worst case of a server schema checked on the event loop (``schema.checks_inline``:
+the largest ``enum`` an inline schema may hold, every one of the 64 values failing against it and
+each error message quoting it) — the loop stands still for it, so it is bounded (it was a
+threshold in ``tests/mcp/test_schema_inline.py`` before it became this goal).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from ._harness import (
     Row,
     Stats,
     compare,
+    limit,
     paired_async,
     per_call_us,
     require,
@@ -129,6 +135,7 @@ def run(ctx: BenchContext) -> list[Row]:
     connect_reps = ctx.reps(5, 1)
     ctx.log(f"figure 14: {connect_reps} stdio connections each side")
     ours_ms, theirs_ms = asyncio.run(_measure_connect(connect_reps))
+    inline_ms = asyncio.run(_worst_inline_check_ms(ctx.reps(21, 3)))
     return [
         compare(
             FIGURE,
@@ -171,4 +178,47 @@ def run(ctx: BenchContext) -> list[Row]:
             "bare `stdio_client` + `initialize` + `list_tools`",
             note="Mostly the server's Python start-up; ours also registers the tools.",
         ),
+        limit(
+            FIGURE,
+            "the worst server-schema check run on the event loop (`checks_inline`)",
+            Stats(inline_ms, "ms"),
+            None,
+            "",
+            below=20.0,
+            note="A schema checked inline stalls the loop for as long as the check takes; the "
+            "inline rule (few plain values, comparison keywords, a capped size) keeps the worst "
+            "case small. Every sample counts.",
+            miss_note="The inline rule lets a schema through whose check grows with its size "
+            "(a bigger `enum`, more values): send it to the worker instead.",
+        ),
     ]
+
+
+async def _worst_inline_check_ms(repetitions: int) -> list[float]:
+    """Milliseconds of the worst inline check (``tests/mcp/test_schema_inline.py`` builds it)."""
+    from jupyter_agent.mcp.schema import (
+        INLINE_MAX_VALUES,
+        INLINE_SCHEMA_BYTES,
+        bounded_validator,
+        check,
+        checks_inline,
+        schema_bytes,
+    )
+
+    words = ["w" * 110 + str(i) for i in range(INLINE_MAX_VALUES)]
+    schema: dict[str, Any] = {"type": "object", "additionalProperties": {"enum": words}}
+    while schema_bytes("", "", schema) > INLINE_SCHEMA_BYTES:
+        words[:] = [word[1:] for word in words]
+    if not checks_inline(schema):
+        raise RuntimeError("the worst inline schema is no longer checked inline")
+    validator = bounded_validator(schema)
+    arguments = {f"k{i}": "not in it" for i in range(INLINE_MAX_VALUES)}
+    await check(validator, arguments, 5.0, inline=True)  # warm
+    samples = []
+    for _ in range(repetitions):
+        started = time.perf_counter()
+        problem = await check(validator, arguments, 5.0, inline=True)
+        samples.append((time.perf_counter() - started) * 1e3)
+        if problem is None:
+            raise RuntimeError("the worst inline check found no problem")
+    return samples

@@ -17,6 +17,11 @@ notebook's main thread pays for the answer — the pump's wake-ups (the same pum
 draining the queue, the renderer and the display messages — and nothing of the producer on the
 background thread (pacing, posting), which is the same for both sides and is not the notebook's
 rendering cost.
+
+The last row is a tool call's live title given a 10 MB progress message (an MCP server's): the
+title's 80 characters are taken from the message's start before they are normalised and escaped,
+not from the whole message (some 4 s on the main thread for each). It was a threshold in
+``tests/notebook/test_widgets.py`` before it became this goal.
 """
 
 from __future__ import annotations
@@ -243,8 +248,39 @@ def run(ctx: BenchContext) -> list[Row]:
                     profile_target=functools.partial(ours, rate),
                 )
             )
+        rows.append(_huge_progress_row(ctx))
         ctx.finish(rows)  # profiles need the background loop, closed below
     finally:
         shell.display_pub = original_publisher
         background.close()
     return rows
+
+
+def _huge_progress_row(ctx: BenchContext) -> Row:
+    """Milliseconds of ``ToolCallView.show_progress`` with a 10 MB message (no kernel: the
+    widgets' comms go nowhere)."""
+    from jupyter_agent.notebook.views.widgets.tool_call_view import ToolCallView
+
+    message = "\t\x1b" + "é" * 10_000_000
+    samples = []
+    for _ in range(ctx.reps(9, 2) + 1):  # the first, warming up, is dropped
+        view = ToolCallView("c1", "srv__steps", {"gate": "g"})
+        try:
+            started = time.perf_counter()
+            view.show_progress(7, 9, message)
+            samples.append((time.perf_counter() - started) * 1e3)
+        finally:
+            view.close()
+    samples = samples[1:]
+    return limit(
+        FIGURE,
+        "a tool call's live title for a 10 MB progress message",
+        Stats(samples, "ms"),
+        None,
+        "",
+        below=50.0,
+        note="Every sample counts; the message's size must not matter (the title takes 80 "
+        "characters from its start).",
+        miss_note="The title normalises or escapes the whole message before cutting it "
+        "(`tool_format`): cut first.",
+    )

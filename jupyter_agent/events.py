@@ -103,9 +103,13 @@ class ThinkingDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
+    """A call of the model's reply begins. ``asks``: the call waits for the user's approval
+    before it runs (a view shows it waiting, never running, until the question comes)."""
+
     call_id: str
     name: str
     input: dict[str, Any]
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)

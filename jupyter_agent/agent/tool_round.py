@@ -136,7 +136,9 @@ class ToolRound:
                 yield self.finished(call)
                 verdicts = []
             for call, verdict in zip(self.calls, verdicts, strict=False):
-                started = ToolCallStarted(call.id, call.name, call.input)
+                started = ToolCallStarted(
+                    call.id, call.name, call.input, asks=isinstance(verdict, Ask)
+                )
                 if isinstance(verdict, Refuse):
                     self._refused(call, verdict.reason, verdict.why)
                     yield started

@@ -126,10 +126,6 @@ class Toolbox:
         else:
             self._when_mcp_made.append(prepare)
 
-    @property
-    def has_mcp_servers(self) -> bool:
-        return self._mcp is not None and bool(self._mcp.servers)
-
     def call_timeout(self, wanted: float) -> float:
         """``wanted`` seconds, capped by ``tool_timeout`` when it has one."""
         limit = self.tool_timeout

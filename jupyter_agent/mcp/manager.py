@@ -16,7 +16,6 @@ from typing import Protocol
 from ..approvals import Policy
 from ..errors import MCPConfigError, MCPServerError
 from ..tools.context import ToolContext
-from ..tools.guard.netguard import PrivateNetworkSetting
 from ..tools.registry import ToolRegistry
 from .client_features import ClientHooks
 from .config import DEFAULT_CALL_TIMEOUT_S, MCPServerConfig, registry_name
@@ -99,7 +98,6 @@ class MCPManager:
         policy: Policy = "ask",
         read_resources: bool = False,
         timeout: float = DEFAULT_CALL_TIMEOUT_S,
-        allow_private_network: PrivateNetworkSetting | None = None,
         oauth: Mapping[str, str] | None = None,
         roots: Sequence[str | Path] = (),
     ) -> list[str]:
@@ -120,16 +118,13 @@ class MCPManager:
             oauth=dict(oauth or {}),
             roots=tuple(str(root) for root in roots),
         )
-        return await self.add(config, allow_private_network=allow_private_network)
+        return await self.add(config)
 
-    async def add(
-        self, config: MCPServerConfig, *, allow_private_network: PrivateNetworkSetting | None = None
-    ) -> list[str]:
+    async def add(self, config: MCPServerConfig) -> list[str]:
         """Start the server and register its tools; returns their registry names.
 
         A server's URL is the user's choice and may be loopback or private whatever
-        ``web_fetch`` may reach; ``allow_private_network`` is accepted for compatibility and no
-        longer needed.
+        ``web_fetch`` may reach (SPEC "The server is the user's choice").
         """
         if config.name in self.servers:
             raise MCPServerError(

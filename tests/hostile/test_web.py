@@ -165,10 +165,10 @@ def converter_children() -> list[int]:
 async def test_whitespace_runs_convert_quickly_and_the_loop_stays_free(
     tmp_path: Path, base_url: str, path: str
 ) -> None:
-    result, elapsed, gap = await fetch(tmp_path, base_url + path, timeout_s=20)
+    result, _, gap = await fetch(tmp_path, base_url + path, timeout_s=20)
     assert gap < MAX_LOOP_GAP_S, f"the event loop stalled for {gap:.2f} s"
+    # within the 20 s deadline: a slower conversion is an error result
     assert not result.is_error, result.content[:300]
-    assert elapsed < 20
     assert "a" in result.content or "x" in result.content
 
 

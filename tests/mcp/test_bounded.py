@@ -8,10 +8,10 @@ Calls go through ``agent.add_mcp_server`` and the registry, as the model's calls
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -81,10 +81,9 @@ async def test_a_file_ref_is_never_read(agent: Agent, tmp_path: Path) -> None:
 
 async def test_a_ref_to_dev_zero_is_an_error_at_once(agent: Agent) -> None:
     await add_hostile(agent, "schemas")
-    started = time.monotonic()
-    result = await agent.registry.call("hostile__dev_zero_ref", {"x": 1})
+    # fetching /dev/zero would never end: 30 s only stops a hung test
+    result = await asyncio.wait_for(agent.registry.call("hostile__dev_zero_ref", {"x": 1}), 30)
     assert result.is_error and "never fetched" in result.content
-    assert time.monotonic() - started < 5
 
 
 async def test_a_local_ref_still_checks_the_arguments(agent: Agent) -> None:
@@ -111,11 +110,10 @@ async def test_a_backtracking_pattern_does_not_freeze_the_loop(agent: Agent) -> 
 async def test_a_pattern_that_never_ends_is_cut_at_the_calls_deadline(agent: Agent) -> None:
     await add_hostile(agent, "schemas")
     agent.tool_timeout = 2  # after the start, which tool_timeout bounds too
-    started = time.monotonic()
+    # the patterns never end: only the deadline ends the calls (the test's 60 s timeout, a hang)
     async with LoopWatch() as watch:
         value = await agent.registry.call("hostile__redos_forever", {"s": "a" * 5000 + "!"})
         key = await agent.registry.call("hostile__redos_keys", {"a" * 5000 + "!": "v"})
-    assert time.monotonic() - started < 10
     assert watch.longest < 1.0
     for result in (value, key):
         assert result.is_error and "took longer than" in result.content, result.content

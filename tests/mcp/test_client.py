@@ -121,11 +121,10 @@ async def test_a_server_that_fails_to_start_gives_one_line_naming_command_and_st
 
 
 async def test_a_program_that_is_not_an_mcp_server_fails_within_the_timeout(agent: Agent) -> None:
-    garbage = "print('hello, I am not an MCP server', flush=True); import time; time.sleep(60)"
-    started = time.monotonic()
+    # an hour's sleep: the start ends (within the test's timeout) only at its own deadline
+    garbage = "print('hello, I am not an MCP server', flush=True); import time; time.sleep(3600)"
     with pytest.raises(MCPServerError) as info:
         await agent.add_mcp_server("garbage", command=[sys.executable, "-c", garbage], timeout=2)
-    assert time.monotonic() - started < 15
     message = str(info.value)
     assert "\n" not in message and "'garbage' failed to start" in message
     assert "TimeoutError" in message
@@ -161,10 +160,8 @@ def processes_with_pid(pid: int) -> bool:
 
 async def test_a_hang_ends_at_the_timeout_and_the_server_still_answers(agent: Agent) -> None:
     await agent.add_mcp_server("slow", command=server_command(), timeout=1.0)
-    started = time.monotonic()
-    result = await agent.registry.call("slow__hang", {})
+    result = await agent.registry.call("slow__hang", {})  # never answered: only the timeout
     assert result.is_error and "'slow' did not answer hang within 1 s" in result.content
-    assert time.monotonic() - started < 10
     echo = await agent.registry.call("slow__echo", {"text": "still here"})
     assert echo.content == "still here"
 
@@ -285,9 +282,11 @@ async def test_http_server_on_loopback_is_the_users_choice(agent: Agent, http_se
     assert picture.images and picture.images[0].media_type == "image/png"
 
 
-async def test_http_server_follows_the_web_fetch_private_network_setting(
+async def test_http_server_is_the_users_choice_with_web_fetch_open_too(
     tmp_path: Path, http_server: str
 ) -> None:
+    """The other half of the user's choice: opening ``web_fetch`` to private networks changes
+    nothing for a server the user added."""
     from jupyter_agent.tools.factory import create_default_registry
 
     agent = Agent(OfflineProvider(), workspace=tmp_path)

@@ -114,9 +114,7 @@ def main(url: str, scenario: str) -> int:
                 oauth=oauth_settings(scenario, context) if scenario.startswith("auth/") else {},
             )
             # the test servers listen on localhost, which a user's own server may do
-            outcome = session.bridge.run(
-                mcp.add(config, allow_private_network=True), lambda _event: None
-            )
+            outcome = session.bridge.run(mcp.add(config), lambda _event: None)
             names = outcome.value
             calls = scenario_calls(scenario, context, session, names)
             for name, arguments in calls:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import time
 from pathlib import Path
 
 import pytest
@@ -257,19 +256,17 @@ def test_the_longest_value_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert redact("x abcdefgh-ijklmnop y")[0] == "x [redacted: OUTER_TOKEN] y"
 
 
-def test_redaction_is_fast_on_a_large_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    """100 KB without secrets: well under a millisecond (the common case, every call)."""
+def test_a_large_result_without_secrets_comes_back_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """100 KB without secrets (the common case, every call) is left alone. That it takes well
+    under a millisecond is benchmark figure 16's goal (a 100 KB result, < 1 ms every sample)."""
     monkeypatch.setenv("SOME_API_KEY", "value-" + _token())
     big = "".join(
         f"line {i}: sales={i * 3.5:.2f} region=north status=ok key=value\n" for i in range(2000)
     )[:100_000]
-    assert redact(big) == (big, 0)  # built once, outside the timing
-    timings = []
-    for _ in range(30):
-        started = time.perf_counter()
-        redactor().redact(big)
-        timings.append(time.perf_counter() - started)
-    assert min(timings) < 0.001, f"{min(timings) * 1000:.2f} ms for 100 KB"
+    assert redact(big) == (big, 0)
+    assert redactor().redact(big) == (big, 0)
 
 
 def test_text_after_an_image_is_redacted_in_place(monkeypatch: pytest.MonkeyPatch) -> None:

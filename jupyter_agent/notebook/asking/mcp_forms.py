@@ -38,7 +38,9 @@ SECRET_WARNING = (
 )
 
 
-def _question(form: Form, field: FormField, position: int) -> Question:
+def field_question(form: Form, field: FormField, position: int) -> Question:
+    """The question that asks for ``field``, the ``position``-th of ``form`` (the first also
+    says which server asks, and its message)."""
     about = f" — {field.description}" if field.description else ""
     head = f"{form.server} asks: {form.message}\n" if position == 0 else ""
     prompt = f"{head}{field.title}{about}"
@@ -67,7 +69,7 @@ def mcp_form_asker(questions: UserQuestions) -> FormAsker:
     async def ask(form: Form) -> FormAnswer:
         values: dict[str, object] = {}
         for position, field in enumerate(form.fields):
-            answer = await questions.ask(_question(form, field, position))
+            answer = await questions.ask(field_question(form, field, position))
             if answer.text is None or (field.secret and answer.text == DECLINE):
                 return "decline"
             text = answer.text.strip()

@@ -9,12 +9,13 @@ over a comm on ``jupyter_agent.notebook``, opened by the frontend, in the typed 
   (cells: id, type, source, execution count, whether edited since run, output excerpts, unsaved
   edits included); ``NotebookLink.cells`` mirrors it;
 - the kernel sends **operations** (``{"type": "op", "id": N, "op": ...}``: ``snapshot``,
-  ``peek``, ``relabel``, ``insert``, ``review``, ``edit``, ``delete``, ``run_start``,
-  ``outputs``, ``run_end``, ``undo``); the frontend applies each through the notebook model —
-  as a user's edit, never by rewriting the file, never through a collaboration room — and replies
-  (``{"type": "reply", "id": N, "ok": ..., "cells": [...]}``). It also keeps the undo journal of
-  cell changes, per ``%%agent`` cell, so ``%agent undo`` works across a kernel restart while the
-  notebook is open.
+  ``insert``, ``review``, ``edit``, ``delete``, ``run_start``, ``outputs``, ``run_end``,
+  ``undo``, and for the undo journal ``peek`` and ``relabel``); the frontend applies each
+  through the notebook model — as a user's edit, never by rewriting the file, never through a
+  collaboration room — and replies (``{"type": "reply", "id": N, "ok": ..., "cells": [...]}``).
+  It also keeps the undo journal of cell changes, per ``%%agent`` cell, so ``%agent undo`` works
+  across a kernel restart while the notebook is open (``peek`` reads its newest entry,
+  ``relabel`` names a finished turn's entry after its cell).
 
 While a ``%%agent`` cell runs, the kernel's main thread is busy, so comm messages reach it only
 when something polls the shell socket (``kernel_comm.py``). An operation is sent and its reply

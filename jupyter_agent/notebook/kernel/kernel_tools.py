@@ -1,8 +1,9 @@
 """Tools that see the user's Python session: ``list_variables``, ``inspect_variable``,
-``run_python``.
+``run_python`` — and, with the extension loaded, ``notebook_history`` and ``propose_cell``
+(``kernel_tools`` assembles them).
 
-They exist only where there is a live namespace (the magics register them on the session's
-agent). ``run_python`` changes the user's state, so it is destructive: disabled until the user
+They exist only where there is a live namespace (the notebook session adds them to its agent's
+registry). ``run_python`` changes the user's state, so it is destructive: disabled until the user
 enables it, then asking before each call. Its code runs on the kernel's main thread — where the
 user's objects, matplotlib and widgets expect to be used — through the main-thread bridge, and a
 kernel interrupt stops it like any cell. It returns the figures the code produced as images

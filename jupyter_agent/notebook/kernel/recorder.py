@@ -288,10 +288,6 @@ class CellRecorder:
 
     # -- reading (any thread) ----------------------------------------------------------------
 
-    @property
-    def total_chars(self) -> int:
-        return self._total
-
     def cells(
         self, *, last: int | None = None, counts: Iterable[int] | None = None
     ) -> list[RecordedCell]:

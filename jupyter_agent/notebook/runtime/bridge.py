@@ -294,10 +294,6 @@ class MainThreadBridge:
         self._text_due = 0.0
         self._text_timer_set = False
 
-    @property
-    def pumping(self) -> bool:
-        return self._pumping
-
     # -- from any thread -----------------------------------------------------------------------
 
     def post(self, event: object) -> None:

@@ -5,9 +5,9 @@ Prices are US dollars per million tokens, taken from Anthropic's published price
 base input, output, 5-minute cache writes (what the agent's ``cache_control: ephemeral``
 breakpoints write) and cache hits, per model. A model name matches its entry exactly or by prefix
 (``claude-sonnet-4-5-20250929`` is ``claude-sonnet-4-5``), longest prefix first. Every model of the
-installed ``anthropic`` SDK's model list has a row of its own here (``listed_price``: not a
-family's prefix, which priced Fable 5.2 as Fable 5) or is listed in ``UNPRICED`` with the reason
-(tests check both), so a new model fails the tests until someone looks its price up.
+installed ``anthropic`` SDK's model list has a row of its own here (not a family's prefix,
+which priced Fable 5.2 as Fable 5) or is listed in ``UNPRICED`` with the reason (tests check
+both), so a new model fails the tests until someone looks its price up.
 
 Some models bill a whole request at a higher tier when its prompt is long (Claude Haiku 5.5:
 prompts above 100,000 tokens, cache reads and writes counted). A tier is chosen per request, so
@@ -25,7 +25,6 @@ budget does not read $0.00.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -144,19 +143,6 @@ PRICES: dict[str, Price] = {
 UNPRICED: dict[str, str] = {
     "claude-mythos-preview": "invitation-only research preview; no public list price",
 }
-
-
-#: A dated snapshot of a model (``claude-sonnet-4-5-20250929``).
-_SNAPSHOT = re.compile(r"-\d{8}$")
-
-
-def listed_price(model: str) -> Price | None:
-    """The built-in row of ``model`` itself (or of the model a dated snapshot is of), without
-    falling back on a family's prefix: what the table says of this very model."""
-    if model in PRICES:
-        return PRICES[model]
-    base = _SNAPSHOT.sub("", model)
-    return PRICES.get(base) if base != model else None
 
 
 def price_for(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:

@@ -554,15 +554,22 @@ class TextRenderer:
             self._tail_mark = write_count()
 
     def _announce(self, waiting: str | None = None) -> None:
-        """Write the lines of started calls; ``waiting`` is the call that waits for approval."""
+        """Write the lines of started calls; ``waiting`` is the call that waits for approval.
+
+        A call that will ask (``asks``) is held back until its question comes: however long the
+        agent's loop takes to ask it, its line never says "running" before that."""
+        held = []
         for started, prefix in self._unannounced:
+            if started.asks and started.call_id != waiting:
+                held.append((started, prefix))
+                continue
             status = "waiting" if started.call_id == waiting else "running"
             line = tool_format.title(started.name, started.input, status, None)
             if status == "running":
                 self._running_line(started.call_id, prefix + line)
             else:
                 self._line(prefix + line + " for your approval")
-        self._unannounced = []
+        self._unannounced = held
 
     def _take_running_line(self, call_id: str) -> list[tuple[str, str]] | None:
         """Erase the "running" lines at the end (TTY) if ``call_id``'s is among them and nothing
@@ -598,9 +605,15 @@ class TextRenderer:
             prefix = "⇉ " if self._calls_this_reply > 1 else ""
             self._unannounced.append((event, prefix))
             return
-        if isinstance(event, ToolCallFinished) and self._on_tty():
-            # Ended before its line was written: the result says it all.
-            self._unannounced = [u for u in self._unannounced if u[0].call_id != event.call_id]
+        if isinstance(event, ToolCallFinished):
+            # Ended before its line was written (on a terminal, or held back as a call that
+            # asks): the result says it all.
+            tty = self._on_tty()
+            self._unannounced = [
+                (started, prefix)
+                for started, prefix in self._unannounced
+                if started.call_id != event.call_id or not (tty or started.asks)
+            ]
         self._announce()
         if isinstance(event, TextDelta):
             self._parts.append(event.text)
@@ -650,6 +663,7 @@ class TextRenderer:
     def close(self, *, interrupted: bool) -> None:
         self._end_progress()
         self._announce()
+        self._unannounced = []  # calls never asked about: "interrupted" below says it
         self._flush_markdown()
         if interrupted:
             for call_id, started in self._calls.items():

@@ -330,10 +330,6 @@ class _IgnoreRules:
         return False
 
 
-def _glob_to_regex(glob: str) -> str:
-    return "".join(_glob_pieces(glob))
-
-
 def _literal_suffix(pieces: list[str]) -> str:
     """The literal characters at the end of a glob's pieces (``""`` if it ends in a wildcard)."""
     suffix: list[str] = []

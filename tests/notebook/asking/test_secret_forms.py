@@ -81,7 +81,7 @@ def test_a_real_servers_secret_fields_are_flagged_masked_and_redacted(
 
 
 def test_the_cell_form_masks_a_secret_and_its_answered_line() -> None:
-    from jupyter_agent.notebook.asking.mcp_forms import _question
+    from jupyter_agent.notebook.asking.mcp_forms import field_question
     from jupyter_agent.notebook.views.widgets.question_form import QuestionForm
 
     schema = {
@@ -94,13 +94,13 @@ def test_the_cell_form_masks_a_secret_and_its_answered_line() -> None:
     }
     form = form_from_schema("vault", "Sign in", schema)
     assert [f.secret for f in form.fields] == [True, False, False]
-    secret = QuestionForm(_question(form, form.fields[0], 0))
-    plain = QuestionForm(_question(form, form.fields[1], 1))
+    secret = QuestionForm(field_question(form, form.fields[0], 0))
+    plain = QuestionForm(field_question(form, form.fields[1], 1))
     try:
         assert isinstance(secret.text, widgets.Password)
         assert not isinstance(plain.text, widgets.Password)
         secret.text.value = PASSWORD
-        secret._send_text()
+        secret.send_button.click()  # as the user sends it
         assert secret.answer == Answer(PASSWORD)
         record = secret.static_bundle()
         assert PASSWORD not in str(record) and "••••" in record["text/plain"], record
@@ -151,7 +151,7 @@ def test_a_free_text_answer_is_recorded_as_answered_not_verbatim() -> None:
     """Review F4: what the user types into a server's form goes to the server only; the cell's
     static record (saved with the notebook) says it was answered and how long it was. A choice
     among the server's options is shown as chosen."""
-    from jupyter_agent.notebook.asking.mcp_forms import _question
+    from jupyter_agent.notebook.asking.mcp_forms import field_question
     from jupyter_agent.notebook.views.widgets.question_form import QuestionForm
 
     schema = {
@@ -163,11 +163,11 @@ def test_a_free_text_answer_is_recorded_as_answered_not_verbatim() -> None:
     }
     form = form_from_schema("vault", "Details", schema)
     typed = "my recovery words are apple banana"
-    free = QuestionForm(_question(form, form.fields[0], 0))
-    chosen = QuestionForm(_question(form, form.fields[1], 1))
+    free = QuestionForm(field_question(form, form.fields[0], 0))
+    chosen = QuestionForm(field_question(form, form.fields[1], 1))
     try:
         free.text.value = typed
-        free._send_text()
+        free.send_button.click()
         assert free.answer == Answer(typed)  # what the server gets
         record = free.static_bundle()
         assert typed not in str(record), record

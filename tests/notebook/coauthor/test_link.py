@@ -451,17 +451,16 @@ def test_undo_puts_back_the_cells_of_the_last_agent_cell(
 def test_run_cell_obeys_tool_timeout_and_the_turn_goes_on(
     kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
 ) -> None:
+    # an hour's sleep: the cell ends within the run's safety timeout only if tool_timeout ended it
     fake_api.add(
-        Reply([tool_use("t1", "insert_cell", {"source": "import time\ntime.sleep(60)"})]),
+        Reply([tool_use("t1", "insert_cell", {"source": "import time\ntime.sleep(3600)"})]),
         lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
         text("It was too slow."),
     )
     kernel.execute("%agent_tools policy run_cell allow")
     kernel.execute("%config AgentMagics.tool_timeout = 3")
-    started = time.monotonic()
-    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask")
+    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask", timeout=60)
     assert reply["status"] == "ok", outputs
-    assert time.monotonic() - started < 15
     result = result_text(tool_results(fake_api.requests[2])[-1])
     assert "TimeoutError" in result and "tool_timeout" in result
     cell = notebook.cells[2]
@@ -473,29 +472,28 @@ def test_run_cell_obeys_tool_timeout_and_the_turn_goes_on(
 def test_stop_during_a_slow_run_cell_ends_it_at_once(
     kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
 ) -> None:
+    # the cell would sleep for an hour: it ends within the run's safety timeout only if Stop
+    # ended it
+    source = "print('running', flush=True)\nimport time\ntime.sleep(3600)"
     fake_api.add(
-        Reply([tool_use("t1", "insert_cell", {"source": "import time\ntime.sleep(60)"})]),
+        Reply([tool_use("t1", "insert_cell", {"source": source})]),
         lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
         text("unreachable"),
     )
     kernel.execute("%agent_tools policy run_cell allow")
-    pressed: dict[str, float] = {}
+    pressed = threading.Event()
 
     def stop_when_running(op: dict[str, Any]) -> None:
-        # the extension interrupts the kernel when the agent's Stop is pressed during a run
-        if op["op"] == "run_start":
-
-            def press() -> None:
-                time.sleep(0.5)
-                pressed["at"] = time.monotonic()
-                kernel.manager.interrupt_kernel()
-
-            threading.Thread(target=press, daemon=True).start()
+        # the extension interrupts the kernel when the agent's Stop is pressed during a run:
+        # pressed once the cell's first output shows it is running
+        shown = "".join(o.get("text", "") for o in op.get("outputs") or [])
+        if op["op"] == "outputs" and "running" in shown and not pressed.is_set():
+            pressed.set()
+            threading.Thread(target=kernel.manager.interrupt_kernel, daemon=True).start()
 
     notebook.on_op = stop_when_running
-    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask")
-    ended = time.monotonic()
-    assert pressed and ended - pressed["at"] < 1.5
+    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask", timeout=60)
+    assert pressed.is_set(), "the cell's outputs never showed it running"
     assert reply["status"] == "ok", outputs
     assert "interrupted" in printed(outputs).lower()
     cell = notebook.cells[2]
@@ -749,13 +747,12 @@ def test_answers_nobody_waits_for_are_not_kept(kernel: Kernel, notebook: FakeNot
     assert len(ends) == 3 and all(op.get("noreply") for op in ends)
 
 
-def test_an_answer_through_a_subshell_wakes_the_waiting_run_at_once(
+def test_an_answer_through_a_subshell_reaches_the_waiting_run(
     kernel: Kernel, notebook: FakeNotebook
 ) -> None:
     """JupyterLab 4 sends comm messages with a subshell id (one subshell per comm target);
-    ``request`` waits on the main shell socket in 50 ms polls, so the answer must end the wait
-    at once, not when a poll runs out. (It does, before this branch too: ~1.5 ms a run; here
-    ipykernel delivers these answers to the main thread's socket, where the link claims them.)"""
+    ``request`` waits on the main shell socket, so the answer must reach it there. (That it ends
+    the wait at once, not when a 50 ms poll runs out, is benchmark figure 20's goal.)"""
     client = kernel.client
     client.control_channel.send(client.session.msg("create_subshell_request", {}))
     subshell = client.get_control_msg(timeout=10)["content"]["subshell_id"]
@@ -768,19 +765,11 @@ def test_an_answer_through_a_subshell_wakes_the_waiting_run_at_once(
         client.shell_channel.send(message)
 
     notebook.reply = reply  # type: ignore[method-assign]
-    code = (
-        "import time\n"
-        f"{_RUN_DATA_CELL.splitlines()[0]}\n"
-        "took = []\n"
-        "for _ in range(6):\n"
-        "    started = time.perf_counter()\n"
-        "    run_cell_now(link_for(get_ipython()), 'data', None)\n"
-        "    took.append(time.perf_counter() - started)\n"
-        "print(sorted(took)[3])"
-    )
-    reply_content, outputs = kernel.execute(code, cell_id="other")
-    assert reply_content["status"] == "ok", outputs
-    assert float(printed(outputs)) < 0.03, printed(outputs)  # the median of 6: ~1.5 ms
+    for _ in range(3):
+        reply_content, outputs = kernel.execute(_RUN_DATA_CELL, cell_id="other")
+        assert reply_content["status"] == "ok", outputs
+        assert printed(outputs).startswith("ran as "), printed(outputs)
+    assert [op["op"] for op in notebook.ops].count("run_start") == 3
 
 
 # -- what is approved is what runs (issue 33.7) ------------------------------------------------

@@ -161,7 +161,7 @@ def test_stop_ends_a_turn_while_an_approval_prompt_waits(
     reply, outputs = kernel.execute("%agent_tools enable run_bash")
     assert reply["status"] == "ok", outputs
     buttons: dict[str, str] = {}
-    clicked: dict[str, float] = {}
+    clicked: list[str] = []
 
     def stop_while_asked(message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_open":
@@ -170,14 +170,14 @@ def test_stop_ends_a_turn_while_an_approval_prompt_waits(
         if state.get("_model_name") == "ButtonModel":
             buttons[state.get("description", "")] = message["content"]["comm_id"]
         if "Approve" in buttons and "Stop" in buttons and not clicked:
-            clicked["at"] = time.monotonic()
+            clicked.append("Stop")
             kernel.send_comm(buttons["Stop"], {"method": "custom", "content": {"event": "click"}})
 
-    reply, outputs = kernel.execute("%%agent\nWrite the proof file", stop_while_asked)
-    ended = time.monotonic()
+    # the prompt waits for ever unless answered: the cell ends (within the run's safety timeout)
+    # only if the Stop click ended it
+    reply, outputs = kernel.execute("%%agent\nWrite the proof file", stop_while_asked, timeout=60)
     assert clicked, "no approval prompt with a Stop button was shown"
     assert reply["status"] == "ok", outputs
-    assert ended - clicked["at"] < 5.0
     assert not (tmp_path / "proof.txt").exists()
     assert "stopped" in _text_of(outputs).lower() or "interrupted" in _text_of(outputs).lower()
     reply, outputs = kernel.execute("print('next cell')")

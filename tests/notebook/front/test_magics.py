@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -614,18 +613,17 @@ def test_interrupt_mid_tool_cancels_it_and_the_view_says_interrupted(
             raise
         return "slept"
 
+    # an hour's wait: the cell ends (within pytest's timeout) only if the interrupt ended it
     fake = use_fake(
         shell,
-        Reply([tool_use("toolu_w", "wait_for_ever", {"seconds": 60})]),
+        Reply([tool_use("toolu_w", "wait_for_ever", {"seconds": 3600})]),
         text("Fresh answer."),
     )
     magics_of(shell).agent.add_tool(wait_for_ever)
-    started = time.monotonic()
-    run_ok(shell, "%%agent\nWait for a minute")
-    assert time.monotonic() - started < 30
+    run_ok(shell, "%%agent\nWait for an hour")
     assert seen == {"started": True, "cancelled": True}
     out = capsys.readouterr().out
-    assert "wait_for_ever(seconds=60) · interrupted" in out
+    assert "wait_for_ever(seconds=3600) · interrupted" in out
     assert "Interrupted" in out
 
     run_ok(shell, "%%agent\nAre you back?")

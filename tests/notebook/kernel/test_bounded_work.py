@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-import time
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +57,10 @@ def _notebook(path: Path, pngs: list[bytes]) -> None:
 async def test_image_bombs_in_a_notebook_do_not_stall_the_loop(tmp_path: Path, bomb: bytes) -> None:
     _notebook(tmp_path / "bombs.ipynb", [_png(3000, 1000)] + [bomb] * 4)  # 5 images a call
     registry = create_default_registry(ToolContext(tmp_path))
-    started = time.monotonic()
     async with LoopWatch() as watch:
         result = await registry.call("read_notebook", {"file_path": "bombs.ipynb"})
         fitted = fit_result(result, 100_000)  # what the agent does with every result
         thumbnails = thumbnail_tags(fitted.images)  # what the cell shows
-    assert time.monotonic() - started < 5
     assert watch.longest < 0.5, watch.longest
     assert not fitted.is_error
     assert fitted.content.count("9400×9400 pixels was not read") == 4, fitted.content
@@ -74,13 +71,24 @@ async def test_image_bombs_in_a_notebook_do_not_stall_the_loop(tmp_path: Path, b
         assert shown.size == (1568, 523)
 
 
-def test_a_bomb_is_named_not_decoded_by_the_thumbnailer(bomb: bytes) -> None:
+def test_a_bomb_is_named_not_decoded_by_the_thumbnailer(
+    bomb: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import ImageFile
+
     from jupyter_agent import Image
 
-    started = time.monotonic()
+    decoded: list[object] = []
+    load = ImageFile.ImageFile.load
+
+    def recording_load(image: ImageFile.ImageFile) -> object:
+        decoded.append(image.size)
+        return load(image)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", recording_load)
     (tag,) = thumbnail_tags((Image(bomb, "image/png"),))
     assert "not readable" in tag
-    assert time.monotonic() - started < 0.5
+    assert decoded == []  # its pixels were never decoded
 
 
 def _slow_relation() -> Any:
@@ -96,13 +104,12 @@ def _slow_relation() -> Any:
 @pytest.mark.timeout(60)
 async def test_a_duckdb_relation_is_described_without_running_it(tmp_path: Path) -> None:
     namespace = {"sales": _slow_relation()}
-    started = time.monotonic()
+    # running it takes minutes: the test's 60 s timeout stops that
     async with LoopWatch() as watch:
         shown = await InspectVariableTool(ToolContext(tmp_path), namespace).execute(
             {"name": "sales"}
         )
         listed = await ListVariablesTool(ToolContext(tmp_path), namespace).execute({})
-    assert time.monotonic() - started < 5
     assert watch.longest < 0.5
     assert "lazy duckdb" in shown and "not computed" in shown
     assert "['bucket', 'total']" in shown  # its columns, from the plan

@@ -332,12 +332,15 @@ def test_uncoalesced_runs_hand_each_delta_over_as_posted(bridge: MainThreadBridg
     assert seen == posted
 
 
+@pytest.mark.timeout(60)
 def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
     bridge: MainThreadBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With a 5 s poll interval only the wake-ups can make this run fast: the pump must not sleep
-    # out its interval while a main-thread call waits or after the run has ended.
-    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 5.0)
+    # With hour-long poll and idle intervals only the wake-ups can end this run: a pump that
+    # slept out its interval while a main-thread call waits, or after the run has ended, would
+    # hang it (the test's timeout stops that).
+    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 3600.0)
+    monkeypatch.setattr(main_bridge, "IDLE_WAKE_S", 3600.0)
     seen: list[object] = []
 
     async def work() -> int:
@@ -350,9 +353,7 @@ def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
             await asyncio.sleep(0.01)
         return total
 
-    started = time.monotonic()
     outcome = bridge.run(work(), seen.append)
-    assert time.monotonic() - started < 2.5
     assert outcome.value == 5
     assert seen == [TextDelta(f"{i} ") for i in range(5)]
 
@@ -360,21 +361,23 @@ def test_main_thread_calls_and_the_end_of_a_run_wake_the_pump_at_once(
 def test_events_other_than_text_wake_the_pump_at_once(
     bridge: MainThreadBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A tool call's view must appear when the call starts, not at the next text poll.
-    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 5.0)
-    seen_at: list[tuple[object, float]] = []
-    posted_at: list[float] = []
+    # A tool call's view must appear when the call starts, not at the next text poll: with
+    # hour-long intervals, each event must reach the main thread while the run still waits for
+    # it (only its own wake-up can deliver it then).
+    monkeypatch.setattr(main_bridge, "POLL_INTERVAL_S", 3600.0)
+    monkeypatch.setattr(main_bridge, "IDLE_WAKE_S", 3600.0)
+    handled = {name: threading.Event() for name in ("started", "finished")}
+    delivered: list[str] = []
 
     async def work() -> None:
-        await asyncio.sleep(0.05)
         for name in ("started", "finished"):
-            posted_at.append(time.monotonic())
             bridge.post(name)
-            await asyncio.sleep(0.2)
+            # 10 s only stops a hung test: the event arrives at once or at the run's end
+            arrived = await asyncio.to_thread(handled[name].wait, 10)
+            delivered.append(name if arrived else f"{name}: not before the run ended")
 
-    started = time.monotonic()
-    bridge.run(work(), lambda event: seen_at.append((event, time.monotonic())))
-    assert [event for event, _ in seen_at] == ["started", "finished"]
-    for (_, seen), posted in zip(seen_at, posted_at, strict=True):
-        assert seen - posted < 0.15
-    assert time.monotonic() - started < 2.5
+    def on_event(event: object) -> None:
+        handled[str(event)].set()
+
+    bridge.run(work(), on_event)
+    assert delivered == ["started", "finished"]

@@ -9,6 +9,7 @@ when the SDK learns new models.
 from __future__ import annotations
 
 import math
+import re
 import typing
 
 import anthropic.types
@@ -24,13 +25,24 @@ from jupyter_agent.notebook.spend.pricing import (
     UNPRICED,
     Price,
     estimate_cost,
-    listed_price,
     price_for,
     user_prices,
 )
 from jupyter_agent.providers.anthropic import DEFAULT_MODEL, AnthropicProvider
 
 MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+
+#: A dated snapshot of a model (``claude-sonnet-4-5-20250929``).
+SNAPSHOT = re.compile(r"-\d{8}$")
+
+
+def listed_price(model: str) -> Price | None:
+    """The table's row of ``model`` itself (or of the model a dated snapshot is of), without
+    falling back on a family's prefix as ``price_for`` does: what the table says of this model."""
+    if model in PRICES:
+        return PRICES[model]
+    base = SNAPSHOT.sub("", model)
+    return PRICES.get(base) if base != model else None
 
 
 def sdk_models() -> list[str]:

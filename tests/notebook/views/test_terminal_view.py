@@ -151,6 +151,28 @@ def test_to_a_pipe_the_text_stays_plain_and_both_lines_stay() -> None:
     assert "# Result\n\n**bold**\n" in text and "\x1b" not in text
 
 
+def test_a_call_that_asks_is_never_shown_running_before_its_question() -> None:
+    """Issue 11/15 under load: the agent's loop may reach the approval after the pump's idle tick
+    (a slow loop said "· running" for a call that waited for y/N). A call that asks is held back
+    until its question, then shown waiting; a sibling that runs is shown running meanwhile."""
+    out = io.StringIO()
+    renderer = TextRenderer(out)
+    renderer.handle(ToolCallStarted("t1", "run_bash", {"command": "make"}, asks=True))
+    renderer.handle(ToolCallStarted("t2", "slow", {"seconds": 2}))
+    renderer.tick()  # the pump went idle before the question came
+    assert "run_bash" not in out.getvalue()
+    assert "slow(seconds=2) · running" in out.getvalue()
+    renderer.handle(ToolCallFinished("t2", "slow", "slept", False, 2.0))
+    assert "run_bash" not in out.getvalue()
+    renderer.mark_waiting("t1", True)
+    renderer.mark_waiting("t1", False)
+    renderer.handle(ToolCallFinished("t1", "run_bash", "built", False, 1.0))
+    renderer.close(interrupted=False)
+    lines = [line for line in out.getvalue().splitlines() if "run_bash(" in line]
+    assert len(lines) == 2 and lines[0].endswith("· waiting for your approval"), lines
+    assert "· done" in lines[1], lines
+
+
 def test_a_long_paragraph_streams_by_words_with_its_marks_closed() -> None:
     """A paragraph is often one long line: it shows as it comes, never with a half-open mark
     (``**bo`` would print raw asterisks) and never a raw escape of the model's."""

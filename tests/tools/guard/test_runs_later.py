@@ -326,7 +326,7 @@ def test_what_the_distribution_requires_is_protected_before_it_is_imported(
         """
         import asyncio, sys
         from jupyter_agent.tools.context import ToolContext
-        from jupyter_agent.tools.files import WriteFileTool
+        from jupyter_agent.tools.files.files import WriteFileTool
 
         for module in ("html_to_markdown", "mistune", "jupyter_ui_poll"):
             assert module not in sys.modules, module  # protected by requirement, not by load

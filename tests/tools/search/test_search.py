@@ -261,13 +261,26 @@ async def test_backends_agree_on_search_files(layout: Layout, query: dict[str, A
     assert rg == py
 
 
-def test_default_backend_switch(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_default_backend_switch(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which backend searched, seen from the processes it started (each search runs a child)."""
+    spawned: list[list[str]] = []
+    real = asyncio.create_subprocess_exec
+
+    async def recording(*argv: Any, **options: Any) -> asyncio.subprocess.Process:
+        spawned.append([str(part) for part in argv])
+        return await real(*argv, **options)
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recording)
     tool = SearchTextTool(ToolContext(layout.ws))
+    rg = find_ripgrep()
     monkeypatch.setattr(search, "DEFAULT_BACKEND", "python")
-    assert tool._ripgrep() is None
-    if find_ripgrep() is not None:
+    await tool.execute({"pattern": "needle"})
+    assert spawned and not any(rg in argv for argv in spawned), spawned
+    if rg is not None:
+        spawned.clear()
         monkeypatch.setattr(search, "DEFAULT_BACKEND", "auto")
-        assert tool._ripgrep() == find_ripgrep()
+        await tool.execute({"pattern": "needle"})
+        assert any(rg in argv for argv in spawned), spawned
 
 
 # -- property: random trees and ignore files, both backends give the same answer -----------------
@@ -505,16 +518,16 @@ async def test_a_search_cancelled_at_any_moment_leaves_no_process(tmp_path: Path
     for n in range(200):
         (tmp_path / f"f{n}.txt").write_text("needle\n" * 100)
     tool = SearchTextTool(ToolContext(tmp_path), backend="ripgrep")
-    slowest = 0.0
     for attempt in range(30):
         task = asyncio.ensure_future(tool.execute({"pattern": "needle"}))
         await asyncio.sleep(0.001 * (attempt % 10))
         task.cancel()
-        started = time.monotonic()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 10)
-        slowest = max(slowest, time.monotonic() - started)
-    assert slowest < 2, f"a cancelled search took {slowest:.1f} s to end"
+        try:
+            await asyncio.wait_for(task, 10)  # stops a hung test: the old bug waited for ever
+        except TimeoutError:
+            raise AssertionError(f"cancelled search {attempt} never ended") from None
+        except BaseException:  # cancelled, or the search's own error: it ended
+            pass
     deadline = time.monotonic() + 5
     while _descendants_running("bwrap") and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
