@@ -862,7 +862,8 @@ class AgentMagics(Magics):
     }
 
     def _check_tool_names(self, names: list[str]) -> None:
-        from ..coauthor.link import TOOL_NAMES, notebook_connected
+        from ..coauthor.cell_tools import TOOL_NAMES
+        from ..coauthor.link import notebook_connected
 
         known = self.session.registry.get_tool_names()
         unknown = [name for name in names if name not in known]

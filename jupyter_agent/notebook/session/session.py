@@ -502,7 +502,8 @@ class NotebookSession:
         if self._approvals is None and self._make_approvals is not None:
             self._approvals = self._make_approvals(self.bridge)
         if self._approvals is not None and self.namespace is not None:
-            from ..coauthor.link import link_for, review_approvals
+            from ..coauthor.link import link_for
+            from ..coauthor.review import review_approvals
 
             if link_for(self._shell) is not None:  # a notebook cell's edit is asked as a diff
                 return review_approvals(self._approvals, self._shell, self.bridge)
