@@ -29,7 +29,8 @@ from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ..asking.approvals_ui import NotebookApprovals
-    from ..session.session import NotebookSession, TurnOutcome
+    from ..session.session import NotebookSession
+    from ..session.turn_transcript import TurnOutcome
 
 
 def cell_label(shell: Any) -> str | None:

@@ -57,7 +57,8 @@ from .turn_options import DEFAULT_TURN, TurnOptions
 if TYPE_CHECKING:
     from ...agent.agent import Agent
     from ..asking.user_questions import UserQuestions
-    from ..session.session import NotebookSession, TurnOutcome
+    from ..session.session import NotebookSession
+    from ..session.turn_transcript import TurnOutcome
     from .mcp_commands import MCPCommands
     from .plan_mode import PendingPlan
 
