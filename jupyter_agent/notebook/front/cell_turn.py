@@ -24,7 +24,9 @@ from ..inert import visible
 from ..runtime.kernel_comm import KernelCommPoller, unattended_kernel
 from ..runtime.restart_watch import RESTARTED, RestartWatch
 from ..runtime.turn_gc import TurnGC
-from ..views.render import Renderer, RichRenderer, TextRenderer
+from ..views.render import Renderer
+from ..views.rich_renderer import RichRenderer
+from ..views.text_renderer import TextRenderer
 from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
