@@ -27,7 +27,8 @@ from ._harness import BenchContext, Row, Stats, compare, limit, require
 FIGURE = "20"
 CODE = "x = 1 + 1"
 _RUN = (
-    "from jupyter_agent.notebook.coauthor.link import link_for as _lf, run_cell_now as _rc\n"
+    "from jupyter_agent.notebook.coauthor.link import link_for as _lf\n"
+    "from jupyter_agent.notebook.coauthor.cell_run import run_cell_now as _rc\n"
     "_ran = _rc(_lf(get_ipython()), 'c1', None)"
 )  # assigned: as an expression its tuple was formatted and displayed as Out[n], which no
 # run_cell does (the tool returns it to the model) and which cost ours ~0.3 ms a sample
@@ -106,7 +107,7 @@ class _Frontend:
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    require("jupyter_agent.notebook.coauthor.link")
+    require("jupyter_agent.notebook.coauthor.cell_run")
     from jupyter_client.manager import start_new_kernel
 
     manager, client = start_new_kernel(kernel_name="python3")

@@ -89,7 +89,7 @@ def _counting_publisher(shell: Any) -> Any:
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    render = require("jupyter_agent.notebook.views.render")
+    render = require("jupyter_agent.notebook.views.rich_renderer")
     runner = require("jupyter_agent.notebook.runtime.bridge")
     events = require("jupyter_agent.events")
     from IPython.core.interactiveshell import InteractiveShell
@@ -220,7 +220,7 @@ def run(ctx: BenchContext) -> list[Row]:
                     note=note,
                     miss_note=(
                         "The count is the throttle in `RichRenderer._flush` "
-                        "(notebook/views/render.py): "
+                        "(notebook/views/rich_renderer.py): "
                         f"at least {interval} s between updates and, since commit a3e69c1, "
                         "growth of a tenth of the text shown. With the interval alone it grew "
                         "with the answer's duration: 130 updates at 100 tokens/s, each re-sending "

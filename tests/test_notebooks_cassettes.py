@@ -20,14 +20,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from jupyter_agent import ToolContext, create_default_registry
-from jupyter_agent.notebook.coauthor.link import (
+from jupyter_agent.notebook.coauthor.cell_tools import (
     DeleteCellTool,
     EditCellTool,
     InsertCellTool,
     NotebookCellsTool,
-    NotebookLink,
     RunCellTool,
 )
+from jupyter_agent.notebook.coauthor.link import NotebookLink
 from jupyter_agent.notebook.kernel.history_tool import NotebookHistoryTool
 from jupyter_agent.notebook.kernel.kernel_tools import InspectVariableTool, ListVariablesTool
 from jupyter_agent.notebook.kernel.propose_cell import CellProposals, ProposeCellTool

@@ -21,13 +21,20 @@ a new thread. The reply must equal, value for value, what the server sent. Not s
 place *below* a block's own fields (a key of a tool call's ``input`` dict changed in that dict) —
 replace the block instead. A change of model, system prompt, tools or thinking starts a new thread
 as well.
+
+The provider's side of it is here too: whether a client talks to Anthropic's own API (threads are
+on by default only there), the stream opened on the beta endpoint with a ``thread``, whether an
+error reads like a server that does not know threads, and whether a reply can be continued.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import is_
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import anthropic
 
 #: The beta that lets a request carry ``thread``.
 THREADS_BETA = "message-threads-2026-08-12"
@@ -139,3 +146,61 @@ def error_code(body: object) -> str | None:
     details = error.get("details") if isinstance(error, dict) else None
     code = details.get("error_code") if isinstance(details, dict) else None
     return code if isinstance(code, str) else None
+
+
+#: Statuses of a threaded request that a server without threads may answer (an unknown field or
+#: beta, say).
+_REFUSED_STATUSES = frozenset({400, 403, 404, 422})
+
+
+#: Conversations whose server-side threads a provider keeps (one per chat of a notebook). A
+#: thread holds its conversation's messages as they were sent: a compacted or reset chat's old
+#: thread stays until newer ones push it out, so few are kept.
+MAX_THREADS = 8
+#: The host of Anthropic's own Messages API: the one place threads are known to be passed on.
+ANTHROPIC_API_HOST = "api.anthropic.com"
+
+
+def is_anthropic_api(client: anthropic.AsyncAnthropic) -> bool:
+    """Whether ``client`` talks to Anthropic's own API (not a proxy or a local stand-in)."""
+    try:
+        return bool(client.base_url.host == ANTHROPIC_API_HOST)
+    except AttributeError:  # a client object without a base_url: assume the worst
+        return False
+
+
+def refuses_threads(exc: anthropic.APIStatusError) -> bool:
+    """Whether ``exc`` reads like a server (or proxy) that does not know threads: a client error
+    that names them (``thread: Extra inputs are not permitted``, an unknown ``anthropic-beta``
+    value). The request is tried again without a thread, and threads stay off if that works. Any
+    other error is the request's own, and is not paid for twice."""
+    if exc.status_code not in _REFUSED_STATUSES:
+        return False
+    return "thread" in f"{exc.message} {exc.body}".lower()
+
+
+def open_stream(
+    client: anthropic.AsyncAnthropic,
+    params: dict[str, Any],
+    thread: dict[str, str] | None,
+    betas: list[str] | None = None,
+) -> Any:
+    """The SDK's stream manager for ``params``: on the beta endpoint with ``thread`` or
+    ``betas``, else as ever."""
+    betas = list(betas or [])
+    if thread is None and not betas:
+        return client.messages.stream(**params)
+    if thread is None:
+        return client.beta.messages.stream(**params, betas=cast(Any, betas))
+    return client.beta.messages.stream(
+        **params, thread=cast(Any, thread), betas=cast(Any, [THREADS_BETA, *betas])
+    )
+
+
+def continuable(message: Any) -> bool:
+    """Whether the server holds ``message`` as the thread's latest reply. It may hold a refused
+    turn, and it stores none that a fallback model wrote (as the SDK's threads say)."""
+    if message.stop_reason == "refusal":
+        return False
+    iterations = getattr(message.usage, "iterations", None) or ()
+    return not any(getattr(i, "type", None) == "fallback_message" for i in iterations)

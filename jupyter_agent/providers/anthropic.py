@@ -4,12 +4,12 @@ The SDK does the hard parts — HTTP, SSE parsing, the accumulation of a streame
 retries (with backoff and ``retry-after``) for overloaded and rate-limited requests. This module
 adds prompt caching (breakpoints on the system prompt, the tool definitions, the end of the
 conversation and the end of the previous request, so each turn of a tool loop — however many
-parallel calls it made — re-reads the earlier ones from the cache), extended thinking
-(``thinking_budget``), a cap on every retry wait (``_retry_wait.py``: a ``retry-after`` of an hour
-is not honoured, whoever built the client), retries of an ``overloaded_error`` that arrives inside
-a 200 stream (after text was shown too: a ``TextReset`` takes that text back), and turns
-the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse`` and the SDK's exceptions into
-``ProviderError`` with a message that names the API's error type.
+parallel calls it made — re-reads the earlier ones from the cache; ``_anthropic_cache.py``),
+extended thinking (``thinking_budget``), a cap on every retry wait (``_retry_wait.py``: a
+``retry-after`` of an hour is not honoured, whoever built the client), retries of an
+``overloaded_error`` that arrives inside a 200 stream (after text was shown too: a ``TextReset``
+takes that text back), and turns the stream into ``TextDelta``/``ThinkingDelta``/``ModelResponse``
+and the SDK's exceptions into ``ProviderError`` with a message that names the API's error type.
 
 Server-side threads (on by default against Anthropic's own API, as in the SDK's tool runner;
 off by default through any other ``base_url``, see below): a request that extends an earlier one
@@ -41,20 +41,25 @@ import logging
 import os
 import warnings
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..events import TextDelta, TextReset, ThinkingDelta, Usage
+from ._anthropic_cache import CACHE_CONTROL, mark_last_block, with_cache_breakpoints
 from ._anthropic_prefix import PrefixKeeper
 from ._anthropic_thinking import ThinkingPlan, default_max_tokens, plan_thinking
 from ._anthropic_threads import (
     CREATE,
+    MAX_THREADS,
     REPLAY_ERROR_CODES,
-    THREADS_BETA,
     UNSUPPORTED_ERROR_CODE,
     Thread,
+    continuable,
     error_code,
+    is_anthropic_api,
     new_thread,
+    open_stream,
+    refuses_threads,
 )
 from ._event_loops import CLIENT_ON_NEW_LOOP_WARNING, LoopTracker
 from ._retry_wait import DEFAULT_MAX_RETRY_WAIT, RetryWaitCap, backoff, capped_copy
@@ -85,7 +90,6 @@ MIN_THINKING_BUDGET = 1024
 #: Error types that may arrive inside a 200 stream and are worth another try.
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
 
-_CACHE_CONTROL = {"type": "ephemeral"}
 #: How long ``aclose`` lets a Models API lookup on its way finish.
 LOOKUP_GRACE_S = 2.0
 _log = logging.getLogger(__name__)
@@ -146,7 +150,7 @@ class AnthropicProvider:
         the client the provider has when it sends. Turned off when the server refuses threads."""
         if self._threads_setting is not None:
             return self._threads_setting
-        return _is_anthropic_api(self.client)
+        return is_anthropic_api(self.client)
 
     @threads.setter
     def threads(self, value: bool | None) -> None:
@@ -251,15 +255,15 @@ class AnthropicProvider:
         if request.system:
             system: dict[str, Any] = {"type": "text", "text": request.system}
             if self.cache:
-                system["cache_control"] = dict(_CACHE_CONTROL)
+                system["cache_control"] = dict(CACHE_CONTROL)
             params["system"] = [system]
         if request.tools:
             tools = [dict(tool) for tool in request.tools]
             if self.cache:
-                tools[-1]["cache_control"] = dict(_CACHE_CONTROL)
+                tools[-1]["cache_control"] = dict(CACHE_CONTROL)
             params["tools"] = tools
         if self.cache and request.messages:
-            params["messages"] = _with_cache_breakpoints(request.messages)
+            params["messages"] = with_cache_breakpoints(request.messages)
         return params
 
     def _client_for_running_loop(self) -> anthropic.AsyncAnthropic:
@@ -320,7 +324,7 @@ class AnthropicProvider:
         messages = request.messages[start:]
         if self.cache and messages:
             messages = list(messages)
-            _mark_last_block(messages, len(messages) - 1)
+            mark_last_block(messages, len(messages) - 1)
         params["messages"] = messages
         return params
 
@@ -364,7 +368,7 @@ class AnthropicProvider:
             while True:
                 streamed = False
                 try:
-                    async with _open_stream(client, params, thread_field, betas) as stream:
+                    async with open_stream(client, params, thread_field, betas) as stream:
                         async for event in stream:
                             if event.type == "text" and event.text:
                                 streamed = True
@@ -386,7 +390,7 @@ class AnthropicProvider:
                             continue
                         if code == UNSUPPORTED_ERROR_CODE:
                             self.threads = False
-                        if code == UNSUPPORTED_ERROR_CODE or _refuses_threads(exc):
+                        if code == UNSUPPORTED_ERROR_CODE or refuses_threads(exc):
                             # a server (or proxy) without threads: the same request, whole,
                             # without one
                             start, refused = None, exc
@@ -472,7 +476,7 @@ class AnthropicProvider:
             _log.info(
                 "Anthropic refused server-side threads; sending whole conversations: %s", refused
             )
-        if thread_field is not None and _continuable(message):
+        if thread_field is not None and continuable(message):
             if thread is not None and start is not None:
                 # a continuation sends only dicts the check can follow (else it failed)
                 self._keep_thread(thread.continuation(request.messages, message.id, content))
@@ -508,64 +512,6 @@ class AnthropicProvider:
         await self.client.close()
 
 
-#: Statuses of a threaded request that a server without threads may answer (an unknown field or
-#: beta, say).
-_REFUSED_STATUSES = frozenset({400, 403, 404, 422})
-
-
-#: Conversations whose server-side threads a provider keeps (one per chat of a notebook). A
-#: thread holds its conversation's messages as they were sent: a compacted or reset chat's old
-#: thread stays until newer ones push it out, so few are kept.
-MAX_THREADS = 8
-#: The host of Anthropic's own Messages API: the one place threads are known to be passed on.
-ANTHROPIC_API_HOST = "api.anthropic.com"
-
-
-def _is_anthropic_api(client: anthropic.AsyncAnthropic) -> bool:
-    """Whether ``client`` talks to Anthropic's own API (not a proxy or a local stand-in)."""
-    try:
-        return bool(client.base_url.host == ANTHROPIC_API_HOST)
-    except AttributeError:  # a client object without a base_url: assume the worst
-        return False
-
-
-def _refuses_threads(exc: anthropic.APIStatusError) -> bool:
-    """Whether ``exc`` reads like a server (or proxy) that does not know threads: a client error
-    that names them (``thread: Extra inputs are not permitted``, an unknown ``anthropic-beta``
-    value). The request is tried again without a thread, and threads stay off if that works. Any
-    other error is the request's own, and is not paid for twice."""
-    if exc.status_code not in _REFUSED_STATUSES:
-        return False
-    return "thread" in f"{exc.message} {exc.body}".lower()
-
-
-def _open_stream(
-    client: anthropic.AsyncAnthropic,
-    params: dict[str, Any],
-    thread: dict[str, str] | None,
-    betas: list[str] | None = None,
-) -> Any:
-    """The SDK's stream manager for ``params``: on the beta endpoint with ``thread`` or
-    ``betas``, else as ever."""
-    betas = list(betas or [])
-    if thread is None and not betas:
-        return client.messages.stream(**params)
-    if thread is None:
-        return client.beta.messages.stream(**params, betas=cast(Any, betas))
-    return client.beta.messages.stream(
-        **params, thread=cast(Any, thread), betas=cast(Any, [THREADS_BETA, *betas])
-    )
-
-
-def _continuable(message: Any) -> bool:
-    """Whether the server holds ``message`` as the thread's latest reply. It may hold a refused
-    turn, and it stores none that a fallback model wrote (as the SDK's threads say)."""
-    if message.stop_reason == "refusal":
-        return False
-    iterations = getattr(message.usage, "iterations", None) or ()
-    return not any(getattr(i, "type", None) == "fallback_message" for i in iterations)
-
-
 @functools.cache
 def _capped_client_class() -> Callable[..., anthropic.AsyncAnthropic]:
     """``anthropic.AsyncAnthropic`` whose retries wait at most ``max_retry_wait``."""
@@ -575,49 +521,6 @@ def _capped_client_class() -> Callable[..., anthropic.AsyncAnthropic]:
         pass
 
     return AsyncAnthropicWithWaitCap
-
-
-#: Thinking blocks cannot carry ``cache_control``; a breakpoint goes on the block before them.
-_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
-
-
-def _with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of ``messages`` with two cache breakpoints (the untouched messages are shared).
-
-    One on the last block writes the whole conversation to the cache for the next request. The
-    other sits on the last block of the latest user message before the last message: where the
-    previous request ended (its own tail breakpoint). The API only looks 20 blocks back from a
-    breakpoint for an earlier entry, and a turn with 20 parallel tool calls adds 40 blocks, so
-    without this second mark the next request would miss the cache entirely. Together with the
-    system and tools breakpoints that is the API's maximum of four.
-    """
-    marked = list(messages)
-    _mark_last_block(marked, len(marked) - 1)
-    previous_user = next(
-        (i for i in range(len(marked) - 2, -1, -1) if marked[i].get("role") == "user"), None
-    )
-    if previous_user is not None:
-        _mark_last_block(marked, previous_user)
-    return marked
-
-
-def _mark_last_block(messages: list[dict[str, Any]], index: int) -> None:
-    """Replace ``messages[index]`` by a copy whose last markable block has ``cache_control``."""
-    message = messages[index]
-    content = message.get("content")
-    if isinstance(content, str):
-        if not content:
-            return
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
-    elif isinstance(content, list):
-        blocks = list(content)
-    else:
-        return
-    for position in range(len(blocks) - 1, -1, -1):
-        if blocks[position].get("type") not in _UNMARKABLE:
-            blocks[position] = {**blocks[position], "cache_control": dict(_CACHE_CONTROL)}
-            messages[index] = {**message, "content": blocks}
-            return
 
 
 def _describe_status_error(exc: anthropic.APIStatusError, stream_retries: int = 0) -> str:

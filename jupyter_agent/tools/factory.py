@@ -14,11 +14,11 @@ from .files.files import (
     EditFileTool,
     ListDirTool,
     MkdirTool,
-    MoveTool,
     ReadFileTool,
     RemoveTool,
     WriteFileTool,
 )
+from .files.move import MoveTool
 from .files.notebook_file import ReadNotebookTool
 from .files.session_file import SaveSessionContextTool
 from .git import GitCommitTool

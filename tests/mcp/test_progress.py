@@ -66,7 +66,7 @@ async def test_the_running_calls_view_shows_the_servers_progress(
     from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
     from widget_frontend import Frontend
 
-    from jupyter_agent.notebook.views.render import RichRenderer
+    from jupyter_agent.notebook.views.rich_renderer import RichRenderer
     from jupyter_agent.providers.anthropic import AnthropicProvider
 
     def titles() -> list[str]:
@@ -126,7 +126,7 @@ async def test_a_flood_of_progress_is_coalesced_and_its_latest_still_shows(
 
     from jupyter_agent.agent.tool_round import PROGRESS_INTERVAL_S
     from jupyter_agent.events import ToolCallProgress
-    from jupyter_agent.notebook.views.render import RichRenderer
+    from jupyter_agent.notebook.views.rich_renderer import RichRenderer
     from jupyter_agent.providers.anthropic import AnthropicProvider
     from jupyter_agent.tools.progress import MAX_PROGRESS_MESSAGE_CHARS
 

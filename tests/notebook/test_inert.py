@@ -24,7 +24,7 @@ from IPython.utils.capture import capture_output
 from ipython_shell import run_ok, use_fake
 
 import jupyter_agent.notebook as notebook_package
-from jupyter_agent.notebook.views import render
+from jupyter_agent.notebook.views import rich_renderer
 
 #: Markdown a hostile model (or a page it read) writes: every way to make a page run something.
 HOSTILE = "\n\n".join(
@@ -121,7 +121,7 @@ def visible_text(markup: str) -> str:
 
 
 def test_the_answer_display_holds_nothing_active_and_shows_the_html_as_text() -> None:
-    data, metadata = _bundle(render.MarkdownText(HOSTILE))
+    data, metadata = _bundle(rich_renderer.MarkdownText(HOSTILE))
     assert active_content(data, allow_style=False) == []
     assert "text/markdown" not in data  # the frontend's unsanitizing renderer never sees it
     shown = visible_text(data["text/html"])

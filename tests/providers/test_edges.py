@@ -38,7 +38,8 @@ from jupyter_agent.events import (
     TurnStarted,
 )
 from jupyter_agent.notebook.inert import is_answer
-from jupyter_agent.notebook.views.render import RichRenderer, TextRenderer
+from jupyter_agent.notebook.views.rich_renderer import RichRenderer
+from jupyter_agent.notebook.views.text_renderer import TextRenderer
 from jupyter_agent.providers.anthropic import AnthropicProvider
 from jupyter_agent.providers.base import ModelRequest, ModelResponse
 from jupyter_agent.providers.openai_compat import OpenAIProvider

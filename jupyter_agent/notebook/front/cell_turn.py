@@ -24,12 +24,15 @@ from ..inert import visible
 from ..runtime.kernel_comm import KernelCommPoller, unattended_kernel
 from ..runtime.restart_watch import RESTARTED, RestartWatch
 from ..runtime.turn_gc import TurnGC
-from ..views.render import Renderer, RichRenderer, TextRenderer
+from ..views.render import Renderer
+from ..views.rich_renderer import RichRenderer
+from ..views.text_renderer import TextRenderer
 from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ..asking.approvals_ui import NotebookApprovals
-    from ..session.session import NotebookSession, TurnOutcome
+    from ..session.session import NotebookSession
+    from ..session.turn_transcript import TurnOutcome
 
 
 def cell_label(shell: Any) -> str | None:

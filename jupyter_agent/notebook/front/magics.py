@@ -13,15 +13,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import shlex
-import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, observe, validate
 
-from ...approvals import POLICIES, Policy
 from ...errors import SessionError
 from .._ipython import (
     argument,
@@ -52,25 +50,21 @@ from .magic_types import (
     thinking_budget,
     unquoted,
 )
+from .output import say
+from .tools_commands import TOOLS_COMMANDS, ToolsOwner, print_tools
 from .turn_options import DEFAULT_TURN, TurnOptions
 
 if TYPE_CHECKING:
     from ...agent.agent import Agent
     from ..asking.user_questions import UserQuestions
-    from ..session.session import NotebookSession, TurnOutcome
+    from ..session.session import NotebookSession
+    from ..session.turn_transcript import TurnOutcome
     from .mcp_commands import MCPCommands
     from .plan_mode import PendingPlan
 
 _DEFAULTS = SessionSettings()
 
 INTERRUPTED_NOTE = "■ Interrupted. The conversation keeps what happened so far; run %%agent again."
-
-
-def _say(text: str, *, error: bool = False) -> None:
-    """Print a line or table of output. Chat names, paths, tool names, MCP servers' words and
-    settings in it come from files, servers and the model: ``visible`` shows their control and
-    invisible characters as escapes, so none can steer the terminal."""
-    print(visible(text), file=sys.stderr if error else sys.stdout)
 
 
 def _show_link(text: str, url: str) -> None:
@@ -230,7 +224,7 @@ class AgentMagics(Magics):
         self.managed = managed if managed is not None else ManagedSettings.load()
         self._configured = False
         for problem in self.managed.problems:
-            _say(problem, error=True)
+            say(problem, error=True)
         super().__init__(shell=shell, **kwargs)
         current = {name: getattr(self, name) for name in MANAGED_TRAITS}
         for name, value in self.managed.initial(current, self.config).items():
@@ -317,9 +311,7 @@ class AgentMagics(Magics):
             return value
         if self._configured:
             raise TraitError(refused)
-        _say(
-            f"jupyter-agent: {refused.replace('nothing was changed', 'the managed value is used')}"
-        )
+        say(f"jupyter-agent: {refused.replace('nothing was changed', 'the managed value is used')}")
         return self.managed.clamp(name, value)
 
     @observe(*SETTING_NAMES)
@@ -380,7 +372,7 @@ class AgentMagics(Magics):
         if not self.mcp_servers:
             return
         for problem in self.mcp.connect_configured(self.session.toolbox, self.mcp_servers):
-            _say(problem, error=True)
+            say(problem, error=True)
 
     def use_widgets(self) -> bool:
         if self.ui != "auto":
@@ -433,7 +425,7 @@ class AgentMagics(Magics):
         finally:
             self._turn = None
         if outcome.interrupted:
-            _say(INTERRUPTED_NOTE)
+            say(INTERRUPTED_NOTE)
         return outcome
 
     # -- %%agent -----------------------------------------------------------------------------
@@ -573,9 +565,9 @@ class AgentMagics(Magics):
         args = parse_command(self._reset, rest)
         cleared = self.session.reset(args.name)
         if args.name is None and len(cleared) > 1:
-            _say(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
+            say(f"Cleared every chat ({', '.join(cleared)}); the next %%agent cell starts anew.")
         else:
-            _say("The conversation was cleared; the next %%agent cell starts a new one.")
+            say("The conversation was cleared; the next %%agent cell starts a new one.")
 
     @magic_arguments("agent chats")
     def _chats(self, rest: str) -> None:
@@ -583,7 +575,7 @@ class AgentMagics(Magics):
         parse_command(self._chats, rest)
         chats = self.session.chats()
         if not chats:
-            _say("No chats yet: the first %%agent cell starts 'default'.")
+            say("No chats yet: the first %%agent cell starts 'default'.")
             return
         width = max(len("chat"), *(len(chat.name) for chat in chats))
         lines = [f"{'chat'.ljust(width)}  {'messages':>8}  {'input':>9}  {'output':>9}"]
@@ -593,7 +585,7 @@ class AgentMagics(Magics):
                 f"{chat.usage.output_tokens:>9}"
             )
         lines.append("input, output: tokens this chat sent to and received from the model")
-        _say("\n".join(lines))
+        say("\n".join(lines))
 
     @magic_arguments("agent history")
     @argument(
@@ -604,7 +596,7 @@ class AgentMagics(Magics):
         args = parse_command(self._history, rest)
         agent = self.session.existing_chat(args.name)
         if not agent.messages:
-            _say("(the conversation is empty)")
+            say("(the conversation is empty)")
             return
         display(InertMarkdown(agent.session_context, kind="history"))
 
@@ -612,7 +604,7 @@ class AgentMagics(Magics):
     def _usage(self, rest: str) -> None:
         """Tokens and estimated cost per model, for this session."""
         parse_command(self._usage, rest)
-        _say(self.session.usage_report())
+        say(self.session.usage_report())
 
     @magic_arguments("agent error")
     @argument("--chat", "-c", default=DEFAULT_CHAT, type=chat_name, help="The chat to ask.")
@@ -622,7 +614,7 @@ class AgentMagics(Magics):
         failed = self.last_error.last()
         if failed is None:
             raise UsageError("No error yet: %agent error explains the last exception a cell raised")
-        self._run_turn(redacted_prompt(error_prompt(failed), _say), TurnOptions(chat=args.chat))
+        self._run_turn(redacted_prompt(error_prompt(failed), say), TurnOptions(chat=args.chat))
 
     @magic_arguments("agent go")
     @argument(
@@ -656,10 +648,10 @@ class AgentMagics(Magics):
         args = parse_command(self._compact, rest)
         compacted = self.session.compact(args.name)
         if compacted is None:
-            _say(f"Nothing to compact in chat {args.name!r}.")
+            say(f"Nothing to compact in chat {args.name!r}.")
         else:
             done = "; ".join(compacted.actions())
-            _say(
+            say(
                 f"Compacted chat {args.name!r}: about {compacted.tokens_before:,} → "
                 f"{compacted.tokens_after:,} tokens" + (f" ({done})." if done else ".")
             )
@@ -681,7 +673,7 @@ class AgentMagics(Magics):
             self.managed.refuse(self.managed.check_mcp_server(config.name, config))
         toolbox = self.session.toolbox
         self._connect_mcp_servers()
-        _say(self.mcp.command(toolbox, words))
+        say(self.mcp.command(toolbox, words))
 
     def _serve(self, rest: str) -> None:
         """%agent serve [--port N] [--tools NAME,...] | stop | status — MCP for other agents
@@ -699,7 +691,7 @@ class AgentMagics(Magics):
     def _undo(self, rest: str) -> None:
         """Restore the files the last %%agent cell changed through the file tools."""
         parse_command(self._undo, rest)
-        _say(self.session.undo())
+        say(self.session.undo())
 
     @magic_arguments("agent save")
     @argument("path", metavar="PATH", help="The JSON file to write.")
@@ -708,7 +700,7 @@ class AgentMagics(Magics):
         """Save a conversation to a file (%agent load brings it back)."""
         args = parse_command(self._save, rest)
         count = self.session.save(args.path, args.chat)
-        _say(f"Saved {count} messages to {args.path}")
+        say(f"Saved {count} messages to {args.path}")
 
     @magic_arguments("agent load")
     @argument("path", metavar="PATH", help="A file written by %agent save.")
@@ -721,8 +713,8 @@ class AgentMagics(Magics):
     def _load(self, rest: str) -> None:
         """Replace a chat's conversation with a saved one."""
         args = parse_command(self._load, rest)
-        count = self.session.load(args.path, args.chat, system_prompt=args.system_prompt, note=_say)
-        _say(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
+        count = self.session.load(args.path, args.chat, system_prompt=args.system_prompt, note=say)
+        say(f"Loaded {count} messages from {args.path}; the next %%agent cell continues it.")
 
     @magic_arguments("agent config")
     def _config(self, rest: str) -> None:
@@ -737,8 +729,8 @@ class AgentMagics(Magics):
         rows.extend(self.session.describe())
         rows.extend(self.managed.describe())
         width = max(len(key) for key, _ in rows)
-        _say(self._model_line())
-        _say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
+        say(self._model_line())
+        say("\n".join(f"{key.ljust(width)}  {value}" for key, value in rows))
 
     def _model_line(self) -> str:
         from .model_choice import answering_model
@@ -762,7 +754,7 @@ class AgentMagics(Magics):
         if args.name is not None:
             self.managed.refuse(self.managed.check("model", args.name.strip()))
             self.model = args.name.strip()
-        _say(self._model_line())
+        say(self._model_line())
 
     #: ``%agent WORD ...`` → the method that handles the rest of the line (one entry each).
     SUBCOMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
@@ -800,7 +792,7 @@ class AgentMagics(Magics):
             if self.use_widgets():
                 self._panel.show(self.session)
             else:
-                self._print_tools()
+                print_tools(self)
             return
         handler = self.TOOLS_COMMANDS.get(command)
         if handler is None:
@@ -812,85 +804,11 @@ class AgentMagics(Magics):
             handler(self, rest)
         self._panel.refresh()
 
-    @magic_arguments("agent_tools list")
-    def _tools_list(self, rest: str) -> None:
-        """The tools as a table: enabled, policy, description."""
-        parse_command(self._tools_list, rest)
-        self._print_tools()
-
-    @magic_arguments("agent_tools enable")
-    @argument("names", nargs="+", metavar="NAME", help="Tools to offer the model.")
-    def _tools_enable(self, rest: str) -> None:
-        """Offer tools to the model (every chat)."""
-        names: list[str] = parse_command(self._tools_enable, rest).names
-        self._check_tool_names(names)
-        for name in names:
-            self.managed.refuse(self.managed.check_enable(name))
-        for name in names:
-            self.session.registry.set_enabled(name, True)
-        states = ", ".join(f"{name} (policy {self.session.get_policy(name)})" for name in names)
-        _say(f"enabled: {states}")
-
-    @magic_arguments("agent_tools disable")
-    @argument("names", nargs="+", metavar="NAME", help="Tools to take away from the model.")
-    def _tools_disable(self, rest: str) -> None:
-        """Take tools away from the model (every chat)."""
-        names: list[str] = parse_command(self._tools_disable, rest).names
-        self._check_tool_names(names)
-        for name in names:
-            self.session.registry.set_enabled(name, False)
-        _say(f"disabled: {', '.join(names)}")
-
-    @magic_arguments("agent_tools policy")
-    @argument("name", metavar="NAME", help="The tool.")
-    @argument("policy", choices=POLICIES, metavar="allow|ask|deny", help="What a call may do.")
-    def _tools_policy(self, rest: str) -> None:
-        """Set whether a tool's calls run, ask first, or are refused."""
-        args = parse_command(self._tools_policy, rest)
-        self._check_tool_names([args.name])
-        policy: Policy = args.policy
-        self.managed.refuse(self.managed.check_policy(args.name, policy))
-        self.session.set_policy(args.name, policy)
-        _say(f"{args.name}: policy {policy}")
-
-    #: ``%agent_tools WORD ...`` → the method that handles the rest of the line.
-    TOOLS_COMMANDS: ClassVar[dict[str, Callable[[AgentMagics, str], None]]] = {
-        "list": _tools_list,
-        "enable": _tools_enable,
-        "disable": _tools_disable,
-        "policy": _tools_policy,
-    }
-
-    def _check_tool_names(self, names: list[str]) -> None:
-        from ..coauthor.link import TOOL_NAMES, notebook_connected
-
-        known = self.session.registry.get_tool_names()
-        unknown = [name for name in names if name not in known]
-        # a notebook tool named in the cell that loads the extension: the notebook's frontend
-        # connects in a moment (its comm waits behind this cell), and brings the tool
-        if set(unknown) & set(TOOL_NAMES) and notebook_connected(self.shell):
-            known = self.session.registry.get_tool_names()
-            unknown = [name for name in names if name not in known]
-        if unknown:
-            listed = ", ".join(repr(name) for name in unknown)
-            notebook = [name for name in unknown if name in TOOL_NAMES]
-            hint = (
-                f" ({', '.join(notebook)}: notebook co-authoring, there while JupyterLab or "
-                "Notebook 7 with the jupyter-agent extension has this notebook open)"
-                if notebook
-                else ""
-            )
-            raise UsageError(
-                f"Unknown tool {listed}; valid names: {', '.join(known) or '(none)'}{hint}"
-            )
-
-    def _print_tools(self) -> None:
-        from ..views.widgets.tool_panel import tools_table
-
-        _say(tools_table(self.session))
+    #: ``%agent_tools WORD ...`` → the function that handles the rest of the line.
+    TOOLS_COMMANDS: ClassVar[dict[str, Callable[[ToolsOwner, str], None]]] = TOOLS_COMMANDS
 
 
-def _subcommand_help(magic: str, commands: dict[str, Callable[[AgentMagics, str], None]]) -> str:
+def _subcommand_help(magic: str, commands: Mapping[str, Callable[..., None]]) -> str:
     """One usage line per command of ``%magic``, for ``%magic?``."""
     lines = ["", "", f"%{magic} commands:", ""]
     for handler in commands.values():

@@ -55,7 +55,7 @@ from ...events import TextDelta
 T = TypeVar("T")
 
 # The renderer's pacing, owned here so that the bridge imports no view: the renderer
-# (``render.py``) and the pump below follow the same two numbers.
+# (``rich_renderer.py``) and the pump below follow the same two numbers.
 
 #: Default seconds between two updates of the streaming answer (the shortest pause).
 DEFAULT_RENDER_INTERVAL_S = 0.15

@@ -37,7 +37,8 @@ from ...approvals import ApprovalRequest, Decision
 from ...events import ToolCallFinished, ToolCallStarted
 from .._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from ..asking.approvals_ui import NO_ONE_TO_ASK
-from ..coauthor.link import link_for, review_approvals
+from ..coauthor.link import link_for
+from ..coauthor.review import review_approvals
 from ..inert import html_bundle, html_text
 from ..runtime.bridge import MainThreadBridge
 from ..runtime.kernel_comm import unattended_kernel

@@ -20,15 +20,15 @@ from ...tools.base import ExecutableTool
 from ...tools.context import ToolContext
 from ..asking.ask_user_tool import AskUserTool
 from ..asking.user_questions import UserQuestions
-from ..coauthor.link import (
+from ..coauthor.cell_tools import (
     TOOL_NAMES,
     DeleteCellTool,
     EditCellTool,
     InsertCellTool,
     NotebookCellsTool,
     RunCellTool,
-    link_for,
 )
+from ..coauthor.link import link_for
 from ..kernel.history_tool import NotebookHistoryTool
 from ..kernel.kernel_tools import InspectVariableTool, ListVariablesTool, RunPythonTool
 from ..kernel.propose_cell import ProposeCellTool, proposals_for

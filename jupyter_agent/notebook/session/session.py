@@ -17,13 +17,14 @@ shell at all:
   enabled states and policies; the agents, their conversations, the user's own tools and the MCP
   servers stay as they are.
 - **Providers**, built on the session's one background loop (where their HTTP clients must
-  stay) and cached by what tells them apart (kind, model, thinking budget, ...);
-  ``use_provider`` plugs in one of your own.
+  stay) and cached by what tells them apart (kind, model, thinking budget, ...;
+  ``provider_cache.py``); ``use_provider`` plugs in one of your own.
 - **MCP servers** belong to the toolbox (``toolbox.mcp``), their tools in its registry; they end
   with ``close``.
-- **Usage** per model, for ``%agent usage``.
+- **Usage** per model, for ``%agent usage``, and the spend caps (``session_spend.py``); a turn's
+  text and usage are gathered from its events (``turn_transcript.py``).
 - **Undo**: the workspace's change journal (``tools/guard/journal.py``) on the tools' shared
-  context, an entry per turn (per ``%%agent`` cell), whichever chat ran it.
+  context, an entry per turn (per ``%%agent`` cell), whichever chat ran it (``turn_undo.py``).
 
 Every refusal is a ``SessionError`` with a one-line message (the magics show it as a
 ``UsageError``).
@@ -32,10 +33,8 @@ Every refusal is a ``SessionError`` with a one-line message (the magics show it 
 from __future__ import annotations
 
 import contextlib
-import copy
-import hashlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,51 +42,35 @@ from typing import TYPE_CHECKING, Any
 from ...agent.agent import Agent
 from ...agent.toolbox import Toolbox
 from ...approvals import ApprovalHandler, Policy
-from ...errors import ModelRequestError, ProviderError, SessionError, WorkspaceError
-from ...events import (
-    AgentFinished,
-    ContextCompacted,
-    TextDelta,
-    TextReset,
-    TurnFinished,
-    TurnStarted,
-    Usage,
-)
-from ...providers.base import Provider, ThinkingProvider
+from ...errors import ModelRequestError, ProviderError, SessionError
+from ...events import ContextCompacted, Usage
+from ...providers.base import Provider
 from ...tools.base import ExecutableTool
 from ...tools.context import ToolContext
 from ...tools.factory import create_default_registry
 from ...tools.guard.egress import EgressHosts
 from ...tools.guard.journal import ChangeJournal
 from ...tools.one_line import one_line
-from ...tools.project_files import find_instructions, with_instructions
+from ...tools.project_files import with_instructions
 from ...tools.registry import ToolRegistry
 from ..asking.user_questions import UserQuestions
 from ..runtime.bridge import BackgroundLoop, MainThreadBridge, forward_events
-from ..runtime.console import OrderedConsole, PrintedText
-from ..spend.budget import BudgetedProvider, SpendGuard
-from ..spend.pricing import UsageLedger, money, user_prices
-from ..spend.usage_report import usage_report
+from ..runtime.console import OrderedConsole
+from ..spend.budget import BudgetedProvider
+from .config_rows import config_rows
 from .conversation_file import read_conversation, save_conversation
 from .instructions_note import InstructionsNote
 from .notebook_tools import notebook_tools
 from .prompt_redaction import redaction_line
 from .prompt_vars import expand_variables
-from .settings import (
-    DEFAULT_CHAT,
-    PROVIDER_KINDS,
-    SETTING_NAMES,
-    SessionSettings,
-    check_chat_name,
-)
+from .provider_cache import ProviderCache
+from .session_spend import SessionSpend
+from .settings import DEFAULT_CHAT, SETTING_NAMES, SessionSettings, check_chat_name
+from .turn_transcript import TurnOutcome, TurnTranscript
+from .turn_undo import open_journal, undo_turn
 
 if TYPE_CHECKING:
     from ...mcp.manager import MCPManager
-
-OFFLINE_NOTE = (
-    "jupyter-agent: no ANTHROPIC_API_KEY is set, so the offline demo model answers. Set "
-    "ANTHROPIC_API_KEY (or %config AgentMagics.provider = 'anthropic') to use Claude."
-)
 
 #: Settings whose change rebuilds the toolbox's tools (bound to the new workspace or network).
 _REBUILD_SETTINGS = frozenset({"workspace", "allow_private_network"})
@@ -101,39 +84,10 @@ _AGENT_SETTINGS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """How one turn ended: the full final text and the answer alone (``None`` if interrupted)."""
-
-    text: str | None
-    #: ``text`` without what only labels it (the offline model's notice and footer).
-    answer: str | None
-    interrupted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class ChatSummary:
     name: str
     messages: int
     usage: Usage
-
-
-#: The environment variables a provider of each kind reads when it is built.
-_PROVIDER_ENVIRONMENT = {
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
-    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "JUPYTER_AGENT_MODEL"),
-    "auto": (
-        "JUPYTER_AGENT_PROVIDER",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_BASE_URL",
-    ),
-}
-
-
-def _environment_fingerprint(kind: str) -> str:
-    """A digest of the variables ``kind`` reads (the keys themselves are not kept)."""
-    values = "\0".join(os.environ.get(name, "") for name in _PROVIDER_ENVIRONMENT.get(kind, ()))
-    return hashlib.sha256(values.encode()).hexdigest()
 
 
 class NotebookSession:
@@ -173,19 +127,15 @@ class NotebookSession:
         #: Hosts web_fetch may reach: ``web_allow`` and the hosts allowed this session.
         self.egress = EgressHosts(self.settings.web_allow)
         self._stale = False
-        self._providers: dict[tuple[Any, ...], Provider] = {}
-        self._custom_provider: Provider | None = None
-        self._offline_noted = False
-        self._ignored_models: set[str] = set()
-        self._budget_used = False
+        self._providers = ProviderCache(self.settings, notify, lambda: self.bridge.background)
         self._journal_problem = ""
         self._turns = 0
         #: Called with the default chat's agent whenever the toolbox is (re)built.
         self.on_rebuild: list[Callable[[Agent], None]] = []
+        #: What the session's model requests cost, and the caps on it.
+        self._spend = SessionSpend(self.settings)
         #: What every model request of the session used, per model and prompt-size tier.
-        self.ledger = UsageLedger()
-        #: The spend guard of the turn that runs, if it has caps.
-        self._turn_guard: SpendGuard | None = None
+        self.ledger = self._spend.ledger
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -200,7 +150,7 @@ class NotebookSession:
             if name in _REBUILD_SETTINGS:
                 self._stale = True
             if name in _PROVIDER_SETTINGS:
-                self._custom_provider = None
+                self._providers.custom = None
             if name == "system_prompt":
                 for agent in self._chats.values():
                     agent.set_system_prompt(value)
@@ -234,7 +184,7 @@ class NotebookSession:
 
     def use_provider(self, provider: Provider) -> None:
         """Serve every chat from ``provider`` (until a provider/model setting changes)."""
-        self._custom_provider = provider
+        self._providers.custom = provider
         for agent in self._chats.values():
             agent.provider = provider
 
@@ -250,77 +200,7 @@ class NotebookSession:
         ``think``: a thinking budget for this turn (else ``settings.thinking_budget``); it
         applies to Claude (``AnthropicProvider``) and is ignored, with a note, by the others.
         """
-        budget = think if think is not None else self.settings.thinking_budget
-        effort = effort if effort is not None else self.settings.effort
-        if kind is None and model is None and self._custom_provider is not None:
-            return self._with_thinking(self._custom_provider, budget, effort)
-        kind = kind or self.settings.provider
-        if kind not in PROVIDER_KINDS:
-            raise SessionError(f"Unknown provider {kind!r}; use auto, anthropic, offline or openai")
-        model = model if model is not None else self.settings.model
-        key = self._provider_key(kind, model, budget)
-        provider = self._providers.get(key)
-        if provider is None:
-            built = self.bridge.background.run(self._build_provider(kind, model))
-            provider = self._with_thinking(built, budget, effort)
-            self._providers[key] = provider
-        return provider
-
-    def _with_thinking(
-        self, provider: Provider, budget: int | None, effort: str | None = None
-    ) -> Provider:
-        """``provider`` thinking with ``budget`` at ``effort``: itself, or a cached copy sharing
-        its client."""
-        if not isinstance(provider, ThinkingProvider):
-            if budget is not None or effort is not None:
-                self._notify(
-                    f"jupyter-agent: extended thinking is for Claude; the {provider.name} "
-                    "provider answers without it."
-                )
-            return provider
-        if provider.thinking_budget == budget and provider.effort == effort:
-            return provider
-        key = ("variant", id(provider), budget, effort)
-        variant = self._providers.get(key)
-        if variant is None:
-            variant = copy.copy(provider)  # the same client, on the same loop
-            try:
-                variant.thinking_budget = budget
-                variant.effort = effort
-            except ValueError as exc:
-                raise SessionError(one_line(str(exc))) from None
-            self._providers[key] = variant
-        return variant
-
-    def _provider_key(self, kind: str, model: str, thinking: int | None) -> tuple[Any, ...]:
-        """What a cached provider was built from: a key set (or changed) after a turn failed
-        without one builds a new provider, with a client that has it."""
-        cassette = self.settings.offline_cassette
-        if kind == "offline":
-            return (kind, model, thinking, cassette)
-        return (kind, model, thinking, cassette, _environment_fingerprint(kind))
-
-    async def _build_provider(self, kind: str, model: str) -> Provider:
-        """Built on the background loop, where the provider's HTTP client will live."""
-        cassette = self.settings.offline_cassette or None
-        try:
-            if kind == "auto":
-                from ...providers.auto import select_default_provider
-
-                return select_default_provider(cassette=cassette, model=model or None)
-            if kind == "anthropic":
-                from ...providers.anthropic import AnthropicProvider
-
-                return AnthropicProvider(model or None)
-            if kind == "openai":
-                from ...providers.openai_compat import OpenAIProvider
-
-                return OpenAIProvider(model or None)
-            from ...providers.offline import OfflineProvider
-
-            return OfflineProvider(cassette)
-        except Exception as exc:  # a bad cassette, a missing SDK, one refusing to start
-            raise SessionError(f"Cannot use provider {kind!r}: {one_line(str(exc))}") from None
+        return self._providers.provider(kind, model, think, effort)
 
     # -- conversations -----------------------------------------------------------------------
 
@@ -429,7 +309,7 @@ class NotebookSession:
         hooks = manager.hooks
         hooks.ask = mcp_form_asker(self._questions())
         hooks.sample = make_sampler(
-            lambda: self.provider(), self._approval_handler, spend=self._sampling_spend
+            lambda: self.provider(), self._approval_handler, spend=self._spend.sampling
         )
         hooks.open_authorization = self._open_authorization
 
@@ -502,7 +382,8 @@ class NotebookSession:
         if self._approvals is None and self._make_approvals is not None:
             self._approvals = self._make_approvals(self.bridge)
         if self._approvals is not None and self.namespace is not None:
-            from ..coauthor.link import link_for, review_approvals
+            from ..coauthor.link import link_for
+            from ..coauthor.review import review_approvals
 
             if link_for(self._shell) is not None:  # a notebook cell's edit is asked as a diff
                 return review_approvals(self._approvals, self._shell, self.bridge)
@@ -511,22 +392,9 @@ class NotebookSession:
     # -- undo --------------------------------------------------------------------------------
 
     def _attach_journal(self, toolbox: Toolbox) -> None:
-        """A change journal for the workspace, on the tools' shared context.
-
-        It lives on disk (``.jupyter_agent/undo``), so a new one for the same workspace — after a
-        settings change or a kernel restart — undoes what the earlier ones recorded.
-        """
-        context = toolbox.context
-        try:
-            context.journal = ChangeJournal(context.confinement)
-            self._journal_problem = ""
-            if self.namespace is not None:  # this notebook's turns (``undo_scope.py``)
-                from ..coauthor.undo_scope import scope_journal
-
-                scope_journal(context.journal, self._shell)
-        except (WorkspaceError, OSError) as exc:  # e.g. a symlink planted where it would live
-            context.journal = None
-            self._journal_problem = one_line(str(exc))
+        """A change journal for the workspace, on the tools' shared context (``turn_undo.py``)."""
+        in_notebook = self.namespace is not None
+        self._journal_problem = open_journal(toolbox.context, self._shell, in_notebook)
 
     def journal(self) -> ChangeJournal | None:
         """The file journal, if the session's tools have one yet (nothing is created)."""
@@ -535,23 +403,8 @@ class NotebookSession:
     def undo(self) -> str:
         """Restore what the file tools changed in the last ``%%agent`` cell, and the notebook's
         cells it inserted, edited or deleted (``coauthor/link.py``); says what it did."""
-        from ..coauthor.link import newest_cell_change, undo_cells
-        from ..coauthor.undo_scope import scope_journal
-
         journal = self.agent.context.journal
-        scope_journal(journal, self._shell)  # this notebook's last turn, not the folder's
-        cells = newest_cell_change(self._shell) if self.namespace is not None else None
-        files = journal.pending_entry() if journal is not None else None
-        # the newest of the two journals' entries; both when they are the same cell's
-        if cells is not None and (files is None or files[0] == cells[0] or cells[1] >= files[1]):
-            undone = undo_cells(self._shell)
-            message = undone.message if undone is not None else "No cell changes to undo."
-            if journal is not None and files is not None and files[0] == cells[0]:
-                return f"{message}\n{journal.undo().message}"
-            return message
-        if journal is None:
-            raise SessionError(f"Undo is not available: {self._journal_problem}")
-        return journal.undo().message
+        return undo_turn(journal, self._shell, self.namespace is not None, self._journal_problem)
 
     # -- a turn ------------------------------------------------------------------------------
 
@@ -598,59 +451,35 @@ class NotebookSession:
             agent.set_system_prompt(system_prompt)
         # Resolved for every turn: %config changes, a key set since, or this cell's options.
         agent.provider = self.provider(provider, model, think, effort)
-        guard = self._spend_guard(budget)
+        guard = self._spend.guard(budget)
         if guard is not None:  # requests that could pass the budget are not sent
             agent.provider = BudgetedProvider(agent.provider, guard)
-        self._turn_guard = guard  # an MCP server's sampling during the turn counts here too
+        self._spend.turn_guard = guard  # an MCP server's sampling during the turn counts here too
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
-        self._note_offline(agent.provider)
+        self._providers.note_offline(agent.provider)
         # only a cell's own --model: a model set with `%agent model` said so when it was set
-        self._note_ignored_model(agent.provider, model or "")
+        self._providers.note_ignored_model(agent.provider, model or "")
         self._turns += 1
         if agent.context.journal is not None:  # each turn is one step of %agent undo
             agent.context.journal.begin(label or f"turn {self._turns}")
-        final: dict[str, Any] = {"text": None, "model": agent.provider.model}
-        streamed: list[str] = []
-        turn_starts_at = 0  # where this turn's text starts in ``streamed`` (a TextReset voids it)
-
-        def handle(event: object) -> None:
-            nonlocal turn_starts_at
-            if isinstance(event, PrintedText):
-                event.show()
-                return
-            if isinstance(event, TextDelta):
-                streamed.append(event.text)
-            elif isinstance(event, TextReset):
-                del streamed[turn_starts_at:]
-            elif isinstance(event, TurnStarted):
-                turn_starts_at = len(streamed)
-                if event.model:
-                    final["model"] = event.model
-            elif isinstance(event, TurnFinished):
-                self.ledger.add(str(final["model"]), event.usage)
-            elif isinstance(event, AgentFinished):
-                final["text"] = event.text
-            if on_event is not None:
-                on_event(event)
-
+        transcript = TurnTranscript(agent.provider.model, self.ledger, on_event)
         bridge = self.bridge
         turns = max_turns if max_turns is not None else self.settings.max_turns
         try:
             with OrderedConsole(bridge.post):
                 outcome = bridge.run(
                     forward_events(agent.stream_chat(prompt, max_turns=turns), bridge),
-                    handle,
+                    transcript.handle,
                     on_idle=on_idle,
                     text_growth=text_growth,
                 )
         except ProviderError as exc:
             raise ModelRequestError(one_line(str(exc))) from None
         finally:
-            self._turn_guard = None
+            self._spend.turn_guard = None
         if outcome.interrupted:
             return TurnOutcome(None, None, interrupted=True)
-        text = final["text"] if final["text"] is not None else "".join(streamed)
-        return TurnOutcome(text, self._answer_only(agent.provider, text))
+        return transcript.outcome(agent.provider)
 
     # -- the spend cap ------------------------------------------------------------------------
 
@@ -661,72 +490,16 @@ class NotebookSession:
 
     def spent(self) -> float:
         """Dollars this session's replies cost, estimated from the price table."""
-        return self.ledger.total_cost(user_prices(self.settings.prices))
-
-    def _sampling_spend(self, provider: Provider) -> Provider:
-        """``provider`` for an MCP server's sampling request: behind the running cell's guard
-        (or, outside a cell, the caps of one), its cost in the session's usage."""
-        guard = self._turn_guard
-        if guard is None:
-            guard = self._spend_guard(None) or SpendGuard(
-                None, None, None, user_prices(self.settings.prices)
-            )
-        return BudgetedProvider(provider, guard, on_usage=self.ledger.add)
-
-    def _spend_guard(self, budget: float | None) -> SpendGuard | None:
-        """The caps of one cell (``budget``, else the setting) and of the session, if any."""
-        cell = budget if budget is not None else self.settings.budget
-        cap = self.settings.session_budget
-        if cell is None and cap is None:
-            return None
-        self._budget_used = True
-        left = None if cap is None else cap - self.spent()
-        return SpendGuard(cell, left, cap, user_prices(self.settings.prices))
+        return self._spend.spent()
 
     def budget_report(self) -> str:
         """What ``%agent usage`` adds about the budgets: spent, and what is left."""
-        cell, cap = self.settings.budget, self.settings.session_budget
-        if cell is None and cap is None and not self._budget_used:
-            return ""
-        spent = self.spent()
-        parts = [f"spent: {money(spent)} this session (estimated)"]
-        if cap is not None:
-            parts.append(f"session budget {money(cap)}, left {money(max(cap - spent, 0.0))}")
-        if cell is not None:
-            parts.append(f"cell budget {money(cell)}")
-        return "; ".join(parts)
-
-    def _note_offline(self, provider: Provider) -> None:
-        if provider.name != "offline" or self._offline_noted:
-            return
-        from ...providers.offline import OfflineProvider
-
-        inner = provider.inner if isinstance(provider, BudgetedProvider) else provider
-        if not (isinstance(inner, OfflineProvider) and inner.notice):  # else its answers say so
-            self._offline_noted = True
-            self._notify(OFFLINE_NOTE)
-
-    def _note_ignored_model(self, provider: Provider, requested: str) -> None:
-        """A model named for the offline demo model: it answers the same whatever the name."""
-        if provider.name == "offline" and requested and requested not in self._ignored_models:
-            self._ignored_models.add(requested)
-            self._notify(
-                f"jupyter-agent: the offline demo model ignores --model {requested} (set "
-                "ANTHROPIC_API_KEY to talk to Claude)."
-            )
+        return self._spend.budget_report()
 
     @property
     def custom_provider(self) -> Provider | None:
         """The provider ``use_provider`` set, until a provider or model setting changes."""
-        return self._custom_provider
-
-    @staticmethod
-    def _answer_only(provider: Provider, text: str) -> str:
-        if provider.name != "offline":
-            return text
-        from ...providers.offline import answer_only
-
-        return answer_only(text)
+        return self._providers.custom
 
     def compact(self, chat: str = DEFAULT_CHAT) -> ContextCompacted | None:
         """Shorten chat ``chat`` now (old tool results to stubs, old turns summarised).
@@ -747,9 +520,7 @@ class NotebookSession:
     # -- usage, saving, describing ------------------------------------------------------------
 
     def usage_report(self) -> str:
-        report = usage_report(self.ledger, user_prices(self.settings.prices))
-        budgets = self.budget_report()
-        return f"{report}\n{budgets}" if budgets else report
+        return self._spend.usage_report()
 
     def save(self, path: str | os.PathLike[str], chat: str = DEFAULT_CHAT) -> int:
         """Write chat ``chat`` to ``path``; the number of messages written."""
@@ -792,39 +563,9 @@ class NotebookSession:
         return len(saved.messages)
 
     def describe(self) -> list[tuple[str, str]]:
-        """Rows about the live agents for ``%agent config``."""
-        found = find_instructions(self.workspace_path())
-        instructions = (
-            "project instructions",
-            found.describe()
-            if found is not None
-            else "none (AGENTS.md or CLAUDE.md at the workspace root)",
-        )
-        primary = self._chats.get(DEFAULT_CHAT)
-        notebook: list[tuple[str, str]] = []
-        if self.namespace is not None:
-            from ..coauthor.link import coauthoring_state
-
-            notebook = [("notebook co-authoring", coauthoring_state(self._shell))]
-        if primary is None:
-            return [
-                instructions,
-                ("agent", "not created yet (the first %%agent cell creates it)"),
-                *notebook,
-            ]
-        registry = primary.registry
-        enabled = [n for n in registry.get_tool_names() if registry.is_tool_enabled(n)]
-        return [
-            instructions,
-            ("agent provider", f"{primary.provider.name} ({primary.provider.model})"),
-            ("agent workspace", str(primary.context.workspace)),
-            ("enabled tools", ", ".join(enabled) or "none"),
-            (
-                "chats",
-                ", ".join(f"{n} ({len(a.messages)} messages)" for n, a in self._chats.items()),
-            ),
-            *notebook,
-        ]
+        """Rows about the live agents for ``%agent config`` (``config_rows.py``)."""
+        in_notebook = self.namespace is not None
+        return config_rows(self.workspace_path(), self._chats, self._shell, in_notebook)
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -833,16 +574,14 @@ class NotebookSession:
         background = self._background
         if background is None:
             return
-        providers: Mapping[int, Provider] = {
-            id(p): p for p in [*self._providers.values(), self._custom_provider] if p
-        }
+        providers = self._providers.every_provider()
         toolbox = self._toolbox
 
         async def close_all() -> None:
             if toolbox is not None:
                 with contextlib.suppress(Exception):
                     await toolbox.aclose()  # the MCP servers' processes end here
-            for provider in providers.values():
+            for provider in providers:
                 with contextlib.suppress(Exception):
                     await provider.aclose()
 

@@ -1,9 +1,9 @@
 """What the file tools share: how a path is described, how an OS error reads, opening to read.
 
-``files`` (write, edit, list, mkdir, move, remove) and ``reading`` (read_file) both describe
+``files`` (write, edit, list, mkdir, remove), ``move`` and ``reading`` (read_file) describe
 their path arguments the same way, turn an ``OSError`` into a short phrase without the host's
-absolute paths (and a swapped-in symlink into the race message), and open an existing regular
-file beneath the held workspace root the same way.
+absolute paths (and a swapped-in symlink into the race message), open an existing regular file
+beneath the held workspace root and look an entry up (never following a symlink) the same way.
 """
 
 from __future__ import annotations
@@ -66,3 +66,11 @@ def _open_for_reading(held: WorkspaceRoot, path: Path, shown: str) -> int:
         raise ToolFailure(f"File not found: {shown}") from None
     except OSError as exc:
         raise _failure("read", shown, exc) from None
+
+
+def lstat_at(folder: int, name: str) -> os.stat_result | None:
+    """The entry ``name`` in the held folder, not following a symlink; None if absent."""
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None

@@ -679,9 +679,12 @@ def test_the_go_button_runs_only_the_plan_it_was_shown_under(
     assert "No plan to carry out" in json.dumps(outputs), outputs
 
 
+_RUN_IMPORTS = (
+    "from jupyter_agent.notebook.coauthor.link import link_for\n"
+    "from jupyter_agent.notebook.coauthor.cell_run import run_cell_now\n"
+)
 _RUN_DATA_CELL = (
-    "from jupyter_agent.notebook.coauthor.link import link_for, run_cell_now\n"
-    "print('ran as', run_cell_now(link_for(get_ipython()), 'data', None)[2])"
+    _RUN_IMPORTS + "print('ran as', run_cell_now(link_for(get_ipython()), 'data', None)[2])"
 )
 
 
@@ -711,8 +714,8 @@ def test_the_notebooks_answer_is_taken_without_the_kernels_dispatch(
         "_hook = lambda *a: _fired.append(1)\n"
         "get_ipython().events.register('post_execute', _hook)\n"
         "try:\n"
-        f"    {_RUN_DATA_CELL.splitlines()[0]}\n"
-        "    _count = run_cell_now(link_for(get_ipython()), 'data', None)[2]\n"
+        + "".join(f"    {line}\n" for line in _RUN_IMPORTS.splitlines())
+        + "    _count = run_cell_now(link_for(get_ipython()), 'data', None)[2]\n"
         "finally:\n"
         "    get_ipython().events.unregister('post_execute', _hook)\n"
         "print('events', len(_fired), 'count', _count)"

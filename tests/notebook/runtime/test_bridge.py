@@ -120,7 +120,7 @@ SCRIPT = textwrap.dedent(
     from fake_anthropic import FakeAnthropic, Reply, text, tool_use
     from jupyter_agent.agent.agent import Agent
     from jupyter_agent.events import AgentFinished, ToolCallFinished
-    from jupyter_agent.notebook.views.render import TextRenderer
+    from jupyter_agent.notebook.views.text_renderer import TextRenderer
     from jupyter_agent.notebook.runtime.bridge import (
         BackgroundLoop,
         MainThreadBridge,

@@ -25,7 +25,7 @@ from jupyter_agent.events import (
     TurnStarted,
 )
 from jupyter_agent.notebook.inert import is_answer
-from jupyter_agent.notebook.views.render import RichRenderer
+from jupyter_agent.notebook.views.rich_renderer import RichRenderer
 
 
 class SimulatedClock:
@@ -177,7 +177,7 @@ def test_progress_between_tool_calls_shows_as_it_streams_apart_from_the_answer(
 
 def test_the_terminal_says_so_too(capsys: pytest.CaptureFixture[str]) -> None:
     from jupyter_agent.events import ContextCompacted, ThinkingDelta
-    from jupyter_agent.notebook.views.render import TextRenderer
+    from jupyter_agent.notebook.views.text_renderer import TextRenderer
 
     renderer = TextRenderer()
     renderer.handle(ContextCompacted(tokens_before=1000, tokens_after=400))

@@ -23,7 +23,7 @@ from ipython_shell import Terminal, magics_of, run_ok, use_fake
 
 from jupyter_agent.approvals import ApprovalRequest
 from jupyter_agent.events import AgentFinished, TextDelta, ToolCallFinished, ToolCallStarted
-from jupyter_agent.notebook.views.render import TextRenderer
+from jupyter_agent.notebook.views.text_renderer import TextRenderer
 
 REPO = Path(__file__).resolve().parents[3]
 

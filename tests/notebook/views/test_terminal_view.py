@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.events import TextDelta, ToolCallFinished, ToolCallStarted
-from jupyter_agent.notebook.views.render import TextRenderer
+from jupyter_agent.notebook.views.text_renderer import TextRenderer
 
 REPO = Path(__file__).resolve().parents[3]
 

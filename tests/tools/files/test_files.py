@@ -19,11 +19,11 @@ from jupyter_agent.tools.files.files import (
     EditFileTool,
     ListDirTool,
     MkdirTool,
-    MoveTool,
     ReadFileTool,
     RemoveTool,
     WriteFileTool,
 )
+from jupyter_agent.tools.files.move import MoveTool
 from jupyter_agent.tools.registry import ToolRegistry
 
 

@@ -23,10 +23,10 @@ from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.files.files import (
     EditFileTool,
     MkdirTool,
-    MoveTool,
     ReadFileTool,
     WriteFileTool,
 )
+from jupyter_agent.tools.files.move import MoveTool
 
 ROOT = Path(__file__).resolve().parents[3]
 
