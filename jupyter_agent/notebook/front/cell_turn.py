@@ -61,6 +61,7 @@ class CellTurn:
         rich: bool,
         render_interval: float,
         approvals: NotebookApprovals | None = None,
+        gc: TurnGC | None = None,
     ) -> None:
         self.session = session
         self.shell = shell
@@ -72,7 +73,9 @@ class CellTurn:
             RichRenderer(render_interval, on_stop=stop, live=live) if rich else TextRenderer()
         )
         self.approvals = approvals
-        self.gc = TurnGC()  # full collections of the older heap wait for the turn's end
+        # full collections of the older heap wait for the turn's end (``gc``: a scope the caller
+        # began before the turn's setup)
+        self.gc = gc if gc is not None else TurnGC()
 
     def mark_waiting(self, call_id: str, waiting: bool) -> None:
         """Show (or stop showing) that call ``call_id`` waits for the user's approval."""

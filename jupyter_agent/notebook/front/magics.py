@@ -33,6 +33,7 @@ from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from ..runtime.kernel_comm import KernelCommPoller
+from ..runtime.turn_gc import TurnGC
 from ..session.managed import MANAGED_TRAITS, ManagedSettings
 from ..session.prompt_redaction import redacted_prompt
 from ..session.settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
@@ -406,24 +407,31 @@ class AgentMagics(Magics):
 
     # -- one turn, rendered ------------------------------------------------------------------
 
-    def _run_turn(self, prompt: str, options: TurnOptions = DEFAULT_TURN) -> TurnOutcome:
-        """One turn of ``options.chat`` shown in this cell: its wiring is a ``CellTurn``."""
+    def _run_turn(
+        self, prompt: str, options: TurnOptions = DEFAULT_TURN, gc: TurnGC | None = None
+    ) -> TurnOutcome:
+        """One turn of ``options.chat`` shown in this cell: its wiring is a ``CellTurn``
+        (``gc``: the cell's scope, begun before its setup; else one begun here)."""
         provider, model = options.provider, options.model
-        with _as_usage_errors():  # refusals before anything is shown
-            self.managed.check_turn(vars(self.session.settings), provider, model, options.budget)
-            self.session.chat(options.chat)
-            self.session.provider(provider, model, options.think, options.effort)
-        self._turn = CellTurn(
-            self.session,
-            self.shell,
-            rich=self.use_widgets(),
-            render_interval=self.render_interval,
-            approvals=self._approvals,
-        )
-        try:
-            outcome = self._turn.run(prompt, options)
-        finally:
-            self._turn = None
+        scope = gc if gc is not None else TurnGC()
+        with scope:
+            with _as_usage_errors():  # refusals before anything is shown
+                settings = vars(self.session.settings)
+                self.managed.check_turn(settings, provider, model, options.budget)
+                self.session.chat(options.chat)
+                self.session.provider(provider, model, options.think, options.effort)
+            self._turn = CellTurn(
+                self.session,
+                self.shell,
+                rich=self.use_widgets(),
+                render_interval=self.render_interval,
+                approvals=self._approvals,
+                gc=scope,
+            )
+            try:
+                outcome = self._turn.run(prompt, options)
+            finally:
+                self._turn = None
         if outcome.interrupted:
             say(INTERRUPTED_NOTE)
         return outcome
@@ -499,25 +507,29 @@ class AgentMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
-        with _as_usage_errors():
-            agent = self.session.chat(args.chat)
-            self._connect_mcp_servers()
-            if args.new:
-                agent.clear_context()
-            if args.system is not None:
-                self.system_prompt = args.system
-            expanded = self.session.expand(prompt)
-        options = TurnOptions(
-            chat=args.chat,
-            provider=args.provider,
-            model=args.model,
-            max_turns=args.max_turns,
-            think=args.think,
-            budget=args.budget,
-            effort=args.effort,
-        )
-        turn = functools.partial(self._run_turn, options=options)
-        outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
+        # the turn's freeze of the older heap begins before its setup: a fresh kernel's first
+        # cell imports the session, the agent, the SDK and the widgets here, and full
+        # collections those imports set off would walk the whole heap (``turn_gc.py``)
+        with TurnGC() as scope:
+            with _as_usage_errors():
+                agent = self.session.chat(args.chat)
+                self._connect_mcp_servers()
+                if args.new:
+                    agent.clear_context()
+                if args.system is not None:
+                    self.system_prompt = args.system
+                expanded = self.session.expand(prompt)
+            options = TurnOptions(
+                chat=args.chat,
+                provider=args.provider,
+                model=args.model,
+                max_turns=args.max_turns,
+                think=args.think,
+                budget=args.budget,
+                effort=args.effort,
+            )
+            turn = functools.partial(self._run_turn, options=options, gc=scope)
+            outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
         return None

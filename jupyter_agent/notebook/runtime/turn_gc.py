@@ -130,6 +130,9 @@ class TurnGC:
     ``max_growth``: bytes the process may grow before the freeze is given up for the rest of
     the turn (thawed and collected once), looked at every ``check_every`` seconds at most.
     ``frozen``: whether the heap is frozen now; ``thawed_early``: the bound was passed.
+
+    Entered again while it is entered (a cell that begins the scope before its setup, then runs
+    the turn in it), only the outermost ``with`` freezes and thaws.
     """
 
     def __init__(self, max_growth: int = MAX_GROWTH, check_every: float = CHECK_EVERY) -> None:
@@ -141,9 +144,13 @@ class TurnGC:
         self._start_size: int | None = None
         self._next_check = 0.0
         self._full_before = 0
+        self._depth = 0
 
     def __enter__(self) -> TurnGC:
         global _turns_begun
+        self._depth += 1
+        if self._depth > 1:
+            return self
         _turns_begun += 1
         if gc.isenabled() and _PARKED.nothing_frozen():
             self._full_before = _full_collections()
@@ -179,7 +186,8 @@ class TurnGC:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not self.frozen:
+        self._depth -= 1
+        if self._depth or not self.frozen:
             return
         if not _LEDGER.heap:
             # the heap the turn found, counted now rather than as it began: counting the frozen

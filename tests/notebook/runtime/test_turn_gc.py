@@ -349,3 +349,50 @@ def test_turns_back_to_back_postpone_the_collection_only_so_long() -> None:
             gc.callbacks.remove(note)
 
     assert asyncio.run(main()) == 1
+
+
+class _ImportsSeen:
+    """A ``sys.meta_path`` entry that finds nothing: it notes, for each of the package's modules
+    imported while it is in place, whether the older heap was frozen then."""
+
+    def __init__(self) -> None:
+        self.frozen_at: dict[str, int] = {}
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name.startswith("jupyter_agent") and name not in sys.modules:
+            self.frozen_at.setdefault(name, gc.get_freeze_count())
+        return None
+
+    def __enter__(self) -> _ImportsSeen:
+        sys.meta_path.insert(0, self)  # type: ignore[arg-type]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.meta_path.remove(self)  # type: ignore[arg-type]
+
+
+def test_a_first_cell_builds_its_session_with_the_older_heap_frozen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A fresh kernel's first ``%%agent`` cell imports the session, the agent, the provider and
+    the SDK before its turn begins: full collections set off by those imports walked the whole
+    heap (IPython's and the kernel's objects too), on the first token's path (figure 18)."""
+    if not _in_a_fresh_process(request):
+        return
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_agent")
+    magics = get_magics(ip)
+    assert isinstance(magics, AgentMagics)
+    magics.workspace = str(tmp_path)
+    magics.provider = "offline"
+    try:
+        with _ImportsSeen() as seen, capture_output():
+            ip.run_cell_magic("agent", "", "Say hi")
+        assert seen.frozen_at, "the first cell imported nothing of the package: shows nothing"
+        unfrozen = sorted(name for name, frozen in seen.frozen_at.items() if not frozen)
+        assert not unfrozen, f"imported with nothing frozen: {unfrozen}"
+        assert _frozen() == 0  # and thawed after the cell
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_agent")
