@@ -1,0 +1,186 @@
+"""Long served calls as MCP tasks: the SDK's own client, with a tasks extension, in a process of
+its own (``tasks_client.py``) against the server ``%agent serve`` runs (``ToolServer``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.agent.toolbox import Toolbox
+from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
+from jupyter_agent.notebook.serve.serve_http import ToolServer, report_progress
+from jupyter_agent.tools.context import ToolContext
+from jupyter_agent.tools.decorator import tool
+from jupyter_agent.tools.registry import ToolRegistry
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+
+CLIENT = Path(__file__).with_name("tasks_client.py")
+TASK_AFTER_S = 0.3
+
+
+class TasksClient:
+    """The client process: one JSON command in, one JSON answer out."""
+
+    def __init__(self, url: str, token: str, *extra: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(CLIENT), url, token, *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.ready = self._read()
+
+    def _read(self, timeout: float = 60) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        answer: list[str] = []
+        reader = threading.Thread(target=lambda: answer.append(self.process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout)
+        assert answer and answer[0], f"the client said nothing (exit {self.process.poll()})"
+        parsed: dict[str, Any] = json.loads(answer[0])
+        return parsed
+
+    def ask(self, **command: Any) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def gate() -> threading.Event:
+    return threading.Event()
+
+
+@pytest.fixture
+def server(tmp_path: Path, gate: threading.Event) -> Iterator[ToolServer]:
+    @tool
+    async def quick(x: int) -> str:
+        """Doubles x at once."""
+        return f"twice {x} is {2 * x}"
+
+    @tool
+    async def slow(x: int) -> str:
+        """Waits until the test opens the gate, telling its progress."""
+        await report_progress("waiting for the gate")
+        while not gate.is_set():
+            await asyncio.sleep(0.02)
+        return f"slow {x} done"
+
+    registry = ToolRegistry()
+    registry.register(quick)
+    registry.register(slow)
+    background = BackgroundLoop("test-serve-tasks")
+    served = ToolServer(
+        Toolbox(ToolContext(tmp_path), registry), token="tok", task_after=TASK_AFTER_S
+    )
+    try:
+        background.run(served.start(0), timeout=30)
+        yield served
+    finally:
+        gate.set()
+        background.run(served.stop(), timeout=15)
+        background.close()
+
+
+@pytest.fixture
+def client(server: ToolServer) -> Iterator[TasksClient]:
+    connected = TasksClient(server.url, "tok")
+    try:
+        yield connected
+    finally:
+        connected.close()
+
+
+def test_the_server_declares_the_tasks_extension_and_a_quick_call_stays_a_result(
+    client: TasksClient,
+) -> None:
+    assert client.ready == {"ready": "2026-07-28"}
+    answer = client.ask(call="quick", arguments={"x": 4})
+    assert answer == {"shape": "result", "text": "twice 4 is 8", "is_error": False}
+
+
+def test_a_call_that_outlives_the_threshold_becomes_a_task_polled_to_its_result(
+    client: TasksClient, gate: threading.Event
+) -> None:
+    started = time.monotonic()
+    handle = client.ask(call="slow", arguments={"x": 7})
+    assert handle["shape"] == "task", handle
+    assert time.monotonic() - started >= TASK_AFTER_S
+    assert handle["resultType"] == "task" and handle["status"] == "working"
+    assert handle["ttlMs"] > 0 and handle["pollIntervalMs"] > 0
+    polled = client.ask(get=handle["taskId"])
+    assert polled["status"] == "working"
+    assert polled["statusMessage"].startswith("slow running for ")
+    assert polled["statusMessage"].endswith(": waiting for the gate")
+    # nothing was asked of the client: an update is an empty acknowledgement
+    assert client.ask(update=handle["taskId"]) == {"acknowledged": "complete"}
+    gate.set()
+    deadline = time.monotonic() + 10
+    while polled["status"] == "working" and time.monotonic() < deadline:
+        polled = client.ask(get=handle["taskId"])
+    assert polled["status"] == "completed"
+    assert polled["result"]["content"] == [{"type": "text", "text": "slow 7 done"}]
+    assert polled["result"].get("isError", False) is False
+
+
+def test_the_sdk_client_resolves_the_task_transparently(
+    client: TasksClient, gate: threading.Event
+) -> None:
+    threading.Timer(TASK_AFTER_S * 2, gate.set).start()
+    assert client.ask(resolve="slow", arguments={"x": 3}) == {
+        "text": "slow 3 done",
+        "is_error": False,
+    }
+
+
+def test_a_task_is_cancelled_and_unknown_tasks_are_an_error(
+    server: ToolServer, client: TasksClient
+) -> None:
+    handle = client.ask(call="slow", arguments={"x": 1})
+    assert handle["shape"] == "task"
+    assert client.ask(cancel=handle["taskId"]) == {"acknowledged": "complete"}
+    polled = client.ask(get=handle["taskId"])
+    deadline = time.monotonic() + 10
+    while polled["status"] == "working" and time.monotonic() < deadline:
+        polled = client.ask(get=handle["taskId"])
+    assert polled["status"] == "cancelled"
+    assert "cancelled by the client" in polled["statusMessage"]
+    assert server.calls == 1  # the call ended (shown interrupted in the serve cell)
+    missing = client.ask(get="0" * 32)
+    assert missing["error"] == -32602 and "Task not found" in missing["message"]
+    assert client.ask(cancel="nope")["error"] == -32602
+
+
+def test_a_client_that_does_not_speak_tasks_gets_the_plain_result(
+    server: ToolServer, gate: threading.Event
+) -> None:
+    plain = TasksClient(server.url, "tok", "--no-tasks")
+    try:
+        threading.Timer(TASK_AFTER_S * 2, gate.set).start()
+        answer = plain.ask(call="slow", arguments={"x": 2})
+        assert answer == {"shape": "result", "text": "slow 2 done", "is_error": False}
+        refused = plain.ask(get="0" * 32)
+        assert refused["error"] == -32021  # tasks/* only for clients that declare them
+    finally:
+        plain.close()
