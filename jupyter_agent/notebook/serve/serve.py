@@ -306,8 +306,13 @@ class KernelServe:
     def _cell_starts(self, *_args: Any) -> None:
         self._cell_running = True
 
-    def _cell_ends(self, *_args: Any) -> None:
+    def _cell_ends(self, result: Any = None, *_args: Any) -> None:
         self._cell_running = False
+        if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt):
+            # the user stopped the kernel: the calls queued behind that cell end too
+            self._loop.call_soon_threadsafe(
+                self.server.tasks.cancel_all, "the kernel was interrupted in the notebook"
+            )
 
     # -- the main thread, from the background loop -----------------------------------------------
 

@@ -4,16 +4,13 @@ its own (``tasks_client.py``) against the server ``%agent serve`` runs (``ToolSe
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from mcp_tasks import OpenClient, TasksClient
 
 from jupyter_agent.agent.toolbox import Toolbox
 from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
@@ -25,46 +22,7 @@ from jupyter_agent.tools.registry import ToolRegistry
 pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
 
-CLIENT = Path(__file__).with_name("tasks_client.py")
 TASK_AFTER_S = 0.3
-
-
-class TasksClient:
-    """The client process: one JSON command in, one JSON answer out."""
-
-    def __init__(self, url: str, token: str, *extra: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(CLIENT), url, token, *extra],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.ready = self._read()
-
-    def _read(self, timeout: float = 60) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        answer: list[str] = []
-        reader = threading.Thread(target=lambda: answer.append(self.process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(timeout)
-        assert answer and answer[0], f"the client said nothing (exit {self.process.poll()})"
-        parsed: dict[str, Any] = json.loads(answer[0])
-        return parsed
-
-    def ask(self, **command: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture
@@ -104,12 +62,8 @@ def server(tmp_path: Path, gate: threading.Event) -> Iterator[ToolServer]:
 
 
 @pytest.fixture
-def client(server: ToolServer) -> Iterator[TasksClient]:
-    connected = TasksClient(server.url, "tok")
-    try:
-        yield connected
-    finally:
-        connected.close()
+def client(server: ToolServer, tasks_client: OpenClient) -> TasksClient:
+    return tasks_client(server.url, "tok")
 
 
 def test_the_server_declares_the_tasks_extension_and_a_quick_call_stays_a_result(
@@ -173,14 +127,11 @@ def test_a_task_is_cancelled_and_unknown_tasks_are_an_error(
 
 
 def test_a_client_that_does_not_speak_tasks_gets_the_plain_result(
-    server: ToolServer, gate: threading.Event
+    server: ToolServer, gate: threading.Event, tasks_client: OpenClient
 ) -> None:
-    plain = TasksClient(server.url, "tok", "--no-tasks")
-    try:
-        threading.Timer(TASK_AFTER_S * 2, gate.set).start()
-        answer = plain.ask(call="slow", arguments={"x": 2})
-        assert answer == {"shape": "result", "text": "slow 2 done", "is_error": False}
-        refused = plain.ask(get="0" * 32)
-        assert refused["error"] == -32021  # tasks/* only for clients that declare them
-    finally:
-        plain.close()
+    plain = tasks_client(server.url, "tok", "--no-tasks")
+    threading.Timer(TASK_AFTER_S * 2, gate.set).start()
+    answer = plain.ask(call="slow", arguments={"x": 2})
+    assert answer == {"shape": "result", "text": "slow 2 done", "is_error": False}
+    refused = plain.ask(get="0" * 32)
+    assert refused["error"] == -32021  # tasks/* only for clients that declare them

@@ -2,7 +2,7 @@
 (2026-07-28, ``server/discover``) with a ``ClientExtension`` that declares
 ``io.modelcontextprotocol/tasks`` and claims the ``resultType: "task"`` shape.
 
-Run as ``python tasks_client.py URL TOKEN [--no-tasks]``; reads one JSON command a line from
+Run as ``python mcp_tasks_client.py URL TOKEN [--no-tasks]``; reads one JSON command a line from
 stdin and prints one JSON answer a line:
 
 - ``{"call": NAME, "arguments": {...}}``: the raw answer (``{"shape": "task", ...}`` or
