@@ -154,7 +154,8 @@ async def main(url: str, token: str, with_tasks: bool) -> None:
     transport = streamable_http_client(url, http_client=http)
     loop = asyncio.get_running_loop()
     async with http, Client(transport, extensions=[Tasks()] if with_tasks else None) as client:
-        print(json.dumps({"ready": client.protocol_version}), flush=True)
+        declared = sorted(client.server_capabilities.extensions or {})
+        print(json.dumps({"ready": client.protocol_version, "extensions": declared}), flush=True)
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             print(json.dumps(await answer(client, json.loads(line))), flush=True)
 

@@ -294,3 +294,22 @@ def test_a_token_folder_others_can_write_or_own_is_refused(
         with pytest.raises(UsageError, match="owned by another user"):
             shell.run_line_magic("agent", "serve")
         assert get_magics(shell).server is None
+
+
+def test_serve_task_after_is_a_setting_the_server_takes(shell: InteractiveShell) -> None:
+    """``%config AgentMagics.serve_task_after`` sets when a long call becomes an MCP task; a
+    negative value is refused."""
+    from traitlets import TraitError
+
+    magics = get_magics(shell)
+    assert magics.serve_task_after == 5.0
+    with pytest.raises(TraitError):
+        magics.serve_task_after = -1.0
+    shell.run_line_magic("config", "AgentMagics.serve_task_after = 0.5")
+    with capture_output():
+        shell.run_line_magic("agent", "serve")
+    try:
+        assert magics.server.server.tasks.task_after == 0.5
+    finally:
+        with capture_output():
+            shell.run_line_magic("agent", "serve stop")

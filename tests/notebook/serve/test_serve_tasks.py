@@ -23,6 +23,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
 
 TASK_AFTER_S = 0.3
+TASKS = "io.modelcontextprotocol/tasks"
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def client(server: ToolServer, tasks_client: OpenClient) -> TasksClient:
 def test_the_server_declares_the_tasks_extension_and_a_quick_call_stays_a_result(
     client: TasksClient,
 ) -> None:
-    assert client.ready == {"ready": "2026-07-28"}
+    assert client.ready == {"ready": "2026-07-28", "extensions": [TASKS]}
     answer = client.ask(call="quick", arguments={"x": 4})
     assert answer == {"shape": "result", "text": "twice 4 is 8", "is_error": False}
 
