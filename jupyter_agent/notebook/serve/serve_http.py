@@ -62,6 +62,9 @@ SHUTDOWN_GRACE_S = 1
 #: Outside calls that may wait for the user's approval at once (shown one at a time).
 MAX_WAITING_PROMPTS = 8
 
+#: What a call whose policy is ``ask`` tells its caller while the user has not answered.
+APPROVAL_NOTE = "waiting for the user's approval in the notebook"
+
 #: How a tool that waits for the kernel tells the MCP caller (set around each call).
 _progress: contextvars.ContextVar[Callable[[str], Awaitable[None]] | None] = contextvars.ContextVar(
     "jupyter_agent_serve_progress", default=None
@@ -296,7 +299,11 @@ class ToolServer:
                 )
                 refusal = "unavailable"
             else:
-                result, refusal = await self._gate(call_id, name, arguments)
+                token = _progress.set(report)  # an ``ask`` tells the caller it waits
+                try:
+                    result, refusal = await self._gate(call_id, name, arguments)
+                finally:
+                    _progress.reset(token)
             if result is None:
                 assert isinstance(arguments, dict)  # the gate refuses anything else
                 token = _progress.set(report)
@@ -340,6 +347,7 @@ class ToolServer:
             assert isinstance(arguments, dict)
             self._waiting += 1
             try:
+                await report_progress(APPROVAL_NOTE)
                 async with self._one_question_at_a_time:
                     verdict = await gate.decide(
                         self.approval_handler,

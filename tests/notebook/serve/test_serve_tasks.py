@@ -136,3 +136,51 @@ def test_a_client_that_does_not_speak_tasks_gets_the_plain_result(
     assert answer == {"shape": "result", "text": "slow 2 done", "is_error": False}
     refused = plain.ask(get="0" * 32)
     assert refused["error"] == -32021  # tasks/* only for clients that declare them
+
+
+def test_a_task_waiting_for_the_users_approval_says_so(
+    tmp_path: Path, tasks_client: OpenClient
+) -> None:
+    """A call whose policy is ``ask`` waits for the Approve click in the notebook: its task's
+    status message says so until the user answers."""
+    from jupyter_agent.approvals import ApprovalRequest, Decision
+
+    answered = threading.Event()
+
+    async def approve_later(_request: ApprovalRequest) -> Decision:
+        while not answered.is_set():
+            await asyncio.sleep(0.02)
+        return Decision(True)
+
+    @tool
+    async def shout(text: str) -> str:
+        """Upper-cases text."""
+        return text.upper()
+
+    registry = ToolRegistry()
+    registry.register(shout)
+    toolbox = Toolbox(ToolContext(tmp_path), registry)
+    toolbox.set_policy("shout", "ask")
+    background = BackgroundLoop("test-serve-tasks-ask")
+    served = ToolServer(
+        toolbox, token="tok", task_after=TASK_AFTER_S, approval_handler=approve_later
+    )
+    try:
+        background.run(served.start(0), timeout=30)
+        client = tasks_client(served.url, "tok")
+        handle = client.ask(call="shout", arguments={"text": "hi"})
+        assert handle["shape"] == "task"
+        polled = client.ask(get=handle["taskId"])
+        assert polled["statusMessage"].endswith(
+            ": waiting for the user's approval in the notebook"
+        ), polled
+        answered.set()
+        deadline = time.monotonic() + 10
+        while polled["status"] == "working" and time.monotonic() < deadline:
+            polled = client.ask(get=handle["taskId"])
+        assert polled["status"] == "completed"
+        assert polled["result"]["content"] == [{"type": "text", "text": "HI"}]
+    finally:
+        answered.set()
+        background.run(served.stop(), timeout=15)
+        background.close()
