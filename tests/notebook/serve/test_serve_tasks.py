@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_tasks import OpenClient, TasksClient
@@ -184,3 +185,41 @@ def test_a_task_waiting_for_the_users_approval_says_so(
         answered.set()
         background.run(served.stop(), timeout=15)
         background.close()
+
+
+async def test_tasks_are_bounded_then_calls_are_answered_in_place() -> None:
+    """At most ``MAX_TASKS`` work at once; one more call is answered in place, and a finished
+    task gives its room to a new one."""
+    from jupyter_agent.notebook.serve.serve_http import to_call_tool_result
+    from jupyter_agent.notebook.serve.tasks import MAX_TASKS, ServeTasks
+    from jupyter_agent.tools.base import ToolResult
+
+    tasks = ServeTasks(task_after=0.0)
+    release = asyncio.Event()
+
+    async def long(_report: Any) -> ToolResult:
+        await release.wait()
+        return ToolResult("long done")
+
+    async def short(_report: Any) -> ToolResult:
+        return ToolResult("short done")
+
+    handles = [await tasks.call("slow", long, to_call_tool_result) for _ in range(MAX_TASKS)]
+    assert all(handle["resultType"] == "task" for handle in handles)
+    in_place = await tasks.call("slow", short, to_call_tool_result)
+    assert in_place.content[0].text == "short done"
+    release.set()
+    await asyncio.sleep(0.05)
+    assert {task.status for task in tasks.tasks.values()} == {"completed"}
+    again = asyncio.Event()
+
+    async def longer(_report: Any) -> ToolResult:
+        await again.wait()
+        return ToolResult("longer done")
+
+    fresh = await tasks.call("slow", longer, to_call_tool_result)
+    assert fresh["resultType"] == "task" and len(tasks.tasks) == MAX_TASKS
+    again.set()
+    await asyncio.sleep(0.05)
+    assert tasks.find(fresh["taskId"]).detailed()["result"]["content"][0]["text"] == "longer done"
+    assert tasks.cancel_all("the server stopped") == 0  # none still working
