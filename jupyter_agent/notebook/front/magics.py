@@ -210,6 +210,12 @@ class AgentMagics(Magics):
         min=0.0,
         help="Seconds between two updates of a streaming answer.",
     ).tag(config=True)
+    serve_task_after = Float(
+        5.0,
+        min=0.0,
+        help="Seconds a call through %agent serve runs before it becomes an MCP task the client "
+        "polls (for clients that speak tasks; run_cell and run_python always do).",
+    ).tag(config=True)
     ui = Enum(
         ["auto", "widgets", "text"],
         default_value="auto",

@@ -175,7 +175,13 @@ class KernelServe:
     """One running ``%agent serve``: the MCP server, its cell's displays, the main-thread hook."""
 
     def __init__(
-        self, session: NotebookSession, shell: Any, *, port: int, tools: list[str] | None
+        self,
+        session: NotebookSession,
+        shell: Any,
+        *,
+        port: int,
+        tools: list[str] | None,
+        task_after: float = 5.0,
     ) -> None:
         from .serve_http import ToolServer
 
@@ -190,6 +196,7 @@ class KernelServe:
             max_result_chars=session.settings.max_result_chars,
             approval_handler=self._approve,
             on_event=self._post,
+            task_after=task_after,
         )
         self._port = port
         self._pending: list[object] = []
@@ -300,8 +307,13 @@ class KernelServe:
     def _cell_starts(self, *_args: Any) -> None:
         self._cell_running = True
 
-    def _cell_ends(self, *_args: Any) -> None:
+    def _cell_ends(self, result: Any = None, *_args: Any) -> None:
         self._cell_running = False
+        if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt):
+            # the user stopped the kernel: the calls queued behind that cell end too
+            self._loop.call_soon_threadsafe(
+                self.server.tasks.cancel_all, "the kernel was interrupted in the notebook"
+            )
 
     # -- the main thread, from the background loop -----------------------------------------------
 
@@ -451,7 +463,10 @@ def serve_command(session: NotebookSession, shell: Any, rest: str) -> None:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"%agent serve: --port must be 0..65535, not {args.port}")
     tools = _tool_names(session, args.tools)
-    serve = KernelServe(session, shell, port=args.port, tools=tools)
+    from ..front.extension import get_magics
+
+    task_after = float(getattr(get_magics(shell), "serve_task_after", 5.0))
+    serve = KernelServe(session, shell, port=args.port, tools=tools, task_after=task_after)
     try:
         serve.start()
     except OSError as exc:

@@ -48,6 +48,7 @@ from ...approvals import ApprovalHandler, ApprovalRequest, asker
 from ...events import Refusal, ToolCallFinished, ToolCallStarted
 from ...tools.base import ToolResult, capabilities_of
 from .serve_connections import READ_TIMEOUT_S, ConnectionGate
+from .tasks import ServeTasks, speaks_tasks
 
 if TYPE_CHECKING:
     from mcp import types
@@ -60,6 +61,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 SHUTDOWN_GRACE_S = 1
 #: Outside calls that may wait for the user's approval at once (shown one at a time).
 MAX_WAITING_PROMPTS = 8
+
+#: What a call whose policy is ``ask`` tells its caller while the user has not answered.
+APPROVAL_NOTE = "waiting for the user's approval in the notebook"
 
 #: How a tool that waits for the kernel tells the MCP caller (set around each call).
 _progress: contextvars.ContextVar[Callable[[str], Awaitable[None]] | None] = contextvars.ContextVar(
@@ -205,8 +209,11 @@ class ToolServer:
         on_event: Callable[[object], None] | None = None,
         name: str = "jupyter-agent",
         read_timeout_s: float = READ_TIMEOUT_S,
+        task_after: float = 5.0,
     ) -> None:
         self.toolbox = toolbox
+        #: Long calls as MCP tasks for clients that speak them (``tasks.py``).
+        self.tasks = ServeTasks(task_after)
         #: Who may connect, how many, how long a request may take (``serve_connections``).
         self.connections = ConnectionGate(read_timeout_s=read_timeout_s)
         self.token = token
@@ -292,7 +299,11 @@ class ToolServer:
                 )
                 refusal = "unavailable"
             else:
-                result, refusal = await self._gate(call_id, name, arguments)
+                token = _progress.set(report)  # an ``ask`` tells the caller it waits
+                try:
+                    result, refusal = await self._gate(call_id, name, arguments)
+                finally:
+                    _progress.reset(token)
             if result is None:
                 assert isinstance(arguments, dict)  # the gate refuses anything else
                 token = _progress.set(report)
@@ -336,6 +347,7 @@ class ToolServer:
             assert isinstance(arguments, dict)
             self._waiting += 1
             try:
+                await report_progress(APPROVAL_NOTE)
                 async with self._one_question_at_a_time:
                     verdict = await gate.decide(
                         self.approval_handler,
@@ -367,10 +379,20 @@ class ToolServer:
             async def report(message: str) -> None:
                 await ctx.session.report_progress(next(progress), None, message)
 
-            result = await self.call(params.name, params.arguments or {}, report, _client_of(ctx))
+            arguments, client = params.arguments or {}, _client_of(ctx)
+            if speaks_tasks(ctx):  # a task handle for a long call (``tasks.py``)
+                return cast(
+                    "types.CallToolResult",
+                    await self.tasks.call(
+                        params.name,
+                        lambda report: self.call(params.name, arguments, report, client),
+                        to_call_tool_result,
+                    ),
+                )
+            result = await self.call(params.name, arguments, report, client)
             return to_call_tool_result(result)
 
-        return Server(
+        server = Server(
             self.name,
             instructions=(
                 "Tools of a live Jupyter kernel: its variables, its history, its files. "
@@ -379,6 +401,8 @@ class ToolServer:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
         )
+        self.tasks.install(server)
+        return server
 
     def asgi_app(self, port: int) -> LoopbackGuard:
         from mcp.server.transport_security import TransportSecuritySettings
@@ -454,6 +478,7 @@ class ToolServer:
         server, task = self._uvicorn, self._task
         if server is None or task is None:
             return
+        self.tasks.cancel_all("the server stopped")
         server.should_exit = True
         try:
             async with asyncio.timeout(SHUTDOWN_GRACE_S + 4):

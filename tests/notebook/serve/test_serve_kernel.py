@@ -795,3 +795,47 @@ def test_allow_for_this_session_in_the_serve_cell_holds_for_that_client_only(
         assert policy.strip() == "ask", "the notebook's own agent was allowed too"
     finally:
         kernel.execute("%agent_tools policy inspect_variable allow")
+
+
+def test_run_python_is_a_task_polled_to_its_result_and_an_interrupt_cancels_it(
+    kernel: Kernel, served: Served, tasks_client: Any
+) -> None:
+    """For a client that speaks MCP tasks, ``run_python`` is a task at once (it runs on the
+    kernel's main thread, for as long as the code takes); a kernel interrupt while it waits
+    behind a running cell cancels it, and its code never runs."""
+    kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    client = tasks_client(served.url, served.token)
+    try:
+        handle = client.ask(call="run_python", arguments={"code": "6 * 7"})
+        assert handle["shape"] == "task" and handle["status"] == "working", handle
+        polled = client.ask(get=handle["taskId"])
+        deadline = time.monotonic() + 30
+        while polled["status"] == "working" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            polled = client.ask(get=handle["taskId"])
+        assert polled["status"] == "completed", polled
+        assert "42" in polled["result"]["content"][0]["text"]
+
+        busy_id = kernel.client.execute("import time\ntime.sleep(30)")
+        kernel.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == busy_id and m["msg_type"] == "execute_input"
+            )
+        )
+        queued = client.ask(call="run_python", arguments={"code": "ran_after_interrupt = True"})
+        assert queued["shape"] == "task"
+        polled = client.ask(get=queued["taskId"])
+        while "kernel busy, queued" not in polled["statusMessage"]:
+            assert time.monotonic() < deadline, polled
+            polled = client.ask(get=queued["taskId"])
+        kernel.manager.interrupt_kernel()
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            time.sleep(0.05)
+            polled = client.ask(get=queued["taskId"])
+        assert polled["status"] == "cancelled", polled
+        assert "interrupted" in polled["statusMessage"]
+        _reply, printed = kernel.execute("print('ran_after_interrupt' in globals())")
+        assert printed.strip() == "False"
+    finally:
+        kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
