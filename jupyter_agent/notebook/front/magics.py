@@ -35,10 +35,12 @@ from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from ..runtime.kernel_comm import KernelCommPoller
+from ..runtime.subshell import subshell_id
 from ..session.managed import MANAGED_TRAITS, ManagedSettings
 from ..session.prompt_redaction import redacted_prompt
 from ..session.settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 from ..spend.pricing import user_prices
+from .ask_beside import ask_beside, ask_command
 from .cell_errors import LastError, error_prompt
 from .cell_turn import CellTurn
 from .live_panel import LivePanel
@@ -507,6 +509,9 @@ class AgentMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
+        if subshell_id(self.shell) is not None:  # beside a running cell: read-only tools
+            ask_beside(self, prompt, TurnOptions(args.chat, args.provider, args.model))
+            return None
         with _as_usage_errors():
             agent = self.session.chat(args.chat)
             self._connect_mcp_servers()
@@ -780,6 +785,7 @@ class AgentMagics(Magics):
         "go": _go,
         "mcp": _mcp,
         "serve": _serve,
+        "ask": ask_command,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------

@@ -1,0 +1,48 @@
+"""Where a cell runs: the kernel's main shell, or a subshell beside it (ipykernel 7, JEP 91).
+
+ipykernel 7 runs an ``execute_request`` that carries a ``subshell_id`` in its header on that
+subshell's own thread (named ``subshell-<id>``), at once, while the main shell may still be
+running a cell. Such a cell shares the user's namespace and the IPython shell with the running
+one, so what it does must not disturb that cell: the ``%%agent`` cell answered there reads, and
+does not run code (``front/ask_beside.py``); the cell recorder keeps it out of the running cell's
+record (``kernel/recorder.py``). The kernel's main thread is the one that runs the main shell,
+and the only one a ``KeyboardInterrupt`` (the kernel's interrupt) reaches.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+#: ipykernel's name for a subshell's thread: ``subshell-<subshell_id>`` (``SubshellThread``).
+SUBSHELL_THREAD_PREFIX = "subshell-"
+
+
+def on_subshell_thread() -> bool:
+    """Whether the calling thread is a kernel subshell's (not the main shell's, nor another)."""
+    return threading.current_thread().name.startswith(SUBSHELL_THREAD_PREFIX)
+
+
+def subshell_id(shell: Any) -> str | None:
+    """The id of the subshell whose cell is running on this thread, or ``None`` on the main
+    shell, outside a kernel, or with a kernel that has no subshells."""
+    if not on_subshell_thread():
+        return None
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        header = get_parent("shell").get("header", {})
+    except Exception:  # an older kernel's signature: not one with subshells
+        return None
+    found = header.get("subshell_id") if isinstance(header, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def main_shell_busy(shell: Any) -> bool:
+    """Whether the kernel's main shell is running a cell now (best effort: ipykernel 7 holds a
+    lock for the length of each main-shell request)."""
+    lock = getattr(getattr(shell, "kernel", None), "_main_asyncio_lock", None)
+    locked = getattr(lock, "locked", None)
+    return bool(locked()) if callable(locked) else False
