@@ -40,7 +40,7 @@ from ..inert import visible
 from ..kernel.history_tool import NotebookHistoryTool
 from ..kernel.recorder import recorder_for
 from ..runtime.bridge import MainThreadBridge, forward_events
-from ..runtime.subshell import main_shell_busy, subshell_id
+from ..runtime.subshell import answer_where_sent, main_shell_busy, subshell_id
 from ..views.render import Renderer, RichRenderer, TextRenderer
 
 if TYPE_CHECKING:
@@ -152,6 +152,8 @@ def run_beside(
     renderer: Renderer = (
         RichRenderer(render_interval, on_stop=bridge.request_stop) if rich else TextRenderer()
     )
+    # the Stop button's click is answered on the subshell it is sent to, not behind this cell
+    answer_where_sent(getattr(renderer, "_stop_button", None))
     final: dict[str, Any] = {"text": None, "model": agent.provider.model}
     streamed: list[str] = []
 

@@ -46,3 +46,23 @@ def main_shell_busy(shell: Any) -> bool:
     lock = getattr(getattr(shell, "kernel", None), "_main_asyncio_lock", None)
     locked = getattr(lock, "locked", None)
     return bool(locked()) if callable(locked) else False
+
+
+def answer_where_sent(widget: Any) -> None:
+    """Let ``widget``'s messages be handled on the subshell the frontend sends them to.
+
+    ipykernel 7.4 routes a comm message to the subshell that last published on that comm — for
+    a widget a cell answered on a subshell just showed, that cell's own subshell, whose thread is
+    busy pumping the answer and reads no messages until it ends. Forgetting it sends a click
+    (the Stop button) where the frontend addressed it: JupyterLab 4's own widget subshell, idle,
+    which handles it at once. A kernel without that routing is left as it is.
+    """
+    comm = getattr(widget, "comm", None)
+    lock = getattr(comm, "_reply_subshell_lock", None)
+    if comm is None or lock is None:
+        return
+    with lock:
+        vars(comm).pop("_reply_subshell_id", None)
+        routes = getattr(comm, "_reply_subshell_ids", None)
+        if isinstance(routes, dict):
+            routes.clear()

@@ -70,6 +70,8 @@ class Cells:
         self.outputs: dict[str, list[dict[str, Any]]] = {}
         self.idle: dict[str, float] = {}
         self.replies: dict[str, dict[str, Any]] = {}
+        #: Stop buttons opened: comm id -> the execution that showed it.
+        self.stop_buttons: dict[str, str] = {}
 
     def pump(self, until: Any, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -84,6 +86,13 @@ class Cells:
                 kind = message["msg_type"]
                 if kind in ("stream", "display_data", "update_display_data", "error"):
                     self.outputs.setdefault(parent, []).append({"type": kind, **message["content"]})
+                if kind == "comm_open":
+                    state = message["content"]["data"].get("state", {})
+                    if (
+                        state.get("_model_name") == "ButtonModel"
+                        and state.get("description") == "Stop"
+                    ):
+                        self.stop_buttons[message["content"]["comm_id"]] = parent
                 if kind == "status" and message["content"]["execution_state"] == "idle":
                     self.idle.setdefault(parent, time.monotonic())
             while True:
@@ -192,3 +201,61 @@ def test_an_interrupt_of_the_main_cell_does_not_end_the_answer(
     answer = cells.text(beside)
     assert "w199" in answer, answer
     assert "Interrupted" not in answer
+
+
+def test_stop_ends_the_answer_and_leaves_the_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.05)
+
+    story = " ".join(f"w{index}" for index in range(400))
+    fake_api.add(Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()))  # type: ignore[arg-type]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    widgets = _subshell(kernel)  # JupyterLab 4 sends widget messages to a subshell of its own
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, "%%agent\nTell me a long story", subshell)
+    cells.pump(lambda: beside in cells.stop_buttons.values() and "w5" in json.dumps(cells.outputs))
+    button = next(comm for comm, parent in cells.stop_buttons.items() if parent == beside)
+    click = kernel.client.session.msg(
+        "comm_msg", {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}
+    )
+    click["header"]["subshell_id"] = widgets
+    kernel.client.shell_channel.send(click)
+    cells.pump(lambda: beside in cells.replies, timeout=30)
+    assert main not in cells.replies, "Stop ended the running cell"
+    assert "w399" not in cells.text(beside)
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "main finished" in cells.text(main)
+
+
+def test_agent_ask_from_a_line_answers_beside_the_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(
+        Reply([tool_use("c1", "write_file", {"file_path": "x.txt", "content": "no"})]),
+        text("Still looping."),
+    )
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, '%agent ask "how is the loop doing?"', subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    assert main not in cells.replies, "the main cell ended before the answer came"
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    assert "Still looping." in cells.text(beside)
+    assert "ran beside a running cell" in cells.text(beside)
+    assert "how is the loop doing?" in json.dumps(fake_api.requests[0]["messages"][-1])
+    refused = _result_text(_tool_results(fake_api.requests[1])["c1"])
+    assert "main cell is still running" in refused
+    assert not (tmp_path / "x.txt").exists()
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
