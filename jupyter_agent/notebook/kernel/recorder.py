@@ -22,6 +22,11 @@ How it listens, all on the kernel's main thread and without copying anything:
   wrapper per cell survives that, and only the current one records, so nothing is recorded
   twice and nothing piles up.
 
+A cell a kernel subshell runs beside the main shell (ipykernel 7: ``runtime/subshell.py``) fires
+the same shell events and writes to the same streams from its own thread; the recorder leaves it
+out, so the running cell's record is neither closed nor filled by it, and ``running()`` hands that
+cell, its output so far, to the answer beside it.
+
 Terminal IPython has no message hooks: there the recorder keeps sources, printed text (which
 includes the ``Out[n]:`` lines the terminal prints) and errors.
 
