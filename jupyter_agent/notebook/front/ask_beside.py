@@ -32,15 +32,17 @@ from IPython.core.error import UsageError
 
 from ...agent.agent import Agent
 from ...agent.toolbox import Toolbox
-from ...errors import SessionError, ToolFailure
+from ...errors import FailedModelRequest, ProviderError, SessionError, ToolFailure
 from ...events import AgentFinished, TextDelta, TextReset, TurnFinished, TurnStarted
 from ...tools.context import ToolContext
+from ...tools.one_line import one_line
 from ...tools.registry import ToolRegistry
 from ..inert import visible
 from ..kernel.history_tool import NotebookHistoryTool
 from ..kernel.recorder import recorder_for
 from ..runtime.bridge import MainThreadBridge, forward_events
 from ..runtime.subshell import answer_where_sent, main_shell_busy, subshell_id
+from ..spend.budget import BudgetedProvider
 from ..views.render import Renderer, RichRenderer, TextRenderer
 
 if TYPE_CHECKING:
@@ -128,6 +130,9 @@ def beside_agent(session: NotebookSession, shell: Any, options: TurnOptions) -> 
         max_parallel_tools=session.settings.max_parallel_tools,
     )
     toolbox.context.bind(agent)
+    guard = session._spend_guard(None)  # the cell's and the session's caps hold here too
+    if guard is not None:
+        agent.provider = BudgetedProvider(agent.provider, guard)
     if not session.bridge.running:
         agent.messages = copy.deepcopy(chat.messages)
     return agent
@@ -177,6 +182,9 @@ def run_beside(
             on_idle=renderer.tick,
             text_growth=None if rich else 0.0,
         )
+    except ProviderError as exc:  # a failed request (or one over budget): one line
+        renderer.close(interrupted=False)
+        raise FailedModelRequest(one_line(str(exc))) from None
     except BaseException:
         renderer.close(interrupted=False)
         raise
@@ -189,7 +197,8 @@ def run_beside(
 def ask_beside(magics: AgentMagics, prompt: str, options: TurnOptions) -> str | None:
     """``%%agent`` (or ``%agent ask``) on a subshell: the answer beside the running cell."""
     session = magics.session
-    with _usage_errors():
+    with _usage_errors():  # an administrator's locks hold beside a running cell too
+        magics.managed.check_turn(vars(session.settings), options.provider, options.model, None)
         expanded = session.expand(prompt)
     return run_beside(
         session,

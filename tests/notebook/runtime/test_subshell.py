@@ -259,3 +259,23 @@ def test_agent_ask_from_a_line_answers_beside_the_running_cell(
     assert "main cell is still running" in refused
     assert not (tmp_path / "x.txt").exists()
     assert cells.replies[main]["status"] == "ok", cells.text(main)
+
+
+def test_the_session_budget_holds_beside_a_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(text("This reply costs money."))
+    capped = kernel.execute("%config AgentMagics.session_budget = 0.0")
+    assert capped[0]["status"] == "ok", capped[1]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert "session budget" in cells.text(beside), cells.text(beside)
+    assert fake_api.requests == [], "a request over the session budget was sent"
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
