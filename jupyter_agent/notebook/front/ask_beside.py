@@ -41,7 +41,7 @@ from ..inert import visible
 from ..kernel.history_tool import NotebookHistoryTool
 from ..kernel.recorder import recorder_for
 from ..runtime.bridge import MainThreadBridge, forward_events
-from ..runtime.subshell import answer_where_sent, main_shell_busy, subshell_id
+from ..runtime.subshell import answer_where_sent, main_shell_busy, quick_handoffs, subshell_id
 from ..spend.budget import BudgetedProvider
 from ..views.render import Renderer, RichRenderer, TextRenderer
 
@@ -176,12 +176,13 @@ def run_beside(
         renderer.handle(event)
 
     try:
-        outcome = bridge.run(
-            forward_events(agent.stream_chat(prompt), bridge),
-            handle,
-            on_idle=renderer.tick,
-            text_growth=None if rich else 0.0,
-        )
+        with quick_handoffs():
+            outcome = bridge.run(
+                forward_events(agent.stream_chat(prompt), bridge),
+                handle,
+                on_idle=renderer.tick,
+                text_growth=None if rich else 0.0,
+            )
     except ProviderError as exc:  # a failed request (or one over budget): one line
         renderer.close(interrupted=False)
         raise FailedModelRequest(one_line(str(exc))) from None
