@@ -279,3 +279,32 @@ def test_the_session_budget_holds_beside_a_running_cell(
     assert "session budget" in cells.text(beside), cells.text(beside)
     assert fake_api.requests == [], "a request over the session budget was sent"
     assert cells.replies[main]["status"] == "ok", cells.text(main)
+
+
+def test_an_answer_beside_a_running_agent_turn_stays_in_its_own_cell(
+    kernel: Kernel, fake_api: FakeAnthropic
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.02)
+
+    story = " ".join(f"w{index}" for index in range(300))
+    fake_api.add(
+        Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()),  # type: ignore[arg-type]
+        text("Beside answer."),
+    )
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, "%%agent\nTell me a long story", None)
+    cells.pump(lambda: "w5" in json.dumps(cells.outputs.get(main, [])))
+    beside = _send(kernel, "%%agent\nA quick question", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    assert main not in cells.replies, "the main turn ended before the answer came"
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    assert "ran beside a running cell" in cells.text(beside)
+    assert "Beside answer." in cells.text(beside)
+    assert "ran beside" not in cells.text(main), "the note went to the running turn's cell"
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "w299" in cells.text(main)
