@@ -130,7 +130,7 @@ def beside_agent(session: NotebookSession, shell: Any, options: TurnOptions) -> 
         max_parallel_tools=session.settings.max_parallel_tools,
     )
     toolbox.context.bind(agent)
-    guard = session._spend_guard(None)  # the cell's and the session's caps hold here too
+    guard = session._spend_guard(options.budget)  # the cell's and session's caps hold here too
     if guard is not None:
         agent.provider = BudgetedProvider(agent.provider, guard)
     if not session.bridge.running:
@@ -199,7 +199,8 @@ def ask_beside(magics: AgentMagics, prompt: str, options: TurnOptions) -> str | 
     """``%%agent`` (or ``%agent ask``) on a subshell: the answer beside the running cell."""
     session = magics.session
     with _usage_errors():  # an administrator's locks hold beside a running cell too
-        magics.managed.check_turn(vars(session.settings), options.provider, options.model, None)
+        settings = vars(session.settings)
+        magics.managed.check_turn(settings, options.provider, options.model, options.budget)
         expanded = session.expand(prompt)
     return run_beside(
         session,
@@ -209,6 +210,36 @@ def ask_beside(magics: AgentMagics, prompt: str, options: TurnOptions) -> str | 
         rich=magics.use_widgets(),
         render_interval=magics.render_interval,
     )
+
+
+#: ``%%agent`` options that change the chat (which the running cell may be using): refused beside
+#: a running cell, in one line.
+CHAT_CHANGING = (("new", "--new"), ("plan", "--plan"), ("system", "--system"))
+
+
+def beside_cell(magics: AgentMagics, prompt: str, args: Any) -> None:
+    """A ``%%agent`` cell on a subshell, its parsed options ``args``: the answer beside the
+    running cell; ``--out`` keeps it, options that change the chat are refused."""
+    from .turn_options import TurnOptions
+
+    for name, flag in CHAT_CHANGING:
+        if getattr(args, name, None) not in (None, False):
+            raise UsageError(
+                f"%%agent {flag} changes the chat, which is not done beside a running cell; "
+                "run it once that cell has finished"
+            )
+    options = TurnOptions(
+        chat=args.chat,
+        provider=args.provider,
+        model=args.model,
+        max_turns=args.max_turns,
+        think=args.think,
+        budget=args.budget,
+        effort=args.effort,
+    )
+    answer = ask_beside(magics, prompt, options)
+    if args.out is not None and answer is not None and magics.shell is not None:
+        magics.shell.user_ns[args.out] = answer  # the user's own request, not a tool's
 
 
 def ask_command(magics: AgentMagics, rest: str) -> None:

@@ -40,7 +40,7 @@ from ..session.managed import MANAGED_TRAITS, ManagedSettings
 from ..session.prompt_redaction import redacted_prompt
 from ..session.settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 from ..spend.pricing import user_prices
-from .ask_beside import ask_beside, ask_command
+from .ask_beside import ask_command, beside_cell
 from .cell_errors import LastError, error_prompt
 from .cell_turn import CellTurn
 from .live_panel import LivePanel
@@ -510,7 +510,7 @@ class AgentMagics(Magics):
         if not prompt:
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
         if subshell_id(self.shell) is not None:  # beside a running cell: read-only tools
-            ask_beside(self, prompt, TurnOptions(args.chat, args.provider, args.model))
+            beside_cell(self, prompt, args)
             return None
         with _as_usage_errors():
             agent = self.session.chat(args.chat)

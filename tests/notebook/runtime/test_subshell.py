@@ -308,3 +308,30 @@ def test_an_answer_beside_a_running_agent_turn_stays_in_its_own_cell(
     assert "ran beside" not in cells.text(main), "the note went to the running turn's cell"
     assert cells.replies[main]["status"] == "ok", cells.text(main)
     assert "w299" in cells.text(main)
+
+
+def test_cell_options_beside_a_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(text("Forty-two."))
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    # --new and --plan would change the chat the running cell may use: refused in one line
+    refused = _send(kernel, "%%agent --new\nA question", subshell)
+    cells.pump(lambda: refused in cells.replies, timeout=60)
+    # --out keeps the answer, --max-turns bounds the turn
+    kept = _send(kernel, "%%agent --out beside_answer --max-turns 1\nA question", subshell)
+    cells.pump(lambda: kept in cells.replies, timeout=60)
+    assert main not in cells.replies
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[refused]["status"] == "error"
+    assert cells.replies[refused]["ename"] == "UsageError"
+    assert "beside a running cell" in cells.replies[refused]["evalue"]
+    assert cells.replies[kept]["status"] == "ok", cells.text(kept)
+    assert len(fake_api.requests) == 1
+    check = kernel.execute("print(beside_answer)")
+    assert "Forty-two." in "".join(o.get("text", "") for o in check[1]), check[1]
