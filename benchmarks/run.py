@@ -51,6 +51,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("19", "benchmarks.fig19_widget_round_trip", "widget round trip during a `%%agent` turn"),
     ("20", "benchmarks.fig20_run_cell", "`run_cell` end to end vs a plain cell execution"),
     ("21", "benchmarks.fig21_model_contract", "prompt cache across a tool toggle; a whole session"),
+    ("22", "benchmarks.fig22_subshell", "a `%%agent` cell on a subshell beside a CPU-bound cell"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -33,11 +33,13 @@ from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from ..runtime.kernel_comm import KernelCommPoller
+from ..runtime.subshell import subshell_id
 from ..runtime.turn_gc import TurnGC
 from ..session.managed import MANAGED_TRAITS, ManagedSettings
 from ..session.prompt_redaction import redacted_prompt
 from ..session.settings import DEFAULT_CHAT, PROVIDER_KINDS, SETTING_NAMES, SessionSettings
 from ..spend.pricing import user_prices
+from .ask_beside import ask_command, beside_cell
 from .cell_errors import LastError, error_prompt
 from .cell_turn import CellTurn
 from .live_panel import LivePanel
@@ -513,6 +515,9 @@ class AgentMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("%%agent needs a prompt: write it in the cell below the %%agent line")
+        if subshell_id(self.shell) is not None:  # beside a running cell: read-only tools
+            beside_cell(self, prompt, args)
+            return None
         # the turn's freeze of the older heap begins before its setup: a fresh kernel's first
         # cell imports the session, the agent, the SDK and the widgets here, and full
         # collections those imports set off would walk the whole heap (``turn_gc.py``)
@@ -703,7 +708,7 @@ class AgentMagics(Magics):
 
         if rest.split()[:1] not in (["stop"], ["status"]):
             self.managed.refuse(self.managed.check_serve())
-        serve_command(self.session, self.shell, rest)
+        serve_command(self.session, self.shell, rest, task_after=self.serve_task_after)
 
     @magic_arguments("agent undo")
     def _undo(self, rest: str) -> None:
@@ -790,6 +795,7 @@ class AgentMagics(Magics):
         "go": _go,
         "mcp": _mcp,
         "serve": _serve,
+        "ask": ask_command,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------

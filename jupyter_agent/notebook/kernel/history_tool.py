@@ -6,7 +6,8 @@ printed text, results, errors with their traceback, and its images as ``jupyter_
 parts (decoded from what the notebook displayed; the agent downscales them when it sends them),
 each image right after the text of the cell that showed it, so the model sees every plot under
 its own cell (``ToolResult.parts`` keeps that order up to the request).
-The ``%%agent`` cell that asks is still running, so it is never among them.
+The ``%%agent`` cell that asks is still running, so it is never among them; a cell answered
+beside a running cell (on a subshell) sees that running cell last, with its output so far.
 """
 
 from __future__ import annotations
@@ -112,9 +113,14 @@ class NotebookHistoryTool(BuiltinTool):
         },
     }
 
-    def __init__(self, context: ToolContext, recorder: CellRecorder) -> None:
+    def __init__(
+        self, context: ToolContext, recorder: CellRecorder, *, include_running: bool = False
+    ) -> None:
         super().__init__(context)
         self.recorder = recorder
+        #: Add the cell the main shell runs now, its output so far (for a cell answered
+        #: beside it on a subshell: ``front/ask_beside.py``).
+        self.include_running = include_running
 
     async def execute(self, args: dict[str, object]) -> list[str | Image]:
         counts = args.get("cells")
@@ -134,6 +140,10 @@ class NotebookHistoryTool(BuiltinTool):
             if not isinstance(last, int) or isinstance(last, bool) or last < 1:
                 raise ToolFailure("'last' must be a positive integer")
             cells = self.recorder.cells(last=min(last, MAX_CELLS))
+            running = self.recorder.running() if self.include_running else None
+            if running is not None:
+                keep = min(last, MAX_CELLS) - 1  # the running cell is the newest
+                cells = [*(cells[-keep:] if keep else []), running]
         if not cells:
             return ["No cells have run in this session since the extension was loaded."]
         rendered: list[list[str | Image]] = []

@@ -22,6 +22,11 @@ How it listens, all on the kernel's main thread and without copying anything:
   wrapper per cell survives that, and only the current one records, so nothing is recorded
   twice and nothing piles up.
 
+A cell a kernel subshell runs beside the main shell (ipykernel 7: ``runtime/subshell.py``) fires
+the same shell events and writes to the same streams from its own thread; the recorder leaves it
+out, so the running cell's record is neither closed nor filled by it, and ``running()`` hands that
+cell, its output so far, to the answer beside it.
+
 Terminal IPython has no message hooks: there the recorder keeps sources, printed text (which
 includes the ``Out[n]:`` lines the terminal prints) and errors.
 
@@ -42,6 +47,7 @@ from typing import Any
 
 from ...tools.base import IMAGE_MEDIA_TYPES
 from ..runtime.services import register, service, unregister
+from ..runtime.subshell import on_subshell_thread
 
 #: The whole buffer holds at most this many characters (text and base64 images): about 20 MB.
 MAX_TOTAL_CHARS = 20_000_000
@@ -160,7 +166,12 @@ class CellRecorder:
         """A ``write`` that records ``text`` (while it is the stream's current wrapper)."""
 
         def write(text: str) -> Any:
-            if self._current is not None and isinstance(text, str) and text:
+            if (
+                self._current is not None
+                and isinstance(text, str)
+                and text
+                and not on_subshell_thread()
+            ):
                 current = self._writers.get(name)
                 if current is not None and current[1] is write:
                     self._add_stream(name, text)
@@ -183,6 +194,8 @@ class CellRecorder:
     # -- events (main thread) ----------------------------------------------------------------
 
     def _pre_run_cell(self, info: Any) -> None:
+        if on_subshell_thread():
+            return  # a cell answered beside the running one (``subshell.py``): not its record
         if self._current is not None and not getattr(info, "store_history", True):
             # A cell magic running its body as a cell of its own (``%%capture``): still the
             # same notebook cell, with its count and its whole source; what the body shows is
@@ -196,6 +209,8 @@ class CellRecorder:
         self._wrap_streams()
 
     def _post_run_cell(self, result: Any) -> None:
+        if on_subshell_thread():
+            return
         if self._nested:
             self._nested -= 1
             return
@@ -218,7 +233,7 @@ class CellRecorder:
 
     def _message_hook(self, message: dict[str, Any]) -> dict[str, Any]:
         cell = self._current
-        if cell is None:
+        if cell is None or on_subshell_thread():
             return message
         kind = message.get("msg_type") or message.get("header", {}).get("msg_type")
         if kind in ("display_data", "update_display_data", "execute_result"):
@@ -300,6 +315,19 @@ class CellRecorder:
         if last is not None:
             return cells[-last:] if last > 0 else []
         return cells
+
+    def running(self) -> RecordedCell | None:
+        """A copy of the cell the main shell runs now, its output so far (``None``: none runs;
+        read by a cell answered beside it on a subshell)."""
+        with self._lock:
+            cell = self._current
+            if cell is None:
+                return None
+            outputs = [
+                RecordedOutput(o.kind, o.text, list(o.images), o.display_id, list(o.chunks), o.name)
+                for o in list(cell.outputs)
+            ]
+        return RecordedCell(cell.execution_count, cell.source, outputs, cell.size, cell.truncated)
 
     def last_error(self) -> RecordedCell | None:
         """The most recent finished cell that ended in an error."""

@@ -321,6 +321,11 @@ class MainThreadBridge:
             loop.call_soon_threadsafe(loop.call_later, delay, self._wake.set)
 
     @property
+    def running(self) -> bool:
+        """A run is being pumped now (on whichever thread called ``run``)."""
+        return self._pumping
+
+    @property
     def stop_requested(self) -> bool:
         """The Stop button was pressed during the current run (a waiting prompt gives up)."""
         return self._stop_requested

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from ..inert import visible
+from .subshell import on_subshell_thread
 
 #: Writes that reached the console's streams while routed (any thread), and printed texts shown:
 #: a renderer that rewrites its own last lines on a terminal first checks nothing came between.
@@ -77,14 +78,15 @@ class _ThreadRouter:
 
     def write(self, text: str) -> int:
         _count_write()
-        if threading.current_thread() is self._main:
+        # a kernel subshell's cell (``subshell.py``) prints into its own cell, not this turn's
+        if threading.current_thread() is self._main or on_subshell_thread():
             return self.original.write(text)
         if text:
             self._post(PrintedText(text, self._name))
         return len(text)
 
     def flush(self) -> None:
-        if threading.current_thread() is self._main:
+        if threading.current_thread() is self._main or on_subshell_thread():
             self.original.flush()
 
     def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, ...

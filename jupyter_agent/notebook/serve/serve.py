@@ -434,9 +434,12 @@ class KernelServe:
     metavar="NAME,...",
     help="Offer only these tools (default: every enabled tool).",
 )
-def serve_command(session: NotebookSession, shell: Any, rest: str) -> None:
+def serve_command(
+    session: NotebookSession, shell: Any, rest: str, *, task_after: float = 5.0
+) -> None:
     """Serve ``session``'s tools to other agents over MCP (loopback, with a token); the running
-    server is one of ``shell``'s services."""
+    server is one of ``shell``'s services. A call outliving ``task_after`` seconds becomes a
+    task for a client that speaks MCP's tasks extension."""
     args = parse_command(serve_command, rest)
     owner = services(shell)
     if owner is None:
@@ -463,9 +466,6 @@ def serve_command(session: NotebookSession, shell: Any, rest: str) -> None:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"%agent serve: --port must be 0..65535, not {args.port}")
     tools = _tool_names(session, args.tools)
-    from ..front.extension import get_magics
-
-    task_after = float(getattr(get_magics(shell), "serve_task_after", 5.0))
     serve = KernelServe(session, shell, port=args.port, tools=tools, task_after=task_after)
     try:
         serve.start()

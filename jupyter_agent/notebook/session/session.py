@@ -56,7 +56,7 @@ from ...tools.registry import ToolRegistry
 from ..asking.user_questions import UserQuestions
 from ..runtime.bridge import BackgroundLoop, MainThreadBridge, forward_events
 from ..runtime.console import OrderedConsole
-from ..spend.budget import BudgetedProvider
+from ..spend.budget import BudgetedProvider, SpendGuard
 from .config_rows import config_rows
 from .conversation_file import read_conversation, save_conversation
 from .instructions_note import InstructionsNote
@@ -491,6 +491,10 @@ class NotebookSession:
     def spent(self) -> float:
         """Dollars this session's replies cost, estimated from the price table."""
         return self._spend.spent()
+
+    def spend_guard(self, budget: float | None) -> SpendGuard | None:
+        """The caps of one cell (``budget``, else the setting) and of the session, if any."""
+        return self._spend.guard(budget)
 
     def budget_report(self) -> str:
         """What ``%agent usage`` adds about the budgets: spent, and what is left."""

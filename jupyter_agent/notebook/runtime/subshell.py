@@ -1,0 +1,102 @@
+"""Where a cell runs: the kernel's main shell, or a subshell beside it (ipykernel 7, JEP 91).
+
+ipykernel 7 runs an ``execute_request`` that carries a ``subshell_id`` in its header on that
+subshell's own thread (named ``subshell-<id>``), at once, while the main shell may still be
+running a cell. Such a cell shares the user's namespace and the IPython shell with the running
+one, so what it does must not disturb that cell: the ``%%agent`` cell answered there reads, and
+does not run code (``front/ask_beside.py``); the cell recorder keeps it out of the running cell's
+record (``kernel/recorder.py``). The kernel's main thread is the one that runs the main shell,
+and the only one a ``KeyboardInterrupt`` (the kernel's interrupt) reaches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+#: ipykernel's name for a subshell's thread: ``subshell-<subshell_id>`` (``SubshellThread``).
+SUBSHELL_THREAD_PREFIX = "subshell-"
+
+
+def on_subshell_thread() -> bool:
+    """Whether the calling thread is a kernel subshell's (not the main shell's, nor another)."""
+    return threading.current_thread().name.startswith(SUBSHELL_THREAD_PREFIX)
+
+
+def subshell_id(shell: Any) -> str | None:
+    """The id of the subshell whose cell is running on this thread, or ``None`` on the main
+    shell, outside a kernel, or with a kernel that has no subshells."""
+    if not on_subshell_thread():
+        return None
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        header = get_parent("shell").get("header", {})
+    except Exception:  # an older kernel's signature: not one with subshells
+        return None
+    found = header.get("subshell_id") if isinstance(header, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def main_shell_busy(shell: Any) -> bool:
+    """Whether the kernel's main shell is running a cell now (best effort: ipykernel 7 holds a
+    lock for the length of each main-shell request)."""
+    lock = getattr(getattr(shell, "kernel", None), "_main_asyncio_lock", None)
+    locked = getattr(lock, "locked", None)
+    return bool(locked()) if callable(locked) else False
+
+
+def answer_where_sent(widget: Any) -> None:
+    """Let ``widget``'s messages be handled on the subshell the frontend sends them to.
+
+    ipykernel 7.4 routes a comm message to the subshell that last published on that comm — for
+    a widget a cell answered on a subshell just showed, that cell's own subshell, whose thread is
+    busy pumping the answer and reads no messages until it ends. Forgetting it sends a click
+    (the Stop button) where the frontend addressed it: JupyterLab 4's own widget subshell, idle,
+    which handles it at once. A kernel without that routing is left as it is.
+    """
+    comm = getattr(widget, "comm", None)
+    lock = getattr(comm, "_reply_subshell_lock", None)
+    if comm is None or lock is None:
+        return
+    with lock:
+        vars(comm).pop("_reply_subshell_id", None)
+        routes = getattr(comm, "_reply_subshell_ids", None)
+        if isinstance(routes, dict):
+            routes.clear()
+
+
+#: The interpreter's thread switch interval while an answer runs beside a cell (seconds).
+BESIDE_SWITCH_INTERVAL_S = 0.0005
+_beside_lock = threading.Lock()
+_beside_count = 0
+_saved_interval = 0.0
+
+
+@contextlib.contextmanager
+def quick_handoffs() -> Iterator[None]:
+    """A shorter thread switch interval while an answer runs beside a cell.
+
+    A CPU-bound cell holds the GIL and gives it up only every switch interval (5 ms by default);
+    the answer passes work between several threads (the subshell's, the agent's loop, the
+    kernel's I/O), each hand-over waiting that long. A shorter interval for the answer's length
+    lets it through (benchmark figure 22); the interval is put back when the last one ends.
+    """
+    global _beside_count, _saved_interval
+    with _beside_lock:
+        if _beside_count == 0:
+            _saved_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(_saved_interval, BESIDE_SWITCH_INTERVAL_S))
+        _beside_count += 1
+    try:
+        yield
+    finally:
+        with _beside_lock:
+            _beside_count -= 1
+            if _beside_count == 0:
+                sys.setswitchinterval(_saved_interval)

@@ -1,0 +1,337 @@
+"""A ``%%agent`` cell sent to a kernel subshell while the main shell runs a cell (issue 37).
+
+ipykernel 7 runs an ``execute_request`` that carries a ``subshell_id`` on the subshell's own
+thread, at once, beside the main shell. The test plays a frontend that speaks subshells: a main
+cell prints progress in a ``time.sleep`` loop until the test lets it end; meanwhile a ``%%agent``
+cell goes to a subshell. Its answer must arrive while the main cell still runs, with read-only
+tools only (``run_python`` refused with a result saying the main cell is still running), the
+running cell's output so far in ``notebook_history``, a one-line note, and the main cell must
+finish unharmed. An interrupt of the main cell must not end the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+from kernel_frontend import Kernel
+
+pytestmark = pytest.mark.slow
+
+#: The main cell: progress until the file ``done`` appears (or 60 s pass), then a last line.
+MAIN_CELL = """\
+import os, time
+progress = 0
+for step in range(1200):
+    if os.path.exists("done"):
+        break
+    progress = step
+    print(f"step {step}", flush=True)
+    time.sleep(0.05)
+print("main finished", flush=True)
+"""
+
+
+def _subshell(kernel: Kernel) -> str:
+    client = kernel.client
+    client.control_channel.send(client.session.msg("create_subshell_request", {}))
+    reply = client.get_control_msg(timeout=10)
+    return str(reply["content"]["subshell_id"])
+
+
+def _send(kernel: Kernel, code: str, subshell_id: str | None) -> str:
+    client = kernel.client
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    message = client.session.msg("execute_request", content)
+    if subshell_id is not None:
+        message["header"]["subshell_id"] = subshell_id
+    client.shell_channel.send(message)
+    return str(message["header"]["msg_id"])
+
+
+class Cells:
+    """The iopub outputs and the replies of several executions running at once."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.outputs: dict[str, list[dict[str, Any]]] = {}
+        self.idle: dict[str, float] = {}
+        self.replies: dict[str, dict[str, Any]] = {}
+        #: Stop buttons opened: comm id -> the execution that showed it.
+        self.stop_buttons: dict[str, str] = {}
+
+    def pump(self, until: Any, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert time.monotonic() < deadline, f"timed out: {self.outputs}"
+            try:
+                message = self.kernel.client.get_iopub_msg(timeout=0.05)
+            except Exception:
+                message = None
+            if message is not None:
+                parent = message["parent_header"].get("msg_id", "")
+                kind = message["msg_type"]
+                if kind in ("stream", "display_data", "update_display_data", "error"):
+                    self.outputs.setdefault(parent, []).append({"type": kind, **message["content"]})
+                if kind == "comm_open":
+                    state = message["content"]["data"].get("state", {})
+                    if (
+                        state.get("_model_name") == "ButtonModel"
+                        and state.get("description") == "Stop"
+                    ):
+                        self.stop_buttons[message["content"]["comm_id"]] = parent
+                if kind == "status" and message["content"]["execution_state"] == "idle":
+                    self.idle.setdefault(parent, time.monotonic())
+            while True:
+                try:
+                    reply = self.kernel.client.get_shell_msg(timeout=0)
+                except Exception:
+                    break
+                self.replies[reply["parent_header"]["msg_id"]] = reply["content"]
+
+    def text(self, msg_id: str) -> str:
+        parts = []
+        for output in self.outputs.get(msg_id, []):
+            if output["type"] == "stream":
+                parts.append(output["text"])
+            elif output["type"] == "error":
+                parts.append(output["ename"] + ": " + output["evalue"])
+            else:
+                data = output.get("data", {})
+                parts.append(str(data.get("text/plain", "")))
+        return "".join(parts)
+
+
+def _tool_results(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for message in request["messages"]:
+        if message["role"] == "user" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    found[block["tool_use_id"]] = block
+    return found
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [])
+
+
+def test_an_agent_cell_on_a_subshell_answers_while_the_main_cell_runs(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(
+        Reply(
+            [
+                tool_use("c1", "run_python", {"code": "hijacked = 1"}),
+                tool_use("c2", "list_variables", {}),
+                tool_use("c3", "notebook_history", {"last": 2}),
+            ]
+        ),
+        text("The loop is at step 4 or later and going well."),
+    )
+    enabled = kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    assert enabled[0]["status"] == "ok", enabled[1]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 3" in cells.text(main))
+    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    assert main not in cells.replies, "the main cell ended before the answer came"
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    answer = cells.text(beside)
+    assert "going well" in answer
+    assert "ran beside a running cell" in answer
+    results = _tool_results(fake_api.requests[1])
+    refused = _result_text(results["c1"])
+    assert results["c1"].get("is_error") is True, refused
+    assert "main cell is still running" in refused
+    assert "progress" in _result_text(results["c2"])
+    assert "step 3" in _result_text(results["c3"]), _result_text(results["c3"])
+
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "main finished" in cells.text(main)
+    printed = [int(word) for word in re.findall(r"step (\d+)\n", cells.text(main))]
+    assert printed == list(range(len(printed))), "some of the main cell's prints went elsewhere"
+    check = kernel.execute("print('hijacked' in globals(), progress > 3)")
+    assert check[0]["status"] == "ok"
+    assert "False True" in "".join(o.get("text", "") for o in check[1]), check[1]
+
+
+def test_an_interrupt_of_the_main_cell_does_not_end_the_answer(
+    kernel: Kernel, fake_api: FakeAnthropic
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.02)
+
+    story = " ".join(f"w{index}" for index in range(200))
+    fake_api.add(Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()))  # type: ignore[arg-type]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, "%%agent\nTell me a long story", subshell)
+    cells.pump(lambda: "w10" in json.dumps(cells.outputs.get(beside, [])))
+    kernel.manager.interrupt_kernel()
+    cells.pump(lambda: main in cells.replies and beside in cells.replies)
+
+    assert cells.replies[main]["status"] == "error"
+    assert cells.replies[main]["ename"] == "KeyboardInterrupt"
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    answer = cells.text(beside)
+    assert "w199" in answer, answer
+    assert "Interrupted" not in answer
+
+
+def test_stop_ends_the_answer_and_leaves_the_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.05)
+
+    story = " ".join(f"w{index}" for index in range(400))
+    fake_api.add(Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()))  # type: ignore[arg-type]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    widgets = _subshell(kernel)  # JupyterLab 4 sends widget messages to a subshell of its own
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, "%%agent\nTell me a long story", subshell)
+    cells.pump(lambda: beside in cells.stop_buttons.values() and "w5" in json.dumps(cells.outputs))
+    button = next(comm for comm, parent in cells.stop_buttons.items() if parent == beside)
+    click = kernel.client.session.msg(
+        "comm_msg", {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}
+    )
+    click["header"]["subshell_id"] = widgets
+    kernel.client.shell_channel.send(click)
+    cells.pump(lambda: beside in cells.replies, timeout=30)
+    assert main not in cells.replies, "Stop ended the running cell"
+    assert "w399" not in cells.text(beside)
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "main finished" in cells.text(main)
+
+
+def test_agent_ask_from_a_line_answers_beside_the_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(
+        Reply([tool_use("c1", "write_file", {"file_path": "x.txt", "content": "no"})]),
+        text("Still looping."),
+    )
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, '%agent ask "how is the loop doing?"', subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    assert main not in cells.replies, "the main cell ended before the answer came"
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    assert "Still looping." in cells.text(beside)
+    assert "ran beside a running cell" in cells.text(beside)
+    assert "how is the loop doing?" in json.dumps(fake_api.requests[0]["messages"][-1])
+    refused = _result_text(_tool_results(fake_api.requests[1])["c1"])
+    assert "main cell is still running" in refused
+    assert not (tmp_path / "x.txt").exists()
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+
+
+def test_the_session_budget_holds_beside_a_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(text("This reply costs money."))
+    capped = kernel.execute("%config AgentMagics.session_budget = 0.0")
+    assert capped[0]["status"] == "ok", capped[1]
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert "session budget" in cells.text(beside), cells.text(beside)
+    assert fake_api.requests == [], "a request over the session budget was sent"
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+
+
+def test_an_answer_beside_a_running_agent_turn_stays_in_its_own_cell(
+    kernel: Kernel, fake_api: FakeAnthropic
+) -> None:
+    class SlowGate:
+        async def wait(self) -> None:
+            await asyncio.sleep(0.02)
+
+    story = " ".join(f"w{index}" for index in range(300))
+    fake_api.add(
+        Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()),  # type: ignore[arg-type]
+        text("Beside answer."),
+    )
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, "%%agent\nTell me a long story", None)
+    cells.pump(lambda: "w5" in json.dumps(cells.outputs.get(main, [])))
+    beside = _send(kernel, "%%agent\nA quick question", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    assert main not in cells.replies, "the main turn ended before the answer came"
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    assert "ran beside a running cell" in cells.text(beside)
+    assert "Beside answer." in cells.text(beside)
+    assert "ran beside" not in cells.text(main), "the note went to the running turn's cell"
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "w299" in cells.text(main)
+
+
+def test_cell_options_beside_a_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.add(text("Forty-two."))
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    main = _send(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    # --new and --plan would change the chat the running cell may use: refused in one line
+    refused = _send(kernel, "%%agent --new\nA question", subshell)
+    cells.pump(lambda: refused in cells.replies, timeout=60)
+    # --out keeps the answer, --max-turns bounds the turn
+    kept = _send(kernel, "%%agent --out beside_answer --max-turns 1\nA question", subshell)
+    cells.pump(lambda: kept in cells.replies, timeout=60)
+    assert main not in cells.replies
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    assert cells.replies[refused]["status"] == "error"
+    assert cells.replies[refused]["ename"] == "UsageError"
+    assert "beside a running cell" in cells.replies[refused]["evalue"]
+    assert cells.replies[kept]["status"] == "ok", cells.text(kept)
+    assert len(fake_api.requests) == 1
+    check = kernel.execute("print(beside_answer)")
+    assert "Forty-two." in "".join(o.get("text", "") for o in check[1]), check[1]
