@@ -127,6 +127,45 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
+async def _client_process(
+    script: str, url: str, token: str, failure: str
+) -> asyncio.subprocess.Process:
+    """The other agent's client, in a process of its own, once it says ``ready``."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        url,
+        token,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    try:
+        async with asyncio.timeout(60):
+            ready = await child.stdout.readline()
+        if ready.strip() != b"ready":
+            raise RuntimeError(f"{failure}: {ready!r}")
+    except BaseException:
+        await _end_client(child)
+        raise
+    return child
+
+
+async def _end_client(child: asyncio.subprocess.Process) -> None:
+    """Close the client's input and wait for it (killed after 10 s)."""
+    if child.returncode is not None:
+        return
+    if child.stdin is not None:
+        child.stdin.close()
+    try:
+        async with asyncio.timeout(10):
+            await child.wait()
+    except TimeoutError:
+        child.kill()
+        await child.wait()
+
+
 async def _measure_task_status(
     polls: int, repetitions: int, workspace: str
 ) -> tuple[list[float], list[float]]:
@@ -155,21 +194,11 @@ async def _measure_task_status(
     child: asyncio.subprocess.Process | None = None
     try:
         background.run(server.start(0), timeout=30)
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _TASKS_CLIENT,
-            server.url,
-            token,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
+        child = await _client_process(
+            _TASKS_CLIENT, server.url, token, "the tasks client did not start its task"
         )
-        assert child.stdin is not None and child.stdout is not None
         stdin, stdout = child.stdin, child.stdout
-        async with asyncio.timeout(60):
-            ready = await stdout.readline()
-        if ready.strip() != b"ready":
-            raise RuntimeError(f"the tasks client did not start its task: {ready!r}")
+        assert stdin is not None and stdout is not None
         (task_id,) = server.tasks.tasks
 
         async def ours() -> float:
@@ -183,15 +212,8 @@ async def _measure_task_status(
 
         return await paired_async(ours, per_call_us(theirs, polls), repetitions, warmup=1)
     finally:
-        if child is not None and child.returncode is None:
-            if child.stdin is not None:
-                child.stdin.close()
-            try:
-                async with asyncio.timeout(10):
-                    await child.wait()
-            except TimeoutError:
-                child.kill()
-                await child.wait()
+        if child is not None:
+            await _end_client(child)
         background.loop.call_soon_threadsafe(done.set)
         background.run(server.stop(), timeout=15)
         background.close()
@@ -218,21 +240,9 @@ async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[f
     child: asyncio.subprocess.Process | None = None
     try:
         background.run(server.start(0), timeout=30)
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _CLIENT,
-            server.url,
-            token,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert child.stdin is not None and child.stdout is not None
+        child = await _client_process(_CLIENT, server.url, token, "the client did not connect")
         stdin, stdout = child.stdin, child.stdout
-        async with asyncio.timeout(60):
-            ready = await stdout.readline()
-        if ready.strip() != b"ready":
-            raise RuntimeError(f"the client did not connect: {ready!r}")
+        assert stdin is not None and stdout is not None
 
         async def ours() -> float:
             stdin.write(f"{calls}\n".encode())
@@ -246,15 +256,8 @@ async def _measure(calls: int, repetitions: int, workspace: str) -> tuple[list[f
 
         return await paired_async(ours, per_call_us(theirs, calls), repetitions, warmup=1)
     finally:
-        if child is not None and child.returncode is None:
-            if child.stdin is not None:
-                child.stdin.close()
-            try:
-                async with asyncio.timeout(10):
-                    await child.wait()
-            except TimeoutError:
-                child.kill()
-                await child.wait()
+        if child is not None:
+            await _end_client(child)
         background.run(server.stop(), timeout=15)
         background.close()
 
