@@ -55,6 +55,10 @@ def test_the_url_demo_prints_opens_the_quickstart(tmp_path: Path) -> None:
         "--ServerApp.port_retries=0",
         "--LabApp.news_url=",
         "--LabApp.expose_app_in_browser=True",
+        # jupyter-collaboration (a dev dependency) keeps its state where Jupyter runs: the
+        # checkout, for ./dev.sh demo — a test keeps it in its own folder
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
     ]
     log = tmp_path / "demo.log"
     with log.open("w") as out:
