@@ -29,7 +29,11 @@ from jupyter_agent.notebook.coauthor.cell_tools import (
 )
 from jupyter_agent.notebook.coauthor.link import NotebookLink
 from jupyter_agent.notebook.kernel.history_tool import NotebookHistoryTool
-from jupyter_agent.notebook.kernel.kernel_tools import InspectVariableTool, ListVariablesTool
+from jupyter_agent.notebook.kernel.kernel_tools import (
+    InspectVariableTool,
+    ListVariablesTool,
+    RunPythonTool,
+)
 from jupyter_agent.notebook.kernel.propose_cell import CellProposals, ProposeCellTool
 from jupyter_agent.notebook.kernel.recorder import CellRecorder
 from jupyter_agent.providers.offline import FROM_RESULT, OfflineProvider, load_cassette
@@ -75,6 +79,8 @@ def schemas(tmp_path: Path) -> dict[str, dict[str, Any]]:
         registry.register(tool)
     # the notebook tools a connected frontend brings (tutorial 07); their schemas need no link
     link, bridge = NotebookLink(None), None
+    # run_python, which tutorial 09 enables (and sees refused beside a running cell)
+    registry.register(RunPythonTool(context, {}, bridge))  # type: ignore[arg-type]
     for notebook_tool in (
         NotebookCellsTool(context, link, bridge),  # type: ignore[arg-type]
         InsertCellTool(context, link, bridge),  # type: ignore[arg-type]

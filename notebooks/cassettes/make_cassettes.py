@@ -910,6 +910,49 @@ def serve_tutorial() -> list[dict[str, Any]]:
     ]
 
 
+# -- 09 while a cell runs -----------------------------------------------------------------------
+
+BESIDE_PROMPT = "How is the loss doing?"
+#: What the recorded model first tries: code, which is refused beside a running cell.
+BESIDE_TREND = """\
+import statistics
+print(len(losses), statistics.mean(losses[:10]), statistics.mean(losses[-10:]))
+"""
+
+
+def while_running_tutorial() -> list[dict[str, Any]]:
+    """Asked beside the tutorial's running loop, whose step the answer cannot know in advance:
+    the answer says what holds at any step (the loss falls, the loop is not done)."""
+    ids = Ids("WR")
+    answer = """
+**It is going down, as it should.** The values in `losses` fall steadily, with a little noise on \
+top, and so do the progress lines your running cell has printed so far; none of them is NaN.
+
+Your loop is still running, so this is the picture so far. I could not run code beside it to fit \
+the trend; ask again once the cell has finished and I can.
+"""
+    return [
+        {
+            "prompt": BESIDE_PROMPT,
+            "responses": [
+                reply(
+                    text("I'll compare the first ten losses with the latest ten."),
+                    call(ids, "run_python", code=BESIDE_TREND),
+                ),
+                reply(
+                    text(
+                        "Your cell is still running, so I can't run code now. I'll read the "
+                        "values and the output it has printed so far instead."
+                    ),
+                    call(ids, "inspect_variable", name="losses", max_chars=400),
+                    call(ids, "notebook_history", last=1),
+                ),
+                reply(text(answer)),
+            ],
+        }
+    ]
+
+
 def main(out_dir: Path = HERE) -> None:
     cassettes = {
         "01_quickstart.json": quickstart(),
@@ -920,6 +963,7 @@ def main(out_dir: Path = HERE) -> None:
         "06_mcp.json": mcp_servers(),
         "07_coauthor.json": coauthoring(),
         "08_serve.json": serve_tutorial(),
+        "09_while_running.json": while_running_tutorial(),
     }
     for name, exchanges in cassettes.items():
         save_cassette(out_dir / name, exchanges)
