@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...tools.base import IMAGE_MEDIA_TYPES
+from .._ipython import starting_cell_count
 from ..runtime.services import register, service, unregister
 from ..runtime.subshell import on_subshell_thread
 
@@ -204,7 +205,7 @@ class CellRecorder:
             return
         self._nested = 0
         source = getattr(info, "raw_cell", "") or ""
-        count = getattr(self.shell, "execution_count", None)
+        count = starting_cell_count(self.shell, getattr(info, "store_history", True))
         self._current = RecordedCell(count, source, size=len(source))
         self._wrap_streams()
 

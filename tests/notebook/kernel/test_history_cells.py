@@ -88,3 +88,21 @@ def test_each_plot_reaches_the_model_under_the_cell_that_drew_it(
     assert first.rstrip().endswith("[image/png image of cell [2], sent with this result]")
     assert second.lstrip().startswith("── cell [3] ──")
     assert second.rstrip().endswith("[image/png image of cell [3], sent with this result]")
+
+
+def test_the_running_cell_is_listed_under_its_own_number(tmp_path: Path) -> None:
+    """IPython 9.8 counts a cell before ``pre_run_cell`` fires (earlier versions after it); the
+    running cell — what an answer beside it reads — took the next cell's number."""
+    cells = [
+        "%load_ext jupyter_agent",
+        "x = 1",
+        "from jupyter_agent.notebook.kernel.recorder import recorder_for\n"
+        "print(recorder_for(get_ipython()).running().execution_count)",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    running = nb.cells[2]
+    assert running.outputs[0]["text"].strip() == str(running.execution_count)
