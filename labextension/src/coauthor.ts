@@ -15,6 +15,7 @@
 import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
+import { BesideRouter, inBesideCell } from './beside';
 import { goButton, stopButton } from './buttons';
 import { cellIndex } from './journal';
 import { CellOperations, OperationResult } from './operations';
@@ -41,6 +42,13 @@ export class CoAuthor {
       panel,
       () => this._markCells(),
       reply => this._send(reply)
+    );
+    // an agent cell run while another cell runs goes to a subshell; the main shell's idle (not
+    // a subshell's) is the one that ends what the kernel was doing
+    this._beside = new BesideRouter(
+      panel,
+      () => this._comm !== null,
+      () => this._ops.dismiss()
     );
     panel.sessionContext.kernelChanged.connect(() => this._onKernel(), this);
     void panel.sessionContext.ready.then(() => this._onKernel());
@@ -75,14 +83,12 @@ export class CoAuthor {
       return;
     }
     this._hooked = kernel;
+    this._beside.hook(kernel);
     this._disconnect();
     kernel.registerCommTarget(HELLO, () => this._connect());
     kernel.statusChanged.connect((_, status) => {
       if (status === 'restarting' || status === 'dead' || status === 'autorestarting') {
         this._disconnect();
-      }
-      if (status === 'idle') {
-        this._ops.dismiss();
       }
     }, this);
     this._connect();
@@ -245,15 +251,20 @@ export class CoAuthor {
     void NotebookActions.run(notebook, this._panel.sessionContext);
   }
 
-  /** The agent's Stop button during a run_cell: interrupt the kernel, as ■ would. */
+  /**
+   * The agent's Stop button during a run_cell: interrupt the kernel, as ■ would. Not the Stop
+   * of an answer beside a running cell: the kernel ends that answer itself, and an interrupt
+   * would end the running cell.
+   */
   private _maybeStop(event: MouseEvent): void {
-    if (this._ops.running && stopButton(event.target)) {
+    if (this._ops.running && stopButton(event.target) && !inBesideCell(event.target)) {
       void this._kernel?.interrupt();
     }
   }
 
   private _panel: NotebookPanel;
   private _ops: CellOperations;
+  private _beside: BesideRouter;
   private _hooked: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
   private _announce: number | null = null;

@@ -1,0 +1,258 @@
+"""A ``%%agent`` cell run while another cell runs is answered beside it, in JupyterLab and
+Notebook 7 (issue 37).
+
+The extension sends such a cell to a kernel subshell (JEP 91, ipykernel 7) instead of letting
+it queue behind the running cell (``labextension/src/beside.ts``). Real JupyterLab and Notebook 7
+in headless Chromium, the model the fake Messages API on loopback (as in ``test_coauthor.py``).
+The running cell loops, printing a counter, until the test writes the file ``done``: the answer
+must appear, with its one-line note, while that cell still runs — its prompt still ``[*]``, its
+counter still advancing afterwards — and the cell must then finish unharmed. Stop on the beside
+answer, clicked while the agent's own ``run_cell`` runs a slow cell on the main shell, must end
+the answer only: no kernel interrupt reaches that cell. A ``%%agent`` cell run behind a cell that
+is itself still waiting keeps its turn, and the page says it is queued.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_jupyter import (
+    CHROMIUM_ARGS,
+    FrontEnd,
+    SlowGate,
+    chromium_or_skip,
+    open_notebook,
+    serve_jupyter,
+    write_agent_notebook,
+)
+from coauthor_page import cell_with, connected, run, this_extension_path, wait_done
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+
+NOTEBOOK = "beside.ipynb"
+#: A loop that prints a counter until the file ``done`` appears (at most ~3 minutes).
+LOOP = """\
+import os, time
+counter = 0
+while not os.path.exists("done") and counter < 3600:
+    counter += 1
+    print(f"tick {counter}", flush=True)
+    time.sleep(0.05)
+print("loop finished", flush=True)
+"""
+QUESTION = "%%agent\nHow is the loop doing?"
+#: Where the loop's cell is looked for: any code cell in the first test; the agent's running
+#: cell in the second (the turn's own outputs may quote the loop's source).
+LOOP_CELL = ".jp-Notebook .jp-CodeCell"
+RUNNING = ".jp-Notebook .jp-Cell.jp-agent-running"
+ANSWER = "The loop is counting and doing well."
+
+
+def _ticks(cell: Any) -> int:
+    found = re.findall(r"tick (\d+)", cell.locator(".jp-OutputArea").first.inner_text())
+    return int(found[-1]) if found else 0
+
+
+def _loop_cell(page: Any, selector: str) -> Any:
+    """The cell among those ``selector`` finds whose source is the loop."""
+    source = page.locator(".jp-InputArea", has_text="counter < 3600")
+    return page.locator(selector).filter(has=source).first
+
+
+def _start(page: Any, cell: Any) -> None:
+    cell.locator(".jp-InputArea").first.click()
+    page.keyboard.press("Shift+Enter")
+
+
+def _still_running(page: Any, selector: str, running: Any) -> None:
+    """The cell ``running`` still runs (its prompt says ``[*]``), and the loop's counter, in the
+    cell among those ``selector`` finds, still advances."""
+    prompt = running.locator(".jp-InputPrompt").first.text_content() or ""
+    assert "*" in prompt, f"the running cell's prompt is {prompt!r}"
+    cell = _loop_cell(page, selector)
+    before = _ticks(cell)
+    page.wait_for_function(
+        """([selector, before]) => {
+            const cell = [...document.querySelectorAll(selector)].find(c =>
+                c.querySelector('.jp-InputArea').textContent.includes('counter < 3600'));
+            const ticks = [...cell.querySelector('.jp-OutputArea').textContent
+                .matchAll(/tick (\\d+)/g)].map(m => Number(m[1]));
+            return ticks.length > 0 && ticks[ticks.length - 1] > before;
+        }""",
+        arg=[selector, before],
+    )
+
+
+def _browser_page(playwright: Any, chromium: Path) -> tuple[Any, Any]:
+    browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(60_000)
+    return browser, page
+
+
+def test_an_agent_cell_is_answered_while_another_cell_runs(
+    front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic, text
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    fake = FakeAnthropic(text(ANSWER))
+    with (
+        serve_jupyter(front_end, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        write_agent_notebook(server.root / NOTEBOOK, base_url, LOOP, QUESTION)
+        browser, page = _browser_page(playwright, chromium)
+        try:
+            open_notebook(page, server, NOTEBOOK)
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            loop = _loop_cell(page, LOOP_CELL)
+            _start(page, loop)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("tick 3")
+
+            question = cell_with(page, "How is the loop doing?")
+            _start(page, question)
+            outputs = question.locator(".jp-OutputArea")
+            expect(outputs).to_contain_text(ANSWER, timeout=60_000)
+            expect(outputs).to_contain_text("ran beside a running cell")
+            wait_done(page, question, 60)
+            _still_running(page, LOOP_CELL, loop)
+            assert "loop finished" not in loop.locator(".jp-OutputArea").inner_text()
+
+            (server.root / "done").write_text("")
+            wait_done(page, loop, 60)
+            loop_output = loop.locator(".jp-OutputArea")
+            expect(loop_output).to_contain_text("loop finished")
+            expect(loop_output).not_to_contain_text("KeyboardInterrupt")
+            assert len(fake.requests) == 1
+        finally:
+            browser.close()
+
+
+def _inserted(body: dict[str, Any]) -> str:
+    found = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
+    return str(found[-1])
+
+
+def test_stop_on_the_answer_beside_leaves_the_agents_run_cell_running(
+    front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic, Reply, text, tool_use
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    story = " ".join(f"w{index}" for index in range(300))
+    fake = FakeAnthropic(
+        Reply([tool_use("t1", "insert_cell", {"source": LOOP})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": _inserted(body)})]),
+        Reply([{"type": "text", "text": story}], chunk=6, gate=SlowGate()),  # type: ignore[arg-type]
+        text("The loop ran to its end."),
+    )
+    with (
+        serve_jupyter(front_end, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        write_agent_notebook(
+            server.root / NOTEBOOK,
+            base_url,
+            "%agent_tools policy run_cell allow",
+            "%%agent\nRun a slow loop",
+            QUESTION,
+        )
+        browser, page = _browser_page(playwright, chromium)
+        try:
+            open_notebook(page, server, NOTEBOOK)
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            run(page, cell_with(page, "%agent_tools policy"))
+            turn = cell_with(page, "Run a slow loop")
+            _start(page, turn)
+            loop = page.locator(RUNNING)
+            expect(loop).to_have_count(1, timeout=60_000)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("tick 3")
+
+            question = cell_with(page, "How is the loop doing?")
+            _start(page, question)
+            stop = question.locator("button.jp-agent-stop")
+            expect(stop).to_have_count(1, timeout=60_000)
+            expect(question.locator(".jp-OutputArea")).to_contain_text("w3")
+            stop.click()
+            wait_done(page, question, 60)
+            expect(question.locator(".jp-OutputArea")).not_to_contain_text("w299")
+
+            # the agent's run_cell runs the loop inside the %%agent cell's own run
+            _still_running(page, RUNNING, turn)
+            (server.root / "done").write_text("")
+            wait_done(page, turn, 90)
+            slow = _loop_cell(page, ".jp-Notebook .jp-Cell.jp-agent-cell")
+            expect(slow.locator(".jp-OutputArea")).to_contain_text("loop finished")
+            expect(slow.locator(".jp-OutputArea")).not_to_contain_text("KeyboardInterrupt")
+            expect(turn).to_contain_text("The loop ran to its end.")
+        finally:
+            browser.close()
+
+
+def test_an_agent_cell_behind_a_waiting_cell_keeps_its_turn_and_says_so(
+    front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic, text
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    fake = FakeAnthropic(text(ANSWER))
+    with (
+        serve_jupyter(front_end, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        write_agent_notebook(
+            server.root / NOTEBOOK, base_url, LOOP, "after_loop = counter", QUESTION
+        )
+        browser, page = _browser_page(playwright, chromium)
+        try:
+            open_notebook(page, server, NOTEBOOK)
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            loop = _loop_cell(page, LOOP_CELL)
+            _start(page, loop)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("tick 3")
+            waiting = cell_with(page, "after_loop = counter")
+            _start(page, waiting)
+            question = cell_with(page, "How is the loop doing?")
+            _start(page, question)
+
+            # it waits behind the cell run before it, and says so while it waits
+            expect(question).to_contain_text("Queued behind a running cell")
+            _still_running(page, LOOP_CELL, loop)
+            assert fake.requests == []
+            (server.root / "done").write_text("")
+            wait_done(page, question, 60)
+            expect(question).not_to_contain_text("Queued behind a running cell")
+            outputs = question.locator(".jp-OutputArea")
+            expect(outputs).to_contain_text(ANSWER)
+            expect(outputs).not_to_contain_text("ran beside")
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("loop finished")
+            assert prompt_number(waiting) < prompt_number(question)
+        finally:
+            browser.close()
+
+
+def prompt_number(cell: Any) -> int:
+    prompt = cell.locator(".jp-InputPrompt").first.text_content() or ""
+    found = re.search(r"\[(\d+)\]", prompt)
+    assert found, prompt
+    return int(found.group(1))
