@@ -27,8 +27,10 @@ def load_ipython_extension(ip: Any) -> None:
     from ..coauthor.link import NotebookLink
     from ..kernel.propose_cell import CellProposals
     from ..kernel.recorder import CellRecorder
+    from ..runtime.queue_wait import QueueWaits
 
     CellRecorder(ip).install()
+    QueueWaits(ip).install()  # an agent cell that waited behind a running one says so
     CellProposals(ip).install()
     NotebookLink(ip).install()  # a notebook frontend with our extension connects (in a kernel)
     magics = AgentMagics(shell=ip)
@@ -47,8 +49,10 @@ def unload_ipython_extension(ip: Any) -> None:
     from ..coauthor.link import link_for
     from ..kernel.propose_cell import proposals_for
     from ..kernel.recorder import recorder_for
+    from ..runtime.queue_wait import QueueWaits
+    from ..runtime.services import service
 
-    for installed in (recorder_for(ip), proposals_for(ip), link_for(ip)):
+    for installed in (recorder_for(ip), proposals_for(ip), link_for(ip), service(ip, QueueWaits)):
         if installed is not None:
             installed.uninstall()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):

@@ -33,6 +33,7 @@ from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from ..runtime.kernel_comm import KernelCommPoller
+from ..runtime.queue_wait import waited_behind_a_cell
 from ..runtime.subshell import subshell_id
 from ..runtime.turn_gc import TurnGC
 from ..session.managed import MANAGED_TRAITS, ManagedSettings
@@ -518,6 +519,8 @@ class AgentMagics(Magics):
         if subshell_id(self.shell) is not None:  # beside a running cell: read-only tools
             beside_cell(self, prompt, args)
             return None
+        if (waited := waited_behind_a_cell(self.shell)) is not None:
+            print(waited)
         # the turn's freeze of the older heap begins before its setup: a fresh kernel's first
         # cell imports the session, the agent, the SDK and the widgets here, and full
         # collections those imports set off would walk the whole heap (``turn_gc.py``)
