@@ -156,3 +156,16 @@ def test_a_tampered_record_is_refused(
     assert "signature does not verify" in said, said
     assert "transfer $1,000" not in "\n".join(_answers(replayed)[0])
     assert "replayed" in _said(replayed.cells[2])  # the other cells still replay
+
+
+def test_with_a_key_the_replay_still_sends_no_request(
+    recorded: tuple[Path, nbformat.NotebookNode],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, live = recorded
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    replayed = _run(path, tmp_path)
+    assert len(fake_api.requests) == 5
+    assert _answers(replayed) == _answers(live)
