@@ -4,7 +4,8 @@ A notebook with three ``%%agent`` cells runs against the fake Messages API and i
 fresh kernel (nbclient, as ``nbconvert --execute`` runs it) then reruns the saved file with
 ``JPY_SESSION_NAME`` naming it. Each cell replays its recorded turn, its tools running for real
 and their results checked: a changed CSV makes the cell that read it name the diverging call; a
-record edited in the file is refused with a one-line notice.
+record edited in the file is refused with a one-line notice. ``--fresh``, a changed prompt and
+``%agent replay off`` ask the model; a replay runs its tools under today's policies.
 """
 
 from __future__ import annotations
@@ -169,3 +170,64 @@ def test_with_a_key_the_replay_still_sends_no_request(
     replayed = _run(path, tmp_path)
     assert len(fake_api.requests) == 5
     assert _answers(replayed) == _answers(live)
+
+
+def _edit(path: Path, index: int, source: str, *, insert: bool = False) -> None:
+    nb = nbformat.read(path, as_version=4)
+    if insert:
+        nb.cells.insert(index, nbformat.v4.new_code_cell(source))
+    else:
+        nb.cells[index].source = source
+    nbformat.write(nb, path)
+
+
+def test_fresh_and_a_changed_prompt_ask_the_model(
+    recorded: tuple[Path, nbformat.NotebookNode],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, live = recorded
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    _edit(path, 3, "%%agent --fresh\nSay done.")
+    fake_api.add(text("Done again."))
+    replayed = _run(path, tmp_path)
+    assert len(fake_api.requests) == 6
+    assert _answers(replayed)[:2] == _answers(live)[:2]
+    assert _answers(replayed)[2] == ["Done again."]
+    assert "replayed" not in _said(replayed.cells[3])
+    # the fresh answer is recorded in turn; a changed prompt is asked too
+    nbformat.write(replayed, path)
+    _edit(path, 3, "%%agent\nSay done, please.")
+    fake_api.add(text("Done, as asked."))
+    again = _run(path, tmp_path)
+    assert len(fake_api.requests) == 7
+    assert _answers(again)[2] == ["Done, as asked."]
+
+
+def test_replay_off_asks_the_model(
+    recorded: tuple[Path, nbformat.NotebookNode],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, live = recorded
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    _edit(path, 1, "%agent replay off", insert=True)
+    _script(fake_api)
+    replayed = _run(path, tmp_path)
+    assert "Replay is off" in _said(replayed.cells[1])
+    assert len(fake_api.requests) == 10
+    assert _answers(replayed)[1:] == _answers(live)
+
+
+def test_a_tool_disabled_now_is_not_run_by_a_replay(
+    recorded: tuple[Path, nbformat.NotebookNode], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    path, _live = recorded
+    _edit(path, 1, "%agent_tools disable read_file", insert=True)
+    replayed = _run(path, tmp_path)
+    said = "\n".join(_answers(replayed)[1])
+    assert 'call 1 (read_file {"file_path": "notes.txt"})' in said, said
+    assert "Your notes say" not in said
+    assert len(fake_api.requests) == 5
