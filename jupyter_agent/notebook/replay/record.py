@@ -122,9 +122,12 @@ def result_text(content: object) -> str:
 
 
 def result_digest(content: object, is_error: bool) -> str:
-    """The SHA-256 of a tool result as the model saw it: its content (text and any image
-    blocks, canonically) and whether it was an error."""
-    return _sha256(canonical_json({"content": content, "is_error": bool(is_error)}))
+    """The SHA-256 of a tool result as the model saw it: whether it was an error, then its
+    content — a text as its UTF-8 bytes, blocks (text and images) as canonical JSON."""
+    head = b"error\0" if is_error else b"ok\0"
+    if isinstance(content, str):  # the common case, hashed without a JSON pass over it
+        return _sha256(head + b"text\0" + content.encode("utf-8", "surrogatepass"))
+    return _sha256(head + b"blocks\0" + canonical_json(content))
 
 
 def _redacted(value: Any) -> Any:
