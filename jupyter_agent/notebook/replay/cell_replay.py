@@ -29,6 +29,7 @@ from .record import (
     build_record,
     prompt_digest,
     read_record,
+    same_options,
     sign_record,
 )
 from .sources import find_record
@@ -47,10 +48,6 @@ _USAGE_KEYS = (
 def cell_options(args: Any) -> dict[str, Any]:
     """The options of a parsed ``%%agent`` line that change its turn (``OPTION_NAMES``)."""
     return {name: getattr(args, name, None) for name in OPTION_NAMES}
-
-
-def _same_options(recorded: dict[str, Any], options: dict[str, Any]) -> bool:
-    return all(recorded.get(name) == options.get(name) for name in OPTION_NAMES)
 
 
 class CellReplay:
@@ -106,7 +103,7 @@ class CellReplay:
                     )
                 elif record is not None and not (
                     record.prompt_sha256 == prompt_digest(prompt)
-                    and _same_options(record.options, options)
+                    and same_options(record.options, options)
                 ):
                     record = None  # another prompt or options: the model is asked
         return cls(prompt, options, record, notify=notify, spent=spent)

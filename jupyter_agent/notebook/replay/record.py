@@ -7,15 +7,17 @@ nbconvert). It holds:
 - ``prompt_sha256``: the SHA-256 of the prompt the model answered (after ``{{name}}`` expansion
   and redaction) — the digest only: the cell's source is in the notebook already;
 - ``options``: the cell options that change the turn (chat, ``--new``, ``--plan``, provider,
-  model, ``--max-turns``, ``--think``, ``--effort``); a re-run with other options asks the model;
+  model, ``--max-turns``, ``--think``, ``--effort``), those not at their default only; a re-run
+  with other options asks the model;
 - ``replies``: the model's reply per model turn, its content blocks as the provider returned
   them (``text``, ``tool_use``) and its ``stop_reason``; thinking blocks are dropped (they are
   signed by the provider for one conversation and are not needed to act the turn again);
-- ``calls``: per tool call, in order, the reply it belongs to, its ``tool_use`` id and name, the
-  SHA-256 of its result as the model saw it (``result_digest``), the result's length, and the
-  result text itself only when it is at most ``INLINE_RESULT_CHARS`` characters (to say what it
-  was when a re-run differs) — a larger result is kept by digest only;
-- ``model``, ``usage`` (token counts) and ``cost_micro_usd`` (an integer: no floats anywhere, so
+- ``calls``: per tool call, in the order the replies made them, the index of its reply and the
+  SHA-256 of its result as the model saw it (``result_digest``; ``is_error`` when it failed).
+  Results are kept by digest only, whatever their size (``INLINE_RESULT_CHARS`` is 0): the text
+  a cell shows of a result is in its output already, and a record that repeated it would double
+  what the notebook saves; the call's tool and input are in its reply's ``tool_use`` block;
+- ``model``, ``usage`` (non-zero token counts) and ``cost_micro_usd`` (an integer: no floats, so
   a round trip through JavaScript, which writes ``1.0`` as ``1``, cannot change the signed bytes;
   ``canonical_json`` also writes integral floats of tool inputs as integers for that reason).
 
@@ -41,6 +43,7 @@ from ...tools.redact import redact
 __all__ = [
     "INLINE_RESULT_CHARS",
     "MAX_RECORD_BYTES",
+    "OPTION_DEFAULTS",
     "OPTION_NAMES",
     "RECORD_FORMAT",
     "RECORD_VERSION",
@@ -55,6 +58,7 @@ __all__ = [
     "record_digest",
     "record_size",
     "result_digest",
+    "same_options",
     "sign_record",
     "verify_record",
 ]
@@ -67,10 +71,21 @@ RECORD_VERSION = 1
 SIGNING_PURPOSE = "jupyter-agent notebook turn record v1"
 #: The largest record kept, in bytes of its canonical JSON; a larger turn is not recorded.
 MAX_RECORD_BYTES = 256_000
-#: A tool result up to this many characters is kept as text beside its digest; longer: digest only.
-INLINE_RESULT_CHARS = 200
-#: The options of a cell that change its turn (what a re-run must repeat to replay).
-OPTION_NAMES = ("chat", "new", "plan", "provider", "model", "max_turns", "think", "effort")
+#: Characters of a tool result kept as text beside its digest: none (see the module).
+INLINE_RESULT_CHARS = 0
+#: The options of a cell that change its turn (what a re-run must repeat to replay), with their
+#: defaults (an option at its default is not written).
+OPTION_DEFAULTS: dict[str, Any] = {
+    "chat": "default",
+    "new": False,
+    "plan": False,
+    "provider": None,
+    "model": None,
+    "max_turns": None,
+    "think": None,
+    "effort": None,
+}
+OPTION_NAMES = tuple(OPTION_DEFAULTS)
 _KEPT_BLOCKS = ("text", "tool_use")
 _REPLY_KEYS = ("content", "stop_reason")
 
@@ -163,16 +178,14 @@ def build_record(
     """An unsigned record of one finished turn (``sign_record`` signs it).
 
     ``replies``: per model turn ``{"content": [...], "stop_reason": ...}`` as the provider
-    returned it; ``calls``: per tool call ``{"reply", "id", "name", "sha256", "chars",
-    "is_error", "result"}`` (``result``: the text, kept only when short). Raises
-    ``RecordTooLarge`` when the record would pass ``MAX_RECORD_BYTES``.
+    returned it; ``calls``: per tool call ``{"reply", "sha256", "is_error", ...}`` (other keys
+    are not kept). Raises ``RecordTooLarge`` when the record would pass ``MAX_RECORD_BYTES``.
     """
     kept_calls = []
     for call in calls:
-        entry = {key: call[key] for key in ("reply", "id", "name", "sha256", "chars", "is_error")}
-        text = call.get("result")
-        if isinstance(text, str) and len(text) <= INLINE_RESULT_CHARS:
-            entry["result"] = redact(text)[0]
+        entry = {"reply": int(call["reply"]), "sha256": str(call["sha256"])}
+        if call.get("is_error"):
+            entry["is_error"] = True
         kept_calls.append(entry)
     # the replies and short results are the model's and the tools' text: redacted (digests and
     # ids are not text a secret could be in, and a redacted digest would no longer match)
@@ -180,11 +193,17 @@ def build_record(
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
         "prompt_sha256": prompt_digest(prompt),
-        "options": _redacted({name: options.get(name) for name in OPTION_NAMES}),
+        "options": _redacted(
+            {
+                name: options[name]
+                for name, default in OPTION_DEFAULTS.items()
+                if options.get(name, default) != default
+            }
+        ),
         "model": model,
         "replies": _redacted([_reply(reply) for reply in replies]),
         "calls": kept_calls,
-        "usage": {str(k): int(v) for k, v in usage.items()},
+        "usage": {str(k): int(v) for k, v in usage.items() if v},
         "cost_micro_usd": cost_micro_usd,
     }
     size = record_size(record)
@@ -236,10 +255,17 @@ def _shape_problem(value: dict[str, Any]) -> str | None:
             not isinstance(call, dict)
             or not isinstance(call.get("reply"), int)
             or not isinstance(call.get("sha256"), str)
-            or not isinstance(call.get("name"), str)
         ):
             return "a malformed call"
     return None
+
+
+def same_options(recorded: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Whether a cell's ``options`` are those ``recorded`` (an absent option: its default)."""
+    return all(
+        recorded.get(name, default) == options.get(name, default)
+        for name, default in OPTION_DEFAULTS.items()
+    )
 
 
 def verify_record(value: object) -> bool:

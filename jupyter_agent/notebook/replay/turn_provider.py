@@ -23,7 +23,7 @@ from typing import Any
 from ...providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
 from ...providers.demo_model import find_prompt
 from ...providers.offline import digest, record_to_response, response_to_record, stream_reply
-from .record import TurnRecord, result_digest, result_text
+from .record import TurnRecord, result_digest
 
 __all__ = ["Divergence", "TurnCapture", "TurnReplay", "call_results", "input_summary"]
 
@@ -107,9 +107,7 @@ class TurnCapture:
                     "id": call.id,
                     "name": call.name,
                     "sha256": result_digest(call.content, call.is_error),
-                    "chars": len(result_text(call.content)),
                     "is_error": call.is_error,
-                    "result": result_text(call.content),
                 }
             )
 
@@ -179,8 +177,12 @@ class TurnReplay:
                 return Divergence(before + index + 1, call.name, input_summary(call.input))
             self.matched += 1
         if len(ran) < len(recorded):
-            missing = recorded[len(ran)]
-            return Divergence(before + len(ran) + 1, str(missing.get("name")), "(not run)")
+            content = self.record.replies[turn - 1].get("content") or []
+            uses = [block for block in content if block.get("type") == "tool_use"]
+            missing = uses[len(ran)] if len(ran) < len(uses) else {}
+            return Divergence(
+                before + len(ran) + 1, str(missing.get("name", "a tool")), "(not run)"
+            )
         return None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:

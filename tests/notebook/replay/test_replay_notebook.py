@@ -84,6 +84,20 @@ def _records(nb: nbformat.NotebookNode) -> list[Any]:
     return found
 
 
+def _saved_sizes(nb: nbformat.NotebookNode) -> tuple[int, int]:
+    """The agent cells' size as nbformat saves them, with and without their turn records."""
+    cells = nb.cells[1:]
+    static = copy.deepcopy(cells)
+    for cell in static:
+        for output in cell.get("outputs", []):
+            output.get("metadata", {}).pop(TURN_KEY, None)
+    empty = len(nbformat.writes(nbformat.v4.new_notebook()))
+    return tuple(  # type: ignore[return-value]
+        len(nbformat.writes(nbformat.v4.new_notebook(cells=group))) - empty
+        for group in (cells, static)
+    )
+
+
 @pytest.fixture
 def recorded(
     tmp_path: Path, fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
@@ -109,6 +123,9 @@ def test_run_all_replays_without_a_key_or_a_request(
     recorded: tuple[Path, nbformat.NotebookNode], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
     path, live = recorded
+    import shutil
+
+    shutil.copy(path, "/tmp/e1_saved.ipynb")
     replayed = _run(path, tmp_path)
     assert _answers(replayed) == _answers(live)
     assert len(fake_api.requests) == 5  # nothing more reached the API
@@ -116,13 +133,10 @@ def test_run_all_replays_without_a_key_or_a_request(
         assert "replayed" in _said(cell) and "no model request, cost $0" in _said(cell)
     # the replayed cells keep their records: the saved result replays again
     assert _records(replayed) == _records(live)
-    static = copy.deepcopy(live)
-    for cell in static.cells:
-        for output in cell.get("outputs", []):
-            output.get("metadata", {}).pop(TURN_KEY, None)
+    with_records, without = _saved_sizes(live)
     print(
-        f"saved notebook: {len(nbformat.writes(live)):,} bytes with the turn records, "
-        f"{len(nbformat.writes(static)):,} without"
+        f"\nthe three agent cells as saved: {with_records:,} bytes with their turn records, "
+        f"{without:,} without (their static outputs): {with_records / without:.2f}x"
     )
 
 
