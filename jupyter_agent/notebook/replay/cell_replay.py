@@ -21,6 +21,7 @@ from typing import Any
 
 from ...errors import SigningError
 from ...providers.base import Provider
+from .._ipython import argument, magic_arguments, parse_command
 from .record import (
     OPTION_NAMES,
     TURN_KEY,
@@ -161,22 +162,23 @@ class CellReplay:
         keep({TURN_KEY: record})
 
 
+@magic_arguments("agent replay")
+@argument(
+    "state",
+    nargs="?",
+    choices=("on", "off"),
+    default=None,
+    help="on: a re-run cell with a recorded turn replays it; off: every cell asks the model.",
+)
 def replay_command(magics: Any, rest: str) -> None:
-    """%agent replay [on|off] — replay recorded %%agent turns on a re-run (on by default)"""
-    word = rest.strip().lower()
-    if word in ("on", "off"):
-        magics.replay = word == "on"
-    elif word:
-        from IPython.core.error import UsageError
-
-        raise UsageError(f"%agent replay takes on or off, not {rest.strip()!r}")
-    state = "on" if magics.replay else "off"
-    print(
-        f"Replay is {state}: "
-        + (
-            "a re-run %%agent cell with a recorded turn replays it without a model request "
-            "(%%agent --fresh asks the model)."
-            if magics.replay
-            else "every %%agent cell asks the model."
+    """Replay recorded %%agent turns on a re-run (on by default), or ask the model every time."""
+    args = parse_command(replay_command, rest)
+    if args.state is not None:
+        magics.replay = args.state == "on"
+    if magics.replay:
+        print(
+            "Replay is on: a re-run %%agent cell with a recorded turn for the same prompt "
+            "replays it without a model request (%%agent --fresh asks the model)."
         )
-    )
+    else:
+        print("Replay is off: every %%agent cell asks the model (%agent replay on to replay).")
