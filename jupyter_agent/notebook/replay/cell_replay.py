@@ -25,8 +25,8 @@ from .._ipython import argument, magic_arguments, parse_command
 from .record import (
     OPTION_NAMES,
     TURN_KEY,
-    RecordTooLarge,
     TurnRecord,
+    UnrecordableTurn,
     build_record,
     prompt_digest,
     read_record,
@@ -156,7 +156,7 @@ class CellReplay:
                     cost_micro_usd=round(cost * 1_000_000),
                 )
             )
-        except (RecordTooLarge, SigningError) as exc:
+        except (UnrecordableTurn, SigningError) as exc:
             self._notify(f"jupyter-agent: this cell's turn was not kept for replay: {exc}")
             return
         keep({TURN_KEY: record})

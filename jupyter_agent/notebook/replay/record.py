@@ -51,6 +51,7 @@ __all__ = [
     "TURN_KEY",
     "RecordTooLarge",
     "TurnRecord",
+    "UnrecordableTurn",
     "build_record",
     "canonical_json",
     "prompt_digest",
@@ -90,7 +91,11 @@ _KEPT_BLOCKS = ("text", "tool_use")
 _REPLY_KEYS = ("content", "stop_reason")
 
 
-class RecordTooLarge(ValueError):
+class UnrecordableTurn(ValueError):
+    """A turn that cannot be kept for replay; the message says why."""
+
+
+class RecordTooLarge(UnrecordableTurn):
     """The turn's record would pass ``MAX_RECORD_BYTES``: it is not kept (the message says so)."""
 
 
@@ -181,6 +186,14 @@ def build_record(
     returned it; ``calls``: per tool call ``{"reply", "sha256", "is_error", ...}`` (other keys
     are not kept). Raises ``RecordTooLarge`` when the record would pass ``MAX_RECORD_BYTES``.
     """
+    for index, reply in enumerate(replies):
+        uses = [b for b in reply.get("content") or [] if b.get("type") == "tool_use"]
+        results = [call for call in calls if call.get("reply") == index]
+        if len(uses) != len(results):  # every call's result must be checked on a replay
+            raise UnrecordableTurn(
+                f"reply {index + 1} made {len(uses)} tool calls but {len(results)} results "
+                "were seen; this cell is not replayable"
+            )
     kept_calls = []
     for call in calls:
         entry = {"reply": int(call["reply"]), "sha256": str(call["sha256"])}
