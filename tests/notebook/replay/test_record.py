@@ -76,21 +76,34 @@ def test_a_signed_record_verifies_and_reads_back() -> None:
 
 def test_a_json_round_trip_through_a_frontend_keeps_the_signature() -> None:
     record = sign_record(build_record(**_turn()))
-    # JavaScript writes the integral float 1.0 of a tool input as 1
-    text = json.dumps(record).replace('"x": 1.0', '"x": 1')
-    assert '"x": 1}' in text
-    assert verify_record(json.loads(text))
+    # the integral float 1.0 of a tool input is written as 1, as JavaScript would write it
+    assert '\\"x\\":1}' in json.dumps(record)
+    assert verify_record(json.loads(json.dumps(record)))
+    turn, _problem = read_record(json.loads(json.dumps(record)))
+    assert turn is not None and turn.replies[0]["content"][1]["input"] == {"x": 1}
+
+
+def _edit_turn(record: dict[str, Any], edit: Any) -> None:
+    turn = json.loads(record["turn"])
+    edit(turn)
+    record["turn"] = json.dumps(turn)
 
 
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda r: r["replies"][1]["content"][0].__setitem__("text", "A forged answer."),
-        lambda r: r["calls"][0].__setitem__("sha256", "0" * 64),
+        lambda r: _edit_turn(
+            r, lambda t: t["replies"][1]["content"][0].__setitem__("text", "A forged answer.")
+        ),
+        lambda r: _edit_turn(r, lambda t: t["calls"][0].__setitem__("sha256", "0" * 64)),
+        lambda r: r.__setitem__("turn", r["turn"].replace("one row", "two rows")),
         lambda r: r.__setitem__("prompt_sha256", prompt_digest("something else")),
         lambda r: r.__setitem__("signature", "0" * 64),
         lambda r: r.pop("signature"),
-        lambda r: r["replies"].append({"content": [], "stop_reason": "end_turn"}),
+        lambda r: _edit_turn(
+            r, lambda t: t["replies"].append({"content": [], "stop_reason": "end_turn"})
+        ),
+        lambda r: r.__setitem__("cost_micro_usd", 0),
     ],
 )
 def test_a_tampered_record_is_refused(edit: Any) -> None:
@@ -111,7 +124,9 @@ def test_hostile_values_are_no_record(value: object) -> None:
 @pytest.mark.parametrize("result", ["short result", "x" * 50_000])
 def test_a_result_is_kept_by_digest_only(result: str) -> None:
     record = build_record(**_turn(result=result))
-    assert record["calls"] == [{"reply": 0, "sha256": result_digest(result, False)}]
+    turn, _problem = read_record(sign_record(record))
+    assert turn is not None
+    assert turn.calls == [{"reply": 0, "sha256": result_digest(result, False)}]
     assert result not in json.dumps(record)
 
 
@@ -137,7 +152,7 @@ def test_a_turn_over_the_cap_is_not_recorded() -> None:
 
 def test_a_record_read_back_larger_than_the_cap_is_refused() -> None:
     record = sign_record(build_record(**_turn()))
-    record["replies"][1]["content"][0]["text"] = "y" * (MAX_RECORD_BYTES + 2_000)
+    record["turn"] = "y" * (MAX_RECORD_BYTES + 2_000)
     turn, problem = read_record(record)
     assert turn is None and problem is not None and "larger" in problem
 
