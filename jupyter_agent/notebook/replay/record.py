@@ -6,12 +6,14 @@ nbconvert). It holds:
 
 - ``prompt_sha256``: the SHA-256 of the prompt the model answered (after ``{{name}}`` expansion
   and redaction) — the digest only: the cell's source is in the notebook already;
-- ``options``: the cell options that change the turn (chat, ``--new``, ``--plan``, provider,
-  model, ``--max-turns``, ``--think``, ``--effort``), those not at their default only; a re-run
-  with other options asks the model;
-- ``turn``: one string, the compact JSON of ``{"replies": [...], "calls": [...]}`` — one line in
-  the saved file, because nbformat indents every nested key of a notebook (measured: the same
-  replies as nested JSON take half as much again):
+- ``model``: the model's id;
+- ``turn``: one string, the compact JSON of the rest — one line in the saved file, because
+  nbformat indents every nested key of a notebook (measured: the same replies as nested JSON
+  take half as much again):
+
+  - ``options``: the cell options that change the turn (chat, ``--new``, ``--plan``, provider,
+    model, ``--max-turns``, ``--think``, ``--effort``), those not at their default only; a
+    re-run with other options asks the model;
 
   - ``replies``: the model's reply per model turn, its content blocks as the provider returned
     them (``text``, ``tool_use``) and its ``stop_reason``; thinking blocks are dropped (they are
@@ -22,9 +24,9 @@ nbconvert). It holds:
     0): the text a cell shows of a result is in its output already, and a record that repeated
     it would double what the notebook saves; the call's tool and input are in its reply's
     ``tool_use`` block;
-- ``model``, ``usage`` (non-zero token counts) and ``cost_micro_usd`` (an integer: no floats, so
-  a round trip through JavaScript, which writes ``1.0`` as ``1``, cannot change the signed bytes;
-  ``canonical_json`` also writes integral floats of tool inputs as integers for that reason).
+  - ``usage`` (non-zero token counts) and ``cost_micro_usd`` (an integer: the record holds no
+    float — ``canonical_json`` writes integral floats of tool inputs as integers — so a round
+    trip through JavaScript, which writes ``1.0`` as ``1``, cannot change the signed bytes).
 
 Every string passes the package's redactor (``tools/redact.py``) before it is kept, so no secret
 the redactor knows reaches the saved notebook. A record larger than ``MAX_RECORD_BYTES`` (its
@@ -211,19 +213,22 @@ def build_record(
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
         "prompt_sha256": prompt_digest(prompt),
-        "options": _redacted(
-            {
-                name: options[name]
-                for name, default in OPTION_DEFAULTS.items()
-                if options.get(name, default) != default
-            }
-        ),
         "model": model,
         "turn": canonical_json(
-            {"replies": _redacted([_reply(reply) for reply in replies]), "calls": kept_calls}
+            {
+                "options": _redacted(
+                    {
+                        name: options[name]
+                        for name, default in OPTION_DEFAULTS.items()
+                        if options.get(name, default) != default
+                    }
+                ),
+                "replies": _redacted([_reply(reply) for reply in replies]),
+                "calls": kept_calls,
+                "usage": {str(k): int(v) for k, v in usage.items() if v},
+                "cost_micro_usd": cost_micro_usd,
+            }
         ).decode("utf-8"),
-        "usage": {str(k): int(v) for k, v in usage.items() if v},
-        "cost_micro_usd": cost_micro_usd,
     }
     size = record_size(record)
     if size > MAX_RECORD_BYTES:
@@ -256,16 +261,16 @@ def _shape_problem(value: dict[str, Any]) -> str | None:
         return "not a turn record of this version"
     if not isinstance(value.get("prompt_sha256"), str):
         return "no prompt digest"
-    if not isinstance(value.get("options"), dict) or not isinstance(value.get("model"), str):
-        return "no options or model"
-    if not isinstance(value.get("turn"), str):
-        return "no turn"
+    if not isinstance(value.get("model"), str) or not isinstance(value.get("turn"), str):
+        return "no model or turn"
     return None
 
 
 def _turn_problem(value: object) -> str | None:
     if not isinstance(value, dict):
         return "the turn is not an object"
+    if not isinstance(value.get("options"), dict):
+        return "no options"
     replies = value.get("replies")
     if not isinstance(replies, list) or not replies:
         return "no replies"
@@ -342,11 +347,11 @@ def read_record(value: object) -> tuple[TurnRecord | None, str | None]:
     problem = _turn_problem(turn)
     if problem is not None:
         return None, f"the turn record is malformed ({problem})"
-    cost = value.get("cost_micro_usd")
+    cost = turn.get("cost_micro_usd")
     return (
         TurnRecord(
             prompt_sha256=value["prompt_sha256"],
-            options=dict(value["options"]),
+            options=dict(turn["options"]),
             model=value["model"],
             replies=list(turn["replies"]),
             calls=list(turn["calls"]),

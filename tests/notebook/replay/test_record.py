@@ -103,7 +103,7 @@ def _edit_turn(record: dict[str, Any], edit: Any) -> None:
         lambda r: _edit_turn(
             r, lambda t: t["replies"].append({"content": [], "stop_reason": "end_turn"})
         ),
-        lambda r: r.__setitem__("cost_micro_usd", 0),
+        lambda r: r.__setitem__("model", "claude-other"),
     ],
 )
 def test_a_tampered_record_is_refused(edit: Any) -> None:
@@ -139,10 +139,10 @@ def test_the_digest_tells_results_apart() -> None:
 def test_options_not_at_their_default_are_kept_and_compared() -> None:
     turn = _turn()
     turn["options"] = {**OPTIONS, "model": "claude-x", "new": True}
-    record = build_record(**turn)
-    assert record["options"] == {"model": "claude-x", "new": True}
-    assert same_options(record["options"], {"chat": "default", "model": "claude-x", "new": True})
-    assert not same_options(record["options"], {"model": "claude-x"})
+    read, _problem = read_record(sign_record(build_record(**turn)))
+    assert read is not None and read.options == {"model": "claude-x", "new": True}
+    assert same_options(read.options, {"chat": "default", "model": "claude-x", "new": True})
+    assert not same_options(read.options, {"model": "claude-x"})
 
 
 def test_a_turn_over_the_cap_is_not_recorded() -> None:
