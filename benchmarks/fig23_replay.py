@@ -7,7 +7,9 @@ CSV each time, about 40 KB a result) and a final answer, recorded from a live ru
 Ours: a fresh ``Agent`` answering through ``TurnReplay`` over the verified record — the agent
 loop, the replay engine, the ten calls, the ten digests. Theirs: the same ten ``read_file``
 calls through the same registry, awaited one after another, nothing else. Side by side, each
-sample after a ``gc.collect()``.
+sample after a ``gc.collect()``. A second row, for context, puts the replay beside the same turn
+played from a cassette by the offline provider (the agent loop and the tools, without checks):
+what the record's verification and digests add.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def run(ctx: BenchContext) -> list[Row]:
             raise RuntimeError(f"the recorded turn is not usable: {problem}")
         return turn
 
-    async def measure() -> tuple[list[float], list[float]]:
+    async def measure() -> dict[str, tuple[list[float], list[float]]]:
         turn = await record()
         tools_agent = agent_module.Agent(
             offline.OfflineProvider(notice=False), workspace=workspace, max_turns=CALLS + 2
@@ -106,13 +108,32 @@ def run(ctx: BenchContext) -> list[Row]:
                     raise RuntimeError(f"read_file failed: {result.content!r}")
             return (time.perf_counter() - started) * 1e3
 
-        return await paired_async(ours, theirs, repetitions)
+        async def cassette() -> float:
+            gc.collect()
+            agent = agent_module.Agent(
+                offline.OfflineProvider(script, notice=False),
+                workspace=workspace,
+                max_turns=CALLS + 2,
+            )
+            started = time.perf_counter()
+            text = await agent.chat("Go.")
+            elapsed = (time.perf_counter() - started) * 1e3
+            if "Done." not in text:
+                raise RuntimeError(f"the cassette did not play as recorded: {text!r}")
+            return elapsed
+
+        return {
+            "tools": await paired_async(ours, theirs, repetitions),
+            "cassette": await paired_async(ours, cassette, repetitions),
+        }
 
     ctx.log(f"figure 23: {repetitions} replays of a {CALLS}-call turn ({lines:,}-line CSV)")
     try:
-        ours_ms, theirs_ms = asyncio.run(measure())
+        result = asyncio.run(measure())
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
+    ours_ms, theirs_ms = result["tools"]
+    ours_again, cassette_ms = result["cassette"]
     return [
         compare(
             FIGURE,
@@ -130,5 +151,12 @@ def run(ctx: BenchContext) -> list[Row]:
                 "without a JSON pass); the loop is the live one on purpose — the tools run "
                 "under the same policies and approvals — so it is not skipped."
             ),
-        )
+        ),
+        compare(
+            FIGURE,
+            f"the same replay beside the turn played from a cassette ({CALLS} calls, no checks)",
+            Stats(ours_again, "ms"),
+            Stats(cassette_ms, "ms"),
+            "the offline provider playing the turn's replies (agent loop and tools, no digests)",
+        ),
     ]
