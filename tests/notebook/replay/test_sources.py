@@ -3,6 +3,7 @@ read as a hostile file; the cell found by the request's ``cellId``, else by a un
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,9 @@ def test_a_notebook_over_the_cap_or_not_a_file_is_not_read(tmp_path: Path) -> No
     path.write_bytes(b" " * sources.MAX_NOTEBOOK_BYTES + valid)
     assert SavedNotebookSource(path).record_for(CellRef("a", "Hi")) is None
     assert SavedNotebookSource(tmp_path).record_for(CellRef("a", "Hi")) is None
+    fifo = tmp_path / "fifo.ipynb"  # nobody writes to it: a blocking read would hang
+    os.mkfifo(fifo)
+    assert SavedNotebookSource(fifo).record_for(CellRef("a", "Hi")) is None
     assert SavedNotebookSource(tmp_path / "gone.ipynb").record_for(CellRef("a", "Hi")) is None
 
 
