@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.agent.agent import Agent
+from jupyter_agent.approvals import ApprovalRequest, Decision
 from jupyter_agent.notebook.replay.record import (
     UnrecordableTurn,
     build_record,
@@ -109,3 +110,33 @@ def test_a_turn_whose_results_were_not_all_seen_is_not_recorded() -> None:
             usage={},
             cost_micro_usd=0,
         )
+
+
+def test_a_replayed_call_asks_for_approval_again_and_a_no_stops_it(workspace: Path) -> None:
+    turn = _record(workspace)  # recorded with read_file allowed
+    asked: list[ApprovalRequest] = []
+
+    async def deny(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        return Decision(False, "not today")
+
+    replay = TurnReplay(turn)
+    agent = Agent(replay, workspace=workspace, approval_handler=deny)
+    agent.set_policy("read_file", "ask")
+    answer = asyncio.run(agent.chat(PROMPT))
+    assert [request.name for request in asked] == ["read_file", "read_file"]
+    assert replay.diverged is not None and replay.diverged.ordinal == 1
+    assert "They differ." not in answer and "Reading c." not in answer
+
+
+def test_a_replayed_call_approved_again_runs(workspace: Path) -> None:
+    turn = _record(workspace)
+
+    async def approve(request: ApprovalRequest) -> Decision:
+        return Decision(True)
+
+    replay = TurnReplay(turn)
+    agent = Agent(replay, workspace=workspace, approval_handler=approve)
+    agent.set_policy("read_file", "ask")
+    assert asyncio.run(agent.chat(PROMPT)).endswith("They differ.")
+    assert replay.finished and replay.diverged is None
