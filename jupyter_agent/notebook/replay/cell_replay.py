@@ -109,10 +109,6 @@ class CellReplay:
                     record = None  # another prompt or options: the model is asked
         return cls(prompt, options, record, notify=notify, spent=spent)
 
-    @property
-    def replaying(self) -> bool:
-        return self._replay is not None
-
     def wrap(self, provider: Provider) -> Provider:
         """The provider the turn runs under: the replay, or ``provider`` kept as it answers."""
         if self._replay is not None:
