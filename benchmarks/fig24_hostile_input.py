@@ -1,0 +1,126 @@
+"""Figure 24: input written to be slow, that once was: the bounds the tests used to hold.
+
+Each row is a case where an algorithm once backtracked or rescanned, moved here from a wall-clock
+threshold in the tests (which now check only what is shown): the terminal's Markdown renderer fed
+a paragraph whose mark never closes (``2 * 3``, a lone backtick or ``**``: 10,000 characters took
+12 s, 24,000 took 143 s) and a line of brackets (the link pattern tried every ``[`` to the end of
+the line); ``search_files`` and ``search_text`` given a glob of many stars (``*a*a*…*b`` as a
+backtracking regex ran for minutes on a 200-character name). No "theirs": the goal is a bound far
+above what a linear algorithm needs and far below what the old ones took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from ._harness import BenchContext, Row, Stats, limit, require, scratch_dir
+
+FIGURE = "24"
+
+#: What the terminal renderer's tests fed it (``tests/notebook/views/test_terminal_markdown.py``).
+UNCLOSED = [
+    ("Cost is 2 * 3 dollars " + "word " * 2400, 8),  # 12,000 characters
+    ("Note `" + "ab " * 4000, 3),
+    ("Note **" + "ab " * 4000, 3),
+]
+BRACKETS = ["[" * 60_000, "[a](" * 15_000, "[a](b" * 12_000]
+
+
+def _unclosed_ms() -> float:
+    """The slowest of the three unclosed-mark paragraphs, streamed as the model sends them."""
+    from jupyter_agent.notebook.views.terminal_markdown import MarkdownLines
+
+    slowest = 0.0
+    for text, piece in UNCLOSED:
+        lines = MarkdownLines()
+        started = time.perf_counter()
+        for at in range(0, len(text), piece):
+            lines.feed(text[at : at + piece])
+        lines.flush()
+        slowest = max(slowest, time.perf_counter() - started)
+    return slowest * 1e3
+
+
+def _brackets_ms() -> float:
+    from jupyter_agent.notebook.views.terminal_markdown import inline
+
+    slowest = 0.0
+    for hostile in BRACKETS:
+        started = time.perf_counter()
+        inline(hostile)
+        slowest = max(slowest, time.perf_counter() - started)
+    return slowest * 1e3
+
+
+def _glob_ms(folder: Path, backend: str) -> float:
+    from jupyter_agent.tools.context import ToolContext
+    from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool
+
+    context = ToolContext(folder)
+    files = SearchFilesTool(context, backend=backend)  # type: ignore[arg-type]
+    text = SearchTextTool(context, backend=backend)  # type: ignore[arg-type]
+    stars = "*a" * 8 + "*b"
+
+    async def calls() -> None:
+        await files.execute({"pattern": stars})
+        await files.execute({"pattern": "**/" + stars})
+        await files.execute({"pattern": "*a" * 8})
+        await text.execute({"pattern": "needle", "glob": stars})
+
+    started = time.perf_counter()
+    asyncio.run(calls())
+    return (time.perf_counter() - started) * 1e3
+
+
+def run(ctx: BenchContext) -> list[Row]:
+    require("jupyter_agent.notebook.views.terminal_markdown")
+    require("jupyter_agent.tools.search.search")
+    reps = ctx.reps(7, 1)
+    unclosed = [_unclosed_ms() for _ in range(reps)]
+    brackets = [_brackets_ms() for _ in range(reps)]
+    globs: dict[str, list[float]] = {}
+    with scratch_dir("fig24") as folder:
+        (folder / ("a" * 200)).write_text("needle\n")
+        (folder / "sub").mkdir()
+        (folder / "sub" / ("a" * 150 + "b")).write_text("needle\n")
+        for backend in ("ripgrep", "python"):
+            globs[backend] = [_glob_ms(folder, backend) for _ in range(reps)]
+    ctx.log(f"figure 24: {reps} samples of each")
+    note = __doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else ""
+    rows = [
+        limit(
+            FIGURE,
+            "terminal Markdown: a 12,000-character paragraph whose mark never closes, streamed",
+            Stats(unclosed, "ms"),
+            None,
+            "",
+            below=2000.0,
+            note=note,
+            miss_note="The renderer rescans the unfinished line at each feed again.",
+        ),
+        limit(
+            FIGURE,
+            "terminal Markdown: a 60,000-character line of `[` (and of `[a](`, `[a](b`)",
+            Stats(brackets, "ms"),
+            None,
+            "",
+            below=1000.0,
+            miss_note="The link pattern tries every `[` to the end of the line again.",
+        ),
+    ]
+    for backend, samples in globs.items():
+        rows.append(
+            limit(
+                FIGURE,
+                f"`search_files`/`search_text` with a glob of 9 stars, 200-character names "
+                f"({backend})",
+                Stats(samples, "ms"),
+                None,
+                "",
+                below=3000.0,
+                miss_note="The glob is matched by a backtracking regular expression again.",
+            )
+        )
+    return rows
