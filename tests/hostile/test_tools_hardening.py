@@ -21,7 +21,7 @@ from jupyter_agent.tools.decorator import tool
 from jupyter_agent.tools.factory import create_default_registry
 from jupyter_agent.tools.registry import ToolRegistry
 from jupyter_agent.tools.search import search
-from jupyter_agent.tools.search.pysearch import _Glob, _glob_pieces, _Nfa
+from jupyter_agent.tools.search.pysearch import Glob, _glob_pieces, _Nfa
 from jupyter_agent.tools.search.search import SearchFilesTool, SearchTextTool
 
 
@@ -180,7 +180,7 @@ def test_linear_glob_matcher_agrees_with_the_regex(glob: str, paths: list[str]) 
     nfa = _Nfa(_glob_pieces(anchored))
     for path in paths:
         assert nfa.fullmatch(path) == (regex.fullmatch(path) is not None), (glob, path)
-        assert _Glob(glob).matches(path, False) == nfa.fullmatch(path), (glob, path)
+        assert Glob(glob).matches(path, False) == nfa.fullmatch(path), (glob, path)
 
 
 # -- odd arguments and odd paths: always a clear error result, never an exception ----------------
