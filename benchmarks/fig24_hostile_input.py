@@ -1,4 +1,5 @@
-"""Figure 24: input written to be slow, that once was: the bounds the tests used to hold.
+"""Figure 24: bounds the tests used to hold as wall-clock thresholds: input written to be slow,
+a cancel, the main-thread pump's pace.
 
 Each row is a case where an algorithm once backtracked or rescanned, moved here from a wall-clock
 threshold in the tests (which now check only what is shown): the terminal's Markdown renderer fed
@@ -7,8 +8,10 @@ a paragraph whose mark never closes (``2 * 3``, a lone backtick or ``**``: 10,00
 the line); ``search_files`` and ``search_text`` given a glob of many stars (``*a*a*…*b`` as a
 backtracking regex ran for minutes on a 200-character name); and ``web_fetch``'s converter child
 cancelled at each moment of its start (cancelled while bubblewrap was still setting the sandbox
-up, the call waited 5 s for a converter blocked on a stdin nobody closed). No "theirs": the goal
-is a bound far above what the fixed code needs and far below what the old code took.
+up, the call waited 5 s for a converter blocked on a stdin nobody closed); the pump that hands a
+``%%agent`` turn's events to the main thread, as shares of poll intervals (it woke every poll).
+No "theirs": the goal is a bound far above what the fixed code needs and far below what the old
+code took.
 """
 
 from __future__ import annotations
@@ -100,6 +103,48 @@ def _cancelled_conversions_ms(tries: int) -> list[float]:
     return asyncio.run(tries_ms())
 
 
+def _pump_shares(seconds: float) -> tuple[float, float]:
+    """The main-thread pump (``notebook/runtime/bridge.py``) under two streams, as shares of
+    their allowance: batches of a fast stream (~2,000 tokens/s) against one per poll interval
+    plus the run's start and end; wake-ups of a steady 100 tokens/s stream against every poll
+    interval (what the old pump did)."""
+    from jupyter_agent.events import TextDelta
+    from jupyter_agent.notebook.runtime import bridge as main_bridge
+
+    poll = main_bridge.POLL_INTERVAL_S
+    loop = main_bridge.BackgroundLoop()
+    try:
+        fast = main_bridge.MainThreadBridge(loop)
+        tokens = [f"t{i}{' ' if i % 7 else chr(10)}" for i in range(int(2000 * seconds))]
+
+        async def fast_stream() -> None:
+            for k, token in enumerate(tokens):
+                fast.post(TextDelta(token))
+                if k % 10 == 9:
+                    await asyncio.sleep(0.005)
+
+        started = time.monotonic()
+        fast.run(fast_stream(), lambda event: None)
+        batches = fast.batches / (((time.monotonic() - started) / poll) + 2)
+
+        steady = main_bridge.MainThreadBridge(loop)
+        words = ["x" * 3000] + [f" w{i:03d}" for i in range(int(100 * seconds))]
+
+        async def steady_stream() -> None:
+            begun = asyncio.get_running_loop().time()
+            for k, word in enumerate(words):
+                now = asyncio.get_running_loop().time()
+                await asyncio.sleep(max(0.0, begun + k / 100 - now))
+                steady.post(TextDelta(word))
+
+        started = time.monotonic()
+        steady.run(steady_stream(), lambda event: None)
+        wakeups = steady.wakeups / ((time.monotonic() - started) / poll)
+    finally:
+        loop.close()
+    return batches, wakeups
+
+
 def run(ctx: BenchContext) -> list[Row]:
     require("jupyter_agent.notebook.views.terminal_markdown")
     require("jupyter_agent.tools.search.search")
@@ -113,6 +158,8 @@ def run(ctx: BenchContext) -> list[Row]:
         (folder / "sub" / ("a" * 150 + "b")).write_text("needle\n")
         for backend in ("ripgrep", "python"):
             globs[backend] = [_glob_ms(folder, backend) for _ in range(reps)]
+    require("jupyter_agent.notebook.runtime.bridge")
+    shares = [_pump_shares(ctx.size(3.0, 0.5)) for _ in range(ctx.reps(3, 1))]
     require("jupyter_agent.tools.web")
     cancelled = _cancelled_conversions_ms(ctx.reps(30, 10))
     ctx.log(f"figure 24: {reps} samples of each, {len(cancelled)} cancelled conversions")
@@ -148,6 +195,32 @@ def run(ctx: BenchContext) -> list[Row]:
             below=2000.0,
             miss_note="A cancelled conversion waits for a converter that is still starting "
             "(blocked on its stdin) instead of killing it at once.",
+        )
+    )
+    rows.append(
+        limit(
+            FIGURE,
+            "the main-thread pump under a ~2,000 tokens/s stream: batches per allowance "
+            "(one per poll interval, plus the start and the end)",
+            Stats([batches for batches, _ in shares], "×"),
+            None,
+            "",
+            below=1.0,
+            goal_text="< 1×",
+            miss_note="The pump wakes more than once per poll interval while text streams.",
+        )
+    )
+    rows.append(
+        limit(
+            FIGURE,
+            "the main-thread pump under a steady 100 tokens/s stream: wake-ups per poll interval",
+            Stats([wakeups for _, wakeups in shares], "×"),
+            None,
+            "",
+            below=0.5,
+            goal_text="< 0.5×",
+            miss_note="The pump wakes every poll interval again, not when the renderer has "
+            "something to show.",
         )
     )
     for backend, samples in globs.items():

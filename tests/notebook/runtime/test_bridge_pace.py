@@ -4,7 +4,8 @@ Benchmark 8 found the floor of streaming's CPU cost in the notebook: the pump wo
 while text streamed (~130 wake-ups for a 20 s answer, ~0.15 ms of the kernel's main thread each,
 most with nothing the renderer would draw). Now text wakes it when it has grown enough for a
 display update and the renderer's pause is over; other events wake it at once; with nothing
-due it still wakes every ``IDLE_WAKE_S`` for its idle work (Stop clicks arrive there).
+due it still wakes every ``IDLE_WAKE_S`` for its idle work (Stop clicks arrive there). How
+seldom a steady stream wakes it, against every poll interval, is a goal of benchmark figure 24.
 """
 
 from __future__ import annotations
@@ -26,29 +27,6 @@ def bridge() -> Iterator[MainThreadBridge]:
     loop = BackgroundLoop()
     yield MainThreadBridge(loop)
     loop.close()
-
-
-def test_a_steady_stream_wakes_the_main_thread_far_less_than_every_poll(
-    bridge: MainThreadBridge,
-) -> None:
-    # 3 s of a 100 tokens/s answer, tokens of ~5 characters (as benchmark 8 streams them), that
-    # continues a long paragraph: the renderer would draw it in a handful of updates
-    tokens = ["x" * 3000] + [f" w{i:03d}" for i in range(300)]
-    seen: list[str] = []
-
-    async def stream() -> None:
-        started = asyncio.get_running_loop().time()
-        for k, token in enumerate(tokens):
-            await asyncio.sleep(max(0.0, started + k / 100 - asyncio.get_running_loop().time()))
-            bridge.post(TextDelta(token))
-
-    started = time.monotonic()
-    bridge.run(stream(), lambda e: seen.append(e.text))  # type: ignore[attr-defined]
-    elapsed = time.monotonic() - started
-    assert "".join(seen) == "".join(tokens)
-    polls = elapsed / main_bridge.POLL_INTERVAL_S
-    # the old pump: one wake-up per poll interval (~20 here)
-    assert bridge.wakeups <= 0.5 * polls, (bridge.wakeups, polls)
 
 
 def test_text_that_is_due_arrives_with_the_renderer_pace_even_when_the_stream_pauses(
