@@ -17,6 +17,7 @@ code took.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from pathlib import Path
 
@@ -145,6 +146,58 @@ def _pump_shares(seconds: float) -> tuple[float, float]:
     return batches, wakeups
 
 
+def _pump_pace() -> tuple[float, float, float, float]:
+    """Seconds: the first text of a segment to its hand-over; text that grew during the
+    renderer's pause, posted 20 ms after it, to its hand-over while the model then pauses; the
+    largest gap between idle wake-ups of a quiet run; the largest gap between hand-overs to a
+    terminal renderer (no growth rule) of a 100 tokens/s stream."""
+    from jupyter_agent.events import TextDelta
+    from jupyter_agent.notebook.runtime import bridge as main_bridge
+
+    loop = main_bridge.BackgroundLoop()
+    try:
+        paced = main_bridge.MainThreadBridge(loop)
+        posted: list[float] = []
+        arrivals: list[float] = []
+
+        async def pausing() -> None:
+            posted.append(time.monotonic())
+            paced.post(TextDelta("x" * 1000))
+            await asyncio.sleep(0.02)
+            posted.append(time.monotonic())
+            paced.post(TextDelta("y" * 150))
+            await asyncio.sleep(1.0)
+
+        paced.run(pausing(), lambda event: arrivals.append(time.monotonic()))
+        first, second = arrivals[0] - posted[0], arrivals[1] - posted[1]
+
+        idle = main_bridge.MainThreadBridge(loop)
+        idles: list[float] = []
+
+        async def quiet() -> None:
+            await asyncio.sleep(2.1)
+
+        idle.run(quiet(), lambda event: None, on_idle=lambda: idles.append(time.monotonic()))
+        idle_gap = max(b - a for a, b in itertools.pairwise(idles))
+
+        terminal = main_bridge.MainThreadBridge(loop)
+        handed: list[float] = []
+        tokens = ["x" * 3000] + [f" w{i:03d}" for i in range(150)]
+
+        async def steady() -> None:
+            begun = asyncio.get_running_loop().time()
+            for k, token in enumerate(tokens):
+                now = asyncio.get_running_loop().time()
+                await asyncio.sleep(max(0.0, begun + k / 100 - now))
+                terminal.post(TextDelta(token))
+
+        terminal.run(steady(), lambda event: handed.append(time.monotonic()), text_growth=0)
+        terminal_gap = max(b - a for a, b in itertools.pairwise(handed))
+    finally:
+        loop.close()
+    return first, second, idle_gap, terminal_gap
+
+
 def run(ctx: BenchContext) -> list[Row]:
     require("jupyter_agent.notebook.views.terminal_markdown")
     require("jupyter_agent.tools.search.search")
@@ -160,6 +213,7 @@ def run(ctx: BenchContext) -> list[Row]:
             globs[backend] = [_glob_ms(folder, backend) for _ in range(reps)]
     require("jupyter_agent.notebook.runtime.bridge")
     shares = [_pump_shares(ctx.size(3.0, 0.5)) for _ in range(ctx.reps(3, 1))]
+    pace = [_pump_pace() for _ in range(ctx.reps(3, 1))]
     require("jupyter_agent.tools.web")
     cancelled = _cancelled_conversions_ms(ctx.reps(30, 10))
     ctx.log(f"figure 24: {reps} samples of each, {len(cancelled)} cancelled conversions")
@@ -223,6 +277,35 @@ def run(ctx: BenchContext) -> list[Row]:
             "something to show.",
         )
     )
+    from jupyter_agent.notebook.runtime.bridge import IDLE_WAKE_S, POLL_INTERVAL_S
+
+    paces = [
+        ("the first text of a segment, posted to handed to the main thread", 0.1),
+        (
+            "text that grew during the renderer's pause, then the model pauses: posted to "
+            "handed over (by a timer when the pause ends, not at the next idle wake-up)",
+            IDLE_WAKE_S - 0.1,
+        ),
+        ("a quiet run: the largest gap between idle wake-ups", IDLE_WAKE_S + 0.2),
+        (
+            "a terminal renderer (no growth rule), 100 tokens/s: the largest gap between "
+            "hand-overs",
+            POLL_INTERVAL_S + 0.1,
+        ),
+    ]
+    for index, (what, below) in enumerate(paces):
+        rows.append(
+            limit(
+                FIGURE,
+                f"the main-thread pump: {what}",
+                Stats([sample[index] * 1e3 for sample in pace], "ms"),
+                None,
+                "",
+                below=below * 1e3,
+                miss_note="Moved from tests/notebook/runtime/test_bridge_pace.py, where it was "
+                "a wall-clock threshold.",
+            )
+        )
     for backend, samples in globs.items():
         rows.append(
             limit(
