@@ -1,17 +1,18 @@
 """Figure 24: bounds the tests used to hold as wall-clock thresholds: input written to be slow,
-a cancel, the main-thread pump's pace.
+a cancel, the pace of the main-thread pump and of a tool's progress.
 
-Each row is a case where an algorithm once backtracked or rescanned, moved here from a wall-clock
-threshold in the tests (which now check only what is shown): the terminal's Markdown renderer fed
-a paragraph whose mark never closes (``2 * 3``, a lone backtick or ``**``: 10,000 characters took
-12 s, 24,000 took 143 s) and a line of brackets (the link pattern tried every ``[`` to the end of
-the line); ``search_files`` and ``search_text`` given a glob of many stars (``*a*a*…*b`` as a
-backtracking regex ran for minutes on a 200-character name); and ``web_fetch``'s converter child
-cancelled at each moment of its start (cancelled while bubblewrap was still setting the sandbox
-up, the call waited 5 s for a converter blocked on a stdin nobody closed); the pump that hands a
-``%%agent`` turn's events to the main thread, as shares of poll intervals (it woke every poll).
-No "theirs": the goal is a bound far above what the fixed code needs and far below what the old
-code took.
+Each row was a wall-clock threshold in the tests, which now check what is shown and in what
+order. Hostile input, where an algorithm once backtracked or rescanned: the terminal's Markdown
+renderer fed a paragraph whose mark never closes (``2 * 3``, a lone backtick or ``**``: 10,000
+characters took 12 s, 24,000 took 143 s) and a line of brackets (the link pattern tried every
+``[`` to the end of the line); ``search_files`` and ``search_text`` given a glob of many stars
+(``*a*a*…*b`` as a backtracking regex ran for minutes on a 200-character name). A cancel:
+``web_fetch``'s converter child cancelled at each moment of its start (cancelled while
+bubblewrap was still setting the sandbox up, the call waited 5 s for a converter blocked on a
+stdin nobody closed). Pace: the pump that hands a ``%%agent`` turn's events to the main thread,
+as shares of poll intervals (it woke every poll) and as hand-over times; the progress a turn
+yields for a tool that reports thousands of times (it was one event a report). No "theirs": the
+goal is a bound far above what the code needs and far below what the old code took.
 """
 
 from __future__ import annotations
@@ -198,6 +199,64 @@ def _pump_pace() -> tuple[float, float, float, float]:
     return first, second, idle_gap, terminal_gap
 
 
+def _progress_share(reports: int) -> float:
+    """``ToolCallProgress`` events a turn yields while its one tool reports ``reports`` times
+    over about a second, as a share of the allowance: one per ``PROGRESS_INTERVAL_S`` plus three
+    (the first, the last, and one due at the call's end)."""
+    import tempfile
+
+    from jupyter_agent.agent.agent import Agent
+    from jupyter_agent.agent.tool_round import PROGRESS_INTERVAL_S
+    from jupyter_agent.events import ToolCallFinished, ToolCallProgress, ToolCallStarted
+    from jupyter_agent.providers.anthropic import AnthropicProvider
+    from jupyter_agent.tools.base import ToolCapabilities
+    from jupyter_agent.tools.decorator import tool
+    from jupyter_agent.tools.progress import report_progress
+    from jupyter_agent.tools.registry import ToolRegistry
+
+    from ._agents import sdk_client
+    from ._loopback import LoopbackServer
+
+    async def flood(i: int) -> str:
+        """Report progress many times.
+
+        Args:
+            i: which call this is
+        """
+        for k in range(reports):
+            report_progress(k + 1, reports, f"step {k}")
+            if k % 5 == 4:
+                await asyncio.sleep(0.001)
+        return "flooded"
+
+    work = tool(name="work")(flood)
+    work.capabilities = ToolCapabilities(validates_arguments=True, reports_progress=True)
+
+    async def measure() -> float:
+        with LoopbackServer() as server, tempfile.TemporaryDirectory() as workspace:
+            client = sdk_client(server.base_url)
+            registry = ToolRegistry()
+            registry.register(work)
+            provider = AnthropicProvider("bench-t1-c1", client=client)
+            agent = Agent(provider, workspace=workspace, registry=registry, max_turns=3)
+            events, started, ended = 0, 0.0, 0.0
+            try:
+                async for event in agent.stream_chat("Go."):
+                    if isinstance(event, ToolCallStarted):
+                        started = time.monotonic()
+                    elif isinstance(event, ToolCallProgress):
+                        events += 1
+                    elif isinstance(event, ToolCallFinished):
+                        ended = time.monotonic()
+            finally:
+                await client.close()
+        if not events or not ended:
+            raise RuntimeError("the turn reported no progress or never finished its call")
+        return events / (3 + (ended - started) / PROGRESS_INTERVAL_S)
+
+    return asyncio.run(measure())
+
+
 def run(ctx: BenchContext) -> list[Row]:
     require("jupyter_agent.notebook.views.terminal_markdown")
     require("jupyter_agent.tools.search.search")
@@ -214,6 +273,8 @@ def run(ctx: BenchContext) -> list[Row]:
     require("jupyter_agent.notebook.runtime.bridge")
     shares = [_pump_shares(ctx.size(3.0, 0.5)) for _ in range(ctx.reps(3, 1))]
     pace = [_pump_pace() for _ in range(ctx.reps(3, 1))]
+    require("jupyter_agent.tools.progress")
+    progress = [_progress_share(ctx.size(5_000, 500)) for _ in range(ctx.reps(3, 1))]
     require("jupyter_agent.tools.web")
     cancelled = _cancelled_conversions_ms(ctx.reps(30, 10))
     ctx.log(f"figure 24: {reps} samples of each, {len(cancelled)} cancelled conversions")
@@ -275,6 +336,20 @@ def run(ctx: BenchContext) -> list[Row]:
             goal_text="< 0.5×",
             miss_note="The pump wakes every poll interval again, not when the renderer has "
             "something to show.",
+        )
+    )
+    rows.append(
+        limit(
+            FIGURE,
+            "a tool reporting progress 5,000 times in about a second: progress events per "
+            "allowance (one per interval, plus three)",
+            Stats(progress, "×"),
+            None,
+            "",
+            below=1.0,
+            goal_text="< 1×",
+            miss_note="The tool round yields progress more often than once per "
+            "PROGRESS_INTERVAL_S (moved from tests/mcp/test_progress.py).",
         )
     )
     from jupyter_agent.notebook.runtime.bridge import IDLE_WAKE_S, POLL_INTERVAL_S
