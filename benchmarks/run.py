@@ -53,6 +53,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("21", "benchmarks.fig21_model_contract", "prompt cache across a tool toggle; a whole session"),
     ("22", "benchmarks.fig22_subshell", "a `%%agent` cell on a subshell beside a CPU-bound cell"),
     ("23", "benchmarks.fig23_replay", "replay of a recorded 10-call turn vs its tools alone"),
+    ("24", "benchmarks.fig24_hostile_input", "bounds moved from the tests: hostile input, pace"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -341,6 +340,8 @@ def test_keyboard_interrupt_mid_tool_then_chat_again(tmp_path: Path) -> None:
 async def test_closing_the_event_stream_mid_tool_leaves_a_valid_conversation(
     tmp_path: Path,
 ) -> None:
+    running, cancelled = asyncio.Event(), asyncio.Event()
+
     @tool
     async def slow(seconds: float) -> str:
         """Sleep.
@@ -348,18 +349,28 @@ async def test_closing_the_event_stream_mid_tool_leaves_a_valid_conversation(
         Args:
             seconds: how long
         """
-        await asyncio.sleep(seconds)
+        running.set()
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         return "slept"
 
-    fake = FakeAnthropic(Reply([tool_use("toolu_s", "slow", {"seconds": 30})]), text("next"))
+    # two calls: each runs in a task of its own while the stream goes on (a lone call runs in
+    # the stream's task and has not begun when its ToolCallStarted is out)
+    calls = [tool_use(f"toolu_{n}", "slow", {"seconds": 30}) for n in "st"]
+    fake = FakeAnthropic(Reply(calls), text("next"))
     agent = make_agent(fake, tmp_path, slow)
     stream = agent.stream_chat("sleep")
     async for event in stream:
         if isinstance(event, ToolCallStarted):
             break
-    started = time.perf_counter()
+    await asyncio.wait_for(running.wait(), 10)  # 10 s only stops a hung test
     await stream.aclose()
-    assert time.perf_counter() - started < 1
+    # the close cancelled the running tool (a close that waited for it would see "slept" after
+    # 30 s, one that left it running would find it not cancelled)
+    assert cancelled.is_set()
     assert agent.messages[-1]["content"][0]["content"] == "interrupted by the user"
     assert await agent.chat("next please") == "next"
     assert api_problems(fake.requests[-1]) == []

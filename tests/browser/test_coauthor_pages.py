@@ -166,12 +166,14 @@ def test_the_page_that_ran_the_cell_is_the_one_the_agent_works_in(
             expect(diff).to_have_count(1, timeout=30_000)
             closed = time.monotonic()
             a.close()
-            while result_of(fake, "g3") is None:
-                assert time.monotonic() - closed < 10, "the cell tools did not fail at once"
+            while result_of(fake, "g3") is None:  # 60 s only stops a hung test
+                assert time.monotonic() - closed < 60, "the cell tools never failed"
                 time.sleep(0.1)
             took = time.monotonic() - closed
             review, late = result_of(fake, "g2") or "", result_of(fake, "g3") or ""
             assert "went away" in review and "went away" in late, (review, late)
+            # at once: the close answered the review in flight, not the 15 s exchange timeout
+            assert "did not answer" not in review, review
             print(f"{front_end.name}: the tools failed {took:.2f} s after the page closed")
             for elsewhere in (b, c):
                 expect(elsewhere.locator(".jp-agent-diff")).to_have_count(0)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import re
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from loop_watch import LoopWatch
@@ -26,6 +27,15 @@ from jupyter_agent.mcp.schema import MAX_TOOLS_PER_SERVER
 pytest.importorskip("mcp")
 
 SERVER = str(Path(__file__).parents[1] / "mcp_servers" / "hostile_server.py")
+
+
+@pytest.fixture
+def watch(monkeypatch: pytest.MonkeyPatch) -> LoopWatch:
+    """The loop's heartbeat and every pattern match (``regex``, the bounded engine) in order."""
+    regex = pytest.importorskip("regex")
+    watch = LoopWatch()
+    monkeypatch.setattr(regex, "search", watch.wrap(regex.search))
+    return watch
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):
@@ -97,24 +107,29 @@ async def test_a_local_ref_still_checks_the_arguments(agent: Agent) -> None:
 
 
 @pytest.mark.timeout(120)
-async def test_a_backtracking_pattern_does_not_freeze_the_loop(agent: Agent) -> None:
+async def test_a_backtracking_pattern_does_not_freeze_the_loop(
+    agent: Agent, watch: LoopWatch
+) -> None:
     """``re`` needs ~10 s for this one on this machine, holding the GIL all along."""
     await add_hostile(agent, "schemas")
-    async with LoopWatch() as watch:
+    async with watch:
         result = await agent.registry.call("hostile__redos", {"s": "a" * 28 + "!"})
     assert result.is_error and "does not match" in result.content
-    assert watch.longest < 1.0
+    # ``regex`` matches this one at once (``re`` backtracks): no tick need fall inside
+    watch.assert_the_loop_stayed_free(overlapped=False)
 
 
 @pytest.mark.timeout(60)
-async def test_a_pattern_that_never_ends_is_cut_at_the_calls_deadline(agent: Agent) -> None:
+async def test_a_pattern_that_never_ends_is_cut_at_the_calls_deadline(
+    agent: Agent, watch: LoopWatch
+) -> None:
     await add_hostile(agent, "schemas")
     agent.tool_timeout = 2  # after the start, which tool_timeout bounds too
     # the patterns never end: only the deadline ends the calls (the test's 60 s timeout, a hang)
-    async with LoopWatch() as watch:
+    async with watch:
         value = await agent.registry.call("hostile__redos_forever", {"s": "a" * 5000 + "!"})
         key = await agent.registry.call("hostile__redos_keys", {"a" * 5000 + "!": "v"})
-    assert watch.longest < 1.0
+    watch.assert_the_loop_stayed_free()
     for result in (value, key):
         assert result.is_error and "took longer than" in result.content, result.content
     fine = await agent.registry.call("hostile__redos_forever", {"s": "aaa"})
@@ -136,14 +151,16 @@ async def test_megabytes_of_schemas_are_refused_naming_the_cap(agent: Agent) -> 
 
 
 @pytest.mark.timeout(60)
-async def test_a_draft3_type_cannot_smuggle_a_pattern_onto_the_loop(agent: Agent) -> None:
+async def test_a_draft3_type_cannot_smuggle_a_pattern_onto_the_loop(
+    agent: Agent, watch: LoopWatch
+) -> None:
     """Draft 3 lets ``type`` be a list of schemas; one holding a ``pattern`` was checked on the
     loop with no time limit (5.5 s for 25 characters, doubling with each one more)."""
     await add_hostile(agent, "schemas")
     agent.tool_timeout = 2
-    async with LoopWatch() as watch:
+    async with watch:
         result = await agent.registry.call("hostile__draft3_type", {"q": "a" * 25 + "!"})
-    assert watch.longest < 1.0
+    watch.assert_the_loop_stayed_free()
     assert result.is_error and result.content.startswith(
         "Error: invalid arguments for hostile__draft3_type"
     ), result.content
@@ -158,12 +175,26 @@ async def test_a_nested_dialect_is_refused_when_the_server_is_added(agent: Agent
 
 
 @pytest.mark.timeout(60)
-async def test_an_output_schema_pattern_does_not_freeze_the_loop(agent: Agent) -> None:
+async def test_an_output_schema_pattern_does_not_freeze_the_loop(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SDK checked a result's structured content against the tool's ``outputSchema`` with
-    ``re`` on the loop (2.8 s for this one, and the server was then marked down)."""
+    ``re`` on the loop (2.8 s for this one, and the server was then marked down): the pattern is
+    never matched now, by either engine, so nothing of it can hold the loop."""
+    regex = pytest.importorskip("regex")
+    matched: list[str] = []
+    for module in (re, regex):
+        search = module.search
+
+        def recording(pattern: Any, *args: Any, _search: Any = search, **kwargs: Any) -> Any:
+            matched.append(str(getattr(pattern, "pattern", pattern)))
+            if matched[-1] == "^(a|a)*$":  # fail now, not after the minutes it would hold
+                raise AssertionError("the output schema's pattern was matched")
+            return _search(pattern, *args, **kwargs)
+
+        monkeypatch.setattr(module, "search", recording)
     await add_hostile(agent, "schemas")
-    async with LoopWatch() as watch:
-        result = await agent.registry.call("hostile__redos_output", {})
-    assert watch.longest < 1.0
+    result = await agent.registry.call("hostile__redos_output", {})
+    assert "^(a|a)*$" not in matched
     assert not result.is_error, result.content
     assert "called redos_output" in result.content

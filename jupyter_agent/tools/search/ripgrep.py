@@ -17,7 +17,7 @@ import sys
 from ...errors import RipgrepCannot, TooManyMatches
 from ..base import ToolFailure
 from ..guard.sandbox import end_reader
-from .pysearch import _format_hit, _format_long_hit, _Glob, _Scope, escape_glob
+from .pysearch import Glob, _format_hit, _format_long_hit, _Scope, escape_glob
 from .ripgrep_output import LongMatch, RipgrepOutput, json_text
 from .search_child import read_within_deadline, spawn_reader
 
@@ -121,7 +121,7 @@ async def ripgrep_grep(
     ``sort=False`` lets rg use all its threads, sorts afterwards, and raises ``TooManyMatches``
     past a budget (a broad pattern is then better served by the sorted run, which stops early).
     """
-    if scope.whitelist and _Glob(scope.whitelist).literal_suffix.endswith(b"."):
+    if scope.whitelist and Glob(scope.whitelist).literal_suffix.endswith(b"."):
         # rg's globs see no name in one that ends with ".": "--glob '*.'" matches nothing
         raise RipgrepCannot(f"ripgrep cannot match the glob {scope.whitelist!r}")
     wanted = max_results + 1
@@ -200,7 +200,7 @@ async def ripgrep_grep(
 
 
 async def ripgrep_find(
-    rg: str, scope: _Scope, wanted: _Glob, cap: int, *, deadline_s: float
+    rg: str, scope: _Scope, wanted: Glob, cap: int, *, deadline_s: float
 ) -> tuple[list[str], bool]:
     """The files ``wanted`` matches, in path order, at most ``cap``: (found, timed_out)."""
     # Unsorted, so rg walks with all its threads; sorting by path components afterwards gives

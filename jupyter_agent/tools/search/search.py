@@ -52,7 +52,7 @@ from ..context import ToolContext
 from ..guard.hidden_paths import hidden_within
 from ..guard.sandbox import probe_off_the_loop, reader_sandbox_works
 from .pysearch import MAX_LINE_CHARS as MAX_LINE_CHARS  # the cut of long lines, both backends
-from .pysearch import _Glob, _python_find, _Scope, escape_glob
+from .pysearch import Glob, _python_find, _Scope, escape_glob
 from .ripgrep import find_ripgrep, ripgrep_find, ripgrep_grep
 from .search_child import python_grep_isolated
 
@@ -122,7 +122,7 @@ def _check_glob(pattern: str, what: str) -> str:
     if ".." in pattern.replace("\\", "/").split("/"):
         raise ToolInputError(f"{what} may not contain '..'")
     try:
-        _Glob(pattern)
+        Glob(pattern)
     except GlobSyntaxError as exc:
         raise ToolInputError(f"{what}: {exc}") from None
     return pattern
@@ -283,7 +283,7 @@ class SearchFilesTool(_SearchTool):
             raise ToolFailure(f"{path_text} is a file; give a folder as path")
         # The pattern filters the listing instead of going to rg as a --glob, which would
         # override .gitignore (``**`` would then list everything, ignored folders included).
-        wanted = _Glob(_anchored(pattern, scope.target))
+        wanted = Glob(_anchored(pattern, scope.target))
         cap = MAX_FILE_RESULTS + 1
         rg = self._ripgrep()
         timed_out = False

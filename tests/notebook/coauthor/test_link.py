@@ -963,15 +963,13 @@ def test_when_the_turns_page_goes_away_the_cell_tools_fail_at_once(
         text("Back."),
     )
     notebook.on_op = lambda op: op["op"] == "review" and notebook.close()
-    started = time.monotonic()
     reply, outputs = kernel.execute("%%agent\nEdit", cell_id="ask", timeout=40)
-    took = time.monotonic() - started
     assert reply["status"] == "ok", outputs
     review = result_text(tool_results(fake_api.requests[1])[-1])
     insert = result_text(tool_results(fake_api.requests[2])[-1])
-    assert "went away" in review, review
+    # at once: the close answered the review in flight, not the 15 s exchange timeout
+    assert "went away" in review and "did not answer" not in review, review
     assert "went away" in insert, insert
-    assert took < 10, took
     assert other.ops == []
 
     notebook.on_op = None

@@ -3,11 +3,14 @@ server's command line as typed; each mistake is one line naming the command and 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_agent.notebook.front import mcp_commands
-from jupyter_agent.notebook.front.mcp_commands import parse_add
+from jupyter_agent.agent.agent import Agent
+from jupyter_agent.notebook.front.mcp_commands import MCPCommands, parse_add
+from jupyter_agent.providers.offline import OfflineProvider
 
 
 def test_add_reads_options_before_the_double_dash_and_leaves_the_command_as_typed() -> None:
@@ -38,17 +41,20 @@ def test_add_mistakes_are_one_line(words: list[str], expected: str) -> None:
     assert str(info.value).startswith(expected) and "\n" not in str(info.value)
 
 
-def test_every_mcp_subcommand_has_a_parser_with_its_usage() -> None:
-    usages = {
-        name: " ".join(handler.parser.format_usage().split())  # type: ignore[attr-defined]
-        for name, handler in [
-            ("list", mcp_commands._list),
-            ("remove", mcp_commands._remove),
-            ("logout", mcp_commands._logout),
-        ]
-    }
-    assert usages == {
-        "list": ":: %agent mcp list [NAME]",
-        "remove": ":: %agent mcp remove NAME",
-        "logout": ":: %agent mcp logout NAME",
-    }
+@pytest.mark.parametrize(
+    ("words", "usage"),
+    [
+        (["list", "a", "b"], "%agent mcp list [NAME]"),
+        (["remove"], "%agent mcp remove NAME"),
+        (["logout"], "%agent mcp logout NAME"),
+    ],
+)
+def test_every_mcp_subcommand_names_its_usage_on_a_mistake(
+    tmp_path: Path, words: list[str], usage: str
+) -> None:
+    toolbox = Agent(OfflineProvider(), workspace=tmp_path).toolbox
+    with pytest.raises(UsageError) as info:
+        MCPCommands(lambda work: work).command(toolbox, words)
+    said = str(info.value)
+    assert said.startswith(f"%agent mcp {words[0]}: ") and "\n" not in said, said
+    assert said.endswith(f"; usage: {usage}"), said

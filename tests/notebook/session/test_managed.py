@@ -50,7 +50,6 @@ def managed_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
         _write(folder, settings)
         magics = AgentMagics(shell=ip, managed=ManagedSettings.load([folder]))
         ip.register_magics(magics)
-        setattr(ip, "_jupyter_agent_magics", magics)  # noqa: B010 - what load_ext sets
         magics.workspace = str(tmp_path)
         return magics
 

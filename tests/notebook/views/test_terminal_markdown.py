@@ -1,23 +1,20 @@
-"""The terminal's Markdown renderer costs time in proportion to the text, whatever the model writes.
+"""The terminal's Markdown renderer on what the model may write: what it shows, whatever the text.
 
 ``TextRenderer`` feeds every ``TextDelta`` to ``MarkdownLines`` on the main thread. A paragraph
 with a mark that never closes (``2 * 3``, a lone backtick) made each feed rescan every space of
 the unfinished line and recount the marks before it: 10,000 characters took 12 s, 24,000 took
-143 s. A line of ``[`` made the link pattern try every ``[`` to the end of the line. What is
-shown must not change: the streamed output is compared with the original algorithm's.
+143 s. A line of ``[`` made the link pattern try every ``[`` to the end of the line. The time
+these take is a goal of benchmark figure 24; here, what is shown must not change: the streamed
+output is compared with the original algorithm's.
 """
 
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
 from jupyter_agent.notebook.views.terminal_markdown import CODE, RESET, MarkdownLines, inline
-
-#: Far above what the renderer now needs (milliseconds) and far below what it took (10–140 s).
-LIMIT_S = 2.0
 
 
 class FirstAlgorithm(MarkdownLines):
@@ -40,11 +37,10 @@ class FirstAlgorithm(MarkdownLines):
         return ""
 
 
-def stream(lines: MarkdownLines, text: str, piece: int) -> tuple[str, float]:
-    """What ``lines`` writes for ``text`` fed ``piece`` characters at a time, and the seconds."""
-    started = time.perf_counter()
+def stream(lines: MarkdownLines, text: str, piece: int) -> str:
+    """What ``lines`` writes for ``text`` fed ``piece`` characters at a time."""
     shown = "".join(lines.feed(text[at : at + piece]) for at in range(0, len(text), piece))
-    return shown + lines.flush(), time.perf_counter() - started
+    return shown + lines.flush()
 
 
 @pytest.mark.parametrize(
@@ -56,19 +52,16 @@ def stream(lines: MarkdownLines, text: str, piece: int) -> tuple[str, float]:
     ],
     ids=["star", "backtick", "double-star"],
 )
-def test_an_unclosed_mark_costs_linear_time(text: str, piece: int) -> None:
-    lines = MarkdownLines()
-    shown, seconds = stream(lines, text, piece)
-    assert seconds < LIMIT_S, f"{len(text)} characters took {seconds:.1f} s"
-    assert shown == stream(FirstAlgorithm(), text, len(text))[0]  # the same text at the end
+def test_an_unclosed_mark_streamed_shows_what_it_showed_at_once(text: str, piece: int) -> None:
+    # the time it takes: benchmark figure 24 (the same three paragraphs)
+    shown = stream(MarkdownLines(), text, piece)
+    assert shown == stream(FirstAlgorithm(), text, len(text))  # the same text at the end
 
 
-def test_a_line_of_brackets_costs_linear_time() -> None:
+def test_a_line_of_brackets_is_shown_as_it_is() -> None:
+    # the time it takes: benchmark figure 24 (the same three lines)
     for hostile in ["[" * 60_000, "[a](" * 15_000, "[a](b" * 12_000]:
-        started = time.perf_counter()
         assert inline(hostile) == hostile
-        seconds = time.perf_counter() - started
-        assert seconds < LIMIT_S / 2, f"{hostile[:6]!r}… took {seconds:.1f} s"
 
 
 def test_links_and_code_still_render() -> None:

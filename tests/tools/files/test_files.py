@@ -409,8 +409,9 @@ async def test_workspace_through_a_symlink_and_absolute_inside(layout: Layout) -
 
 
 async def test_offsets_across_skip_chunk_boundaries(h: Harness) -> None:
-    # Lines of 1 to 300 bytes over ~2.5 chunks of the skipper: the lines read at offsets whose
-    # start falls just before, at and after each chunk boundary are the file's own lines.
+    # Lines of 1 to 300 bytes over ~3 MB: the lines read at offsets whose start falls just
+    # before, at and after each multiple of a power of two from 4 KiB to 1 MiB (whatever the
+    # skipper's chunk is among them: 1 MiB now) are the file's own lines.
     lines = [("x" * (i % 300)) + f"{i}\n" for i in range(20_000)]
     data = "".join(lines)
     (h.ws / "ragged.txt").write_text(data)
@@ -418,7 +419,7 @@ async def test_offsets_across_skip_chunk_boundaries(h: Harness) -> None:
     for line in lines:
         starts.append(starts[-1] + len(line))
     offsets = {1, len(lines)}
-    for boundary in (line_reader._SKIP_CHUNK, 2 * line_reader._SKIP_CHUNK):
+    for boundary in {times << power for power in range(12, 21) for times in (1, 2)}:
         index = next(i for i, start in enumerate(starts) if start >= boundary)
         offsets.update(range(index - 1, index + 3))  # 1-based offsets around the boundary line
     for offset in sorted(offsets):

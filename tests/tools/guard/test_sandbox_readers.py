@@ -111,7 +111,6 @@ async def test_a_reader_start_cancelled_twice_ends_promptly_and_leaves_nothing(
         found = {pid: _describe(pid) for pid in _our_descendants() if pid not in before}
         return {pid: what for pid, what in found.items() if what != "gone"}
 
-    slowest = 0.0
     for first, second in [(a, b) for a in range(6) for b in range(4)] * 2:
         task = asyncio.ensure_future(run())
         for _ in range(first):  # loop steps: the cancellations land at each point of the start
@@ -120,11 +119,10 @@ async def test_a_reader_start_cancelled_twice_ends_promptly_and_leaves_nothing(
         for _ in range(second):
             await asyncio.sleep(0)
         task.cancel()
-        started = time.monotonic()
-        await asyncio.wait({task}, timeout=3)
-        slowest = max(slowest, time.monotonic() - started)
+        await asyncio.wait({task}, timeout=10)  # 10 s only stops a hung test
         assert task.done(), f"cancelled after {first} and {second} more steps: still starting"
-    assert slowest < 2
+        # the cancel reached it: it did not end by ``sleep 30`` ending (the uncancelled path)
+        assert task.cancelled(), f"cancelled after {first} and {second} more steps: {task}"
     deadline = time.monotonic() + 5
     while ours_left() and time.monotonic() < deadline:
         await asyncio.sleep(0.1)

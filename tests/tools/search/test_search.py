@@ -406,32 +406,32 @@ _PATH_PARTS = st.sampled_from(["a", "b", ".", "csv", "*", "/", "ab", "x.csv", "-
 def test_every_match_ends_with_the_globs_literal_suffix(glob: str, path: str) -> None:
     # search_files skips names without the suffix before running the glob's regex; that is only
     # right if no matching path can lack it.
-    from jupyter_agent.tools.search.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import Glob
 
-    wanted = _Glob(glob)
+    wanted = Glob(glob)
     if wanted.matches(path, False):
         assert path.encode().endswith(wanted.literal_suffix)
 
 
 def test_literal_suffix_of_everyday_globs() -> None:
-    from jupyter_agent.tools.search.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import Glob
 
-    assert _Glob("**/*.csv").literal_suffix == b".csv"
-    assert _Glob("reports/q?.md").literal_suffix == b".md"
-    assert _Glob("data/**").literal_suffix == b""
-    assert _Glob("x[ab]").literal_suffix == b""
-    assert _Glob("**/café").literal_suffix == "café".encode()
+    assert Glob("**/*.csv").literal_suffix == b".csv"
+    assert Glob("reports/q?.md").literal_suffix == b".md"
+    assert Glob("data/**").literal_suffix == b""
+    assert Glob("x[ab]").literal_suffix == b""
+    assert Glob("**/café").literal_suffix == "café".encode()
 
 
 def test_non_ascii_names_match_byte_by_byte_as_in_ripgrep() -> None:
     # ripgrep 14: `rg --files -g '?.txt'` lists a.txt but not é.txt; '??.txt' lists é.txt.
-    from jupyter_agent.tools.search.pysearch import _Glob
+    from jupyter_agent.tools.search.pysearch import Glob
 
-    assert _Glob("?.txt").matches("a.txt", False)
-    assert not _Glob("?.txt").matches("é.txt", False)
-    assert _Glob("??.txt").matches("é.txt", False)
-    assert _Glob("*.txt").matches("é.txt", False)
-    assert _Glob("é.txt").matches("é.txt", False)
+    assert Glob("?.txt").matches("a.txt", False)
+    assert not Glob("?.txt").matches("é.txt", False)
+    assert Glob("??.txt").matches("é.txt", False)
+    assert Glob("*.txt").matches("é.txt", False)
+    assert Glob("é.txt").matches("é.txt", False)
 
 
 _ODD_NAMES = [
