@@ -50,7 +50,7 @@ def test_text_that_is_due_arrives_with_the_renderer_pace_even_when_the_stream_pa
     # pause is over (a lower bound: load cannot break it)
 
 
-def test_idle_work_runs_at_least_every_idle_interval(bridge: MainThreadBridge) -> None:
+def test_idle_work_runs_again_and_again_while_nothing_streams(bridge: MainThreadBridge) -> None:
     idles: list[float] = []
 
     async def quiet() -> None:
