@@ -151,3 +151,13 @@ def read_conversation(path: Path) -> SavedConversation:
     messages = list(messages)
     restore_compaction(messages, payload.get("compaction"))
     return SavedConversation(messages, system_prompt if isinstance(system_prompt, str) else None)
+
+
+def system_prompt_note(path: str | os.PathLike[str], *, used: bool) -> str:
+    """What ``%agent load`` says of a saved system prompt that differs from the session's."""
+    if used:
+        return "The system prompt is now the saved conversation's (for every chat)."
+    return (
+        "The saved conversation has a different system prompt; this session keeps its "
+        f"own. To use the saved one: %agent load {os.fspath(path)} --system-prompt"
+    )

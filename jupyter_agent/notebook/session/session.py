@@ -58,7 +58,7 @@ from ..runtime.bridge import BackgroundLoop, MainThreadBridge, forward_events
 from ..runtime.console import OrderedConsole
 from ..spend.budget import BudgetedProvider, SpendGuard
 from .config_rows import config_rows
-from .conversation_file import read_conversation, save_conversation
+from .conversation_file import read_conversation, save_conversation, system_prompt_note
 from .instructions_note import InstructionsNote
 from .notebook_tools import notebook_tools
 from .prompt_redaction import redaction_line
@@ -561,13 +561,8 @@ class NotebookSession:
         differs = saved.system_prompt is not None and saved.system_prompt != agent.system_prompt
         if differs and system_prompt:
             self.configure(system_prompt=saved.system_prompt)
-            if note is not None:
-                note("The system prompt is now the saved conversation's (for every chat).")
-        elif differs and note is not None:
-            note(
-                "The saved conversation has a different system prompt; this session keeps its "
-                f"own. To use the saved one: %agent load {os.fspath(path)} --system-prompt"
-            )
+        if differs and note is not None:
+            note(system_prompt_note(path, used=system_prompt))
         return len(saved.messages)
 
     def describe(self) -> list[tuple[str, str]]:
