@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from IPython import version_info as _ipython_version
 from IPython.core import magic as _magic_module
 from IPython.core import magic_arguments as _magic_arguments_module
 from IPython.core.error import UsageError
@@ -21,10 +20,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _magic: Any = _magic_module
 _magic_arguments: Any = _magic_arguments_module
-
-#: IPython 9.8 counts a cell (``execution_count += 1``) before ``pre_run_cell`` fires; before
-#: 9.8 it counted after the cell ran.
-_COUNTED_BEFORE_PRE_RUN = tuple(_ipython_version[:2]) >= (9, 8)
 
 display: Callable[..., Any] = _display
 DisplayHandle: Callable[[], Any] = _DisplayHandle
@@ -67,12 +62,3 @@ def parse_command(
 
 def line_cell_magic(name: str) -> Callable[[F], F]:
     return cast(Callable[[F], F], _magic.line_cell_magic(name))
-
-
-def starting_cell_count(shell: Any, store_history: bool) -> int | None:
-    """The execution count of the cell whose ``pre_run_cell`` is firing, on every IPython we
-    support (a cell that stores no history is not counted, so it sees the count as it is)."""
-    count = getattr(shell, "execution_count", None)
-    if not isinstance(count, int):
-        return None
-    return count - 1 if store_history and _COUNTED_BEFORE_PRE_RUN else count

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...tools.base import IMAGE_MEDIA_TYPES
-from .._ipython import starting_cell_count
 from ..runtime.services import register, service, unregister
 from ..runtime.subshell import on_subshell_thread
 
@@ -58,6 +57,18 @@ MAX_CELL_CHARS = 2_000_000
 MAX_TRACEBACK_CHARS = 8_000
 
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def starting_cell_count(shell: Any, store_history: bool) -> int | None:
+    """The execution count of the cell whose ``pre_run_cell`` is firing. IPython 9.8 counts a
+    cell before the event (``execution_count += 1``), earlier versions after the cell ran; a
+    cell that stores no history is not counted. (IPython is read from ``sys.modules``: a shell
+    that fires events has imported it, and this module must import without it.)"""
+    count = getattr(shell, "execution_count", None)
+    if not isinstance(count, int):
+        return None
+    version = getattr(sys.modules.get("IPython"), "version_info", (0, 0))
+    return count - 1 if store_history and tuple(version[:2]) >= (9, 8) else count
 
 
 @dataclass
