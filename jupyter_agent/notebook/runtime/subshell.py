@@ -7,6 +7,15 @@ one, so what it does must not disturb that cell: the ``%%agent`` cell answered t
 does not run code (``front/ask_beside.py``); the cell recorder keeps it out of the running cell's
 record (``kernel/recorder.py``). The kernel's main thread is the one that runs the main shell,
 and the only one a ``KeyboardInterrupt`` (the kernel's interrupt) reaches.
+
+``answer_where_sent`` touches a private detail of ipykernel 7.4 on purpose: the kernel's shell
+channel thread (``Kernel.shell_channel_thread_main``) routes a comm message through the comm's
+``_reply_subshell_for``, which reads ``_reply_subshell_id``/``_reply_subshell_ids`` that
+``BaseComm.publish_msg`` sets to the subshell that last published. 7.4 has no public way to
+set or clear that route (not on the comm, the comm manager, the kernel or the subshell manager),
+and without clearing it the answer's Stop button cannot be clicked. It is read defensively: a
+kernel without those attributes (older, or a future one that changes them) is left as it is, and
+``test_stop_ends_the_answer_and_leaves_the_running_cell`` fails if the click stops arriving.
 """
 
 from __future__ import annotations
