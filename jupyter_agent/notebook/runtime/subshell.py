@@ -86,14 +86,16 @@ BESIDE_SWITCH_INTERVAL_S = 0.0001
 _beside_lock = threading.Lock()
 _beside_count = 0
 _saved_interval = 0.0
+_applied_interval = 0.0
 
 
 def _shorten() -> None:
-    global _beside_count, _saved_interval
+    global _beside_count, _saved_interval, _applied_interval
     with _beside_lock:
         if _beside_count == 0:
             _saved_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(_saved_interval, BESIDE_SWITCH_INTERVAL_S))
+            _applied_interval = sys.getswitchinterval()  # as the interpreter rounds it
         _beside_count += 1
 
 
@@ -101,7 +103,8 @@ def _restore() -> None:
     global _beside_count
     with _beside_lock:
         _beside_count -= 1
-        if _beside_count == 0:
+        # put back, unless the user's own code set an interval of its own meanwhile
+        if _beside_count == 0 and sys.getswitchinterval() == _applied_interval:
             sys.setswitchinterval(_saved_interval)
 
 

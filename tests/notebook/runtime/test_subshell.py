@@ -381,3 +381,9 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
     assert float(spun_under) <= BESIDE_SWITCH_INTERVAL_S, "the main cell ran at the default"
     assert float(cells.text(default)) > BESIDE_SWITCH_INTERVAL_S
     assert restored == cells.text(default).strip(), "the interval was not put back"
+    # an interval the user's own cell sets is the user's: kept after that cell
+    own = _send(kernel, "sys.setswitchinterval(0.02)", None)
+    cells.pump(lambda: own in cells.replies)
+    kept = _send(kernel, "print(sys.getswitchinterval())", subshell)
+    cells.pump(lambda: kept in cells.replies)
+    assert float(cells.text(kept)) == 0.02
