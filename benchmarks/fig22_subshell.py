@@ -147,8 +147,11 @@ def run(ctx: BenchContext) -> list[Row]:
             max_ratio=1.5,
             note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
             miss_note=(
-                "The CPU-bound cell holds the GIL; the subshell's thread runs between its "
-                "switch intervals (5 ms), so every step of the answer waits its turn."
+                "The CPU-bound cell holds the GIL; every hop of the answer between the "
+                "kernel's threads (shell channel, subshell, IOPub, the agent's loop; each "
+                "display flushes the streams through the IOPub thread) waits for it to give "
+                "the GIL up, once per switch interval (0.1 ms while a main cell runs, "
+                "`runtime/subshell.py`) plus the OS waking the thread."
             ),
         ),
         compare(

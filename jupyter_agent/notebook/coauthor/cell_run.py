@@ -6,6 +6,13 @@ places them in the cell over the link with an execution count and returns them t
 images as images. It obeys ``tool_timeout`` (a watchdog interrupts the code) and Stop (the
 frontend interrupts the kernel when the agent's Stop button is pressed during a run). Kept apart
 from the link: it is the one part of co-authoring that runs user code and swaps ``sys.stdout``.
+
+A long cell (issue 37): while it runs, a ticker thread tells the calling turn how long it has run
+and its last output line, once every ``PROGRESS_REPORT_S`` (the tool call's progress, which the
+turn's view shows and a served call passes on); the model may give a call a shorter ``timeout``
+than the user's ``tool_timeout``, never a longer one; and the main shell runs one such cell at a
+time — a second ``run_cell`` while one runs is refused at once, saying which cell runs
+(``claim_main_shell``), rather than waiting behind it for minutes.
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import FrontendError
 from ...tools.base import IMAGE_MEDIA_TYPES, Image
+from ...tools.progress import ProgressCallback
 from ..runtime.executor import parse_cell, run_cell_code
 from ..runtime.figures import new_figures, open_figures
 from ..text import clip
@@ -35,6 +43,104 @@ PROGRESS_INTERVAL_S = 0.25
 MAX_RUN_TEXT = 10_000
 #: Images a cell run returns to the model at most.
 MAX_RUN_IMAGES = 5
+#: Seconds between two progress reports of a running cell to the calling turn.
+PROGRESS_REPORT_S = 1.0
+#: Characters of the last output line a progress report carries.
+PROGRESS_LINE_CHARS = 200
+
+_claim_lock = threading.Lock()
+#: The cell ``run_cell`` is running on the main shell now, and since when (monotonic).
+_running: tuple[str, float] | None = None
+
+
+@contextlib.contextmanager
+def claim_main_shell(cell_id: str) -> Iterator[None]:
+    """Hold the main shell for one ``run_cell`` of ``cell_id``; a second one while it is held
+    fails at once with a ``FrontendError`` naming the running cell."""
+    global _running
+    with _claim_lock:
+        if _running is not None:
+            running, since = _running
+            raise FrontendError(
+                f"run_cell was not run: cell {running} is still running on the kernel's main "
+                f"shell (for {time.monotonic() - since:.0f} s), which runs one cell at a time. "
+                f"Wait for its result, then call run_cell for {cell_id} again."
+            )
+        _running = (cell_id, time.monotonic())
+    try:
+        yield
+    finally:
+        with _claim_lock:
+            _running = None
+
+
+def last_line(outputs: list[dict[str, Any]]) -> str:
+    """The last line a running cell's outputs show, for its progress (``""``: none yet)."""
+    for output in reversed(outputs):
+        kind = output.get("output_type")
+        if kind == "stream":
+            lines = [line for line in str(output.get("text", "")).splitlines() if line.strip()]
+            if lines:
+                return lines[-1].strip()[:PROGRESS_LINE_CHARS]
+        elif kind == "error":
+            return f"{output.get('ename')}: {output.get('evalue')}"[:PROGRESS_LINE_CHARS]
+        elif kind in ("display_data", "execute_result"):
+            plain = (output.get("data") or {}).get("text/plain", "")
+            plain = "".join(plain) if isinstance(plain, list) else str(plain)
+            lines = [line for line in plain.splitlines() if line.strip()]
+            return (lines[-1].strip() if lines else "[display]")[:PROGRESS_LINE_CHARS]
+    return ""
+
+
+class _Ticker:
+    """Reports a running cell's elapsed seconds and last output line every
+    ``PROGRESS_REPORT_S``, from a thread of its own (the main thread runs the cell). One thread
+    for the process, started at the first run and waiting between runs: starting one per run
+    would cost every short ``run_cell`` (benchmark figure 20) a thread start."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed = threading.Event()
+        self._watched: tuple[CellRun, ProgressCallback, float] | None = None
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def watching(self, run: CellRun, report: ProgressCallback | None) -> Iterator[None]:
+        if report is None:
+            yield
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._tick, name="jupyter-agent-cell-progress", daemon=True
+                )
+                self._thread.start()
+            self._watched = (run, report, time.monotonic())
+            self._armed.set()
+        try:
+            yield
+        finally:
+            with self._lock:  # a report under way ends first; none is made after
+                self._watched = None
+                self._armed.clear()
+
+    def _tick(self) -> None:
+        while True:
+            self._armed.wait()
+            time.sleep(PROGRESS_REPORT_S)
+            with self._lock:
+                if self._watched is None:
+                    continue
+                run, report, started = self._watched
+                if time.monotonic() - started < PROGRESS_REPORT_S * 0.9:
+                    continue  # a run that began during the sleep: its first report next time
+                with contextlib.suppress(Exception):  # outputs changing under us: next time
+                    line = last_line(list(run.outputs))
+                    message = "s elapsed" + (f"; last output: {line}" if line else "; no output")
+                    report(round(time.monotonic() - started), None, message)
+
+
+_ticker = _Ticker()
 
 
 #: What the page says when a cell no longer holds the source the user approved.
@@ -102,9 +208,12 @@ class CellRun:
 
     # running ---------------------------------------------------------------------------------
 
-    def run(self, source: str, count: int, timeout: float | None) -> bool:
+    def run(
+        self, source: str, count: int, timeout: float | None, timeout_name: str = "tool_timeout"
+    ) -> bool:
         """Run ``source``; ``True`` unless it raised. A ``KeyboardInterrupt`` that is not the
-        timeout's is raised again once the error output is recorded."""
+        timeout's is raised again once the error output is recorded. ``timeout_name``: what the
+        timeout's error calls the limit."""
         shell = self.shell
         figures_before = set(open_figures())
         publisher: Any = getattr(shell, "display_pub", None)
@@ -125,7 +234,7 @@ class CellRun:
         except KeyboardInterrupt as exc:
             ok = False
             if watchdog.fired:
-                self._error(_Timeout(f"the cell ran longer than tool_timeout ({timeout:g} s)"))
+                self._error(_Timeout(f"the cell ran longer than {timeout_name} ({timeout:g} s)"))
             else:
                 interrupted = True
                 self._error(exc)
@@ -283,12 +392,19 @@ def outputs_for_model(outputs: list[dict[str, Any]], count: int) -> list[str | I
 
 
 def run_cell_now(
-    link: NotebookLink, cell_id: str, timeout: float | None, *, expect: str | None = None
+    link: NotebookLink,
+    cell_id: str,
+    timeout: float | None,
+    *,
+    expect: str | None = None,
+    report: ProgressCallback | None = None,
+    timeout_name: str = "tool_timeout",
 ) -> tuple[bool, list[dict[str, Any]], int]:
     """On the main thread: run cell ``cell_id``, its outputs placed in it as they come.
 
     ``expect``: the source the user approved; the page refuses to start the run when the cell
-    holds anything else, and the kernel runs ``expect`` itself, never what a reply says."""
+    holds anything else, and the kernel runs ``expect`` itself, never what a reply says.
+    ``report``: the calling tool call's progress callback (elapsed seconds, last output line)."""
     label, running = link.turn()
     if cell_id == running:
         raise FrontendError("that is the running %%agent cell; run_cell runs other cells")
@@ -313,7 +429,8 @@ def run_cell_now(
 
     run = CellRun(link.shell, progress)
     try:
-        ok = run.run(source, count, timeout)
+        with _ticker.watching(run, report):
+            ok = run.run(source, count, timeout, timeout_name)
     finally:
         end: RunEndOp = {"op": "run_end", "cell_id": cell_id, "outputs": run.outputs}
         end["execution_count"] = count

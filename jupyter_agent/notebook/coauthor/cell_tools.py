@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...errors import FrontendError
-from ...tools.base import BuiltinTool, Image, ToolFailure
+from ...tools.base import BuiltinTool, Image, ToolCapabilities, ToolFailure
 from ...tools.context import ToolContext
+from ...tools.progress import current_reporter
 from ..runtime.bridge import MainThreadBridge
 from ..text import clip
-from .cell_run import outputs_for_model, run_cell_now
+from .cell_run import claim_main_shell, outputs_for_model, run_cell_now
 from .comm_protocol import CellType, DeleteOp, EditOp
 from .link import NotebookLink, for_caller
 from .review import approved
@@ -168,13 +169,26 @@ class RunCellTool(_NotebookTool):
     description = (
         "Run one code cell of the user's open notebook in their kernel now, as if they ran it: "
         "its outputs (text, tables, plots, errors) appear in that cell with an execution count "
-        "and are returned to you, plots as images."
+        "and are returned to you, plots as images. While it runs, the user sees how long it has "
+        "run and its last output line. One cell runs at a time: wait for a run's result before "
+        "the next run_cell."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
-        "properties": {"cell_id": {"type": "string"}},
+        "properties": {
+            "cell_id": {"type": "string"},
+            "timeout": {
+                "type": "number",
+                "description": (
+                    "Seconds the cell may run before it is interrupted (default and most: the "
+                    "user's tool_timeout)"
+                ),
+            },
+        },
         "required": ["cell_id"],
     }
+    #: elapsed seconds and the last output line while the cell runs (``cell_run._Ticker``)
+    capabilities: ClassVar[ToolCapabilities] = ToolCapabilities(reports_progress=True)
 
     def __init__(
         self,
@@ -189,17 +203,44 @@ class RunCellTool(_NotebookTool):
     async def execute(self, args: dict[str, object]) -> list[str | Image]:
         cell_id = _text(args, "cell_id")
         assert cell_id is not None
-        limit = self.timeout()
+        limit, name, note = call_timeout(args.get("timeout"), self.timeout())
         pin = approved("run_cell", cell_id)
         expect = pin.source if pin is not None else None
-        result: tuple[bool, list[dict[str, Any]], int] = await self._on_main(
-            lambda: run_cell_now(self.link, cell_id, limit, expect=expect)
-        )
+        report = current_reporter()  # this call's: the main thread does not carry it
+        try:
+            with claim_main_shell(cell_id):
+                result: tuple[bool, list[dict[str, Any]], int] = await self._on_main(
+                    lambda: run_cell_now(
+                        self.link, cell_id, limit, expect=expect, report=report, timeout_name=name
+                    )
+                )
+        except FrontendError as exc:  # another run_cell holds the main shell
+            raise ToolFailure(str(exc)) from None
         ok, outputs, count = result
         parts = outputs_for_model(outputs, count)
+        if note:
+            parts[0] = f"{parts[0]}\n\n{note}"
         if not ok:
             raise ToolFailure(str(parts[0]))
         return parts
+
+
+def call_timeout(asked: object, ceiling: float | None) -> tuple[float | None, str, str]:
+    """``run_cell``'s limit: the model's ``timeout`` within the user's ``tool_timeout``; the
+    limit, its name for the timeout's error, and a note for the model when it was capped."""
+    if asked is None:
+        return ceiling, "tool_timeout", ""
+    if isinstance(asked, bool) or not isinstance(asked, int | float) or not asked > 0:
+        raise ToolFailure(f"'timeout' must be a positive number of seconds, not {asked!r}")
+    wanted = float(asked)
+    if ceiling is not None and wanted > ceiling:
+        return (
+            ceiling,
+            "the user's tool_timeout",
+            f"(timeout {wanted:g} s was asked for; a call runs at most the user's tool_timeout, "
+            f"{ceiling:g} s)",
+        )
+    return wanted, "its timeout", ""
 
 
 class DeleteCellTool(_NotebookTool):

@@ -14,8 +14,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from ..runtime.subshell import QuickHandoffsDuringCells
+
 #: The name IPython registers the magics under (``type(magics).__name__``).
 _MAGICS_NAME = "AgentMagics"
+#: The short switch interval during main-shell cells, per shell (``runtime/subshell.py``).
+_handoffs: dict[int, QuickHandoffsDuringCells] = {}
 
 
 def load_ipython_extension(ip: Any) -> None:
@@ -36,6 +40,9 @@ def load_ipython_extension(ip: Any) -> None:
     magics = AgentMagics(shell=ip)
     ip.register_magics(magics)
     ip.events.register("post_run_cell", magics.last_error.post_run_cell)
+    handoffs = QuickHandoffsDuringCells(ip)  # answers beside a CPU-bound cell (subshell.py)
+    handoffs.install()
+    _handoffs[id(ip)] = handoffs
 
 
 def unload_ipython_extension(ip: Any) -> None:
@@ -46,6 +53,9 @@ def unload_ipython_extension(ip: Any) -> None:
     with contextlib.suppress(ValueError):  # not registered
         ip.events.unregister("post_run_cell", magics.last_error.post_run_cell)
     magics.close()
+    handoffs = _handoffs.pop(id(ip), None)
+    if handoffs is not None:
+        handoffs.uninstall()
     from ..coauthor.link import link_for
     from ..kernel.propose_cell import proposals_for
     from ..kernel.recorder import recorder_for

@@ -50,7 +50,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from ...errors import InterruptedByUser, NotPumpingError
-from ...events import TextDelta
+from ...events import TextDelta, ToolCallProgress
+from .courier import Courier
 
 T = TypeVar("T")
 
@@ -285,6 +286,9 @@ class MainThreadBridge:
         self.batches = 0
         #: Times the pump woke up (for tests and benchmarks).
         self.wakeups = 0
+        #: The current run's ``on_event``, for the courier.
+        self._on_event: Callable[[object], None] | None = None
+        self._courier = Courier(self._carry_progress, POLL_INTERVAL_S)
         # When streamed text is worth a wake-up. Characters posted (written by the posting
         # side) and taken (by the pump); the pump sets the threshold and the earliest time.
         self._posted_chars = 0
@@ -548,8 +552,10 @@ class MainThreadBridge:
                 return
             if not item.future.set_running_or_notify_cancel():
                 return  # the caller was cancelled before we got to it
+            self._on_event = on_event
             try:
-                result = item.fn()
+                with self._courier.during_call():
+                    result = item.fn()
             except KeyboardInterrupt:
                 # The caller hears of it only once the run is cancelled (``_stop``): told at
                 # once, a tool could turn it into an error result and the turn go on to another
@@ -562,6 +568,19 @@ class MainThreadBridge:
                 item.future.set_result(result)
             return
         on_event(item)
+
+    def _carry_progress(self) -> None:
+        """On the courier's thread, during a main-thread call: progress shown now, the rest
+        moved to the backlog in order (as ``_take_batch`` would)."""
+        on_event = self._on_event
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if type(item) is ToolCallProgress and on_event is not None:
+                on_event(item)
+                continue
+            if type(item) is TextDelta:
+                self._taken_chars += len(item.text)
+            self._backlog.append(item)
 
     def _answer_interrupted_calls(self) -> None:
         """Main-thread calls an interrupt ended: their callers hear it now, after the cancel."""

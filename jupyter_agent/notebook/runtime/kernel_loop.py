@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable
+import contextlib
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 from ...errors import InterruptedByUser
@@ -37,7 +40,8 @@ def kernel_loop_runner(shell: Any) -> IdleRunner | None:
             if not future.set_running_or_notify_cancel():
                 return  # the caller gave up before the kernel got here
             try:
-                result = fn()
+                with _interruptible():
+                    result = fn()
             except KeyboardInterrupt:  # the kernel's stop button: this work, not the kernel
                 future.set_exception(InterruptedByUser("interrupted by the user"))
             except BaseException as exc:
@@ -49,3 +53,20 @@ def kernel_loop_runner(shell: Any) -> IdleRunner | None:
         return await asyncio.wrap_future(future)
 
     return on_kernel_loop
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Let the kernel's interrupt (SIGINT) reach work run between cells, as it reaches a cell.
+
+    ipykernel ignores SIGINT between requests and installs Python's handler only while it
+    executes one, so a served ``run_python`` running here went on through the kernel's Stop
+    (issue 37). The handler it had is put back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

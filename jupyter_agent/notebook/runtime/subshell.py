@@ -7,6 +7,15 @@ one, so what it does must not disturb that cell: the ``%%agent`` cell answered t
 does not run code (``front/ask_beside.py``); the cell recorder keeps it out of the running cell's
 record (``kernel/recorder.py``). The kernel's main thread is the one that runs the main shell,
 and the only one a ``KeyboardInterrupt`` (the kernel's interrupt) reaches.
+
+``answer_where_sent`` touches a private detail of ipykernel 7.4 on purpose: the kernel's shell
+channel thread (``Kernel.shell_channel_thread_main``) routes a comm message through the comm's
+``_reply_subshell_for``, which reads ``_reply_subshell_id``/``_reply_subshell_ids`` that
+``BaseComm.publish_msg`` sets to the subshell that last published. 7.4 has no public way to
+set or clear that route (not on the comm, the comm manager, the kernel or the subshell manager),
+and without clearing it the answer's Stop button cannot be clicked. It is read defensively: a
+kernel without those attributes (older, or a future one that changes them) is left as it is, and
+``test_stop_ends_the_answer_and_leaves_the_running_cell`` fails if the click stops arriving.
 """
 
 from __future__ import annotations
@@ -71,11 +80,32 @@ def answer_where_sent(widget: Any) -> None:
             routes.clear()
 
 
-#: The interpreter's thread switch interval while an answer runs beside a cell (seconds).
-BESIDE_SWITCH_INTERVAL_S = 0.0005
+#: The interpreter's thread switch interval while a main-shell cell or an answer beside one runs
+#: (seconds).
+BESIDE_SWITCH_INTERVAL_S = 0.0001
 _beside_lock = threading.Lock()
 _beside_count = 0
 _saved_interval = 0.0
+_applied_interval = 0.0
+
+
+def _shorten() -> None:
+    global _beside_count, _saved_interval, _applied_interval
+    with _beside_lock:
+        if _beside_count == 0:
+            _saved_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(_saved_interval, BESIDE_SWITCH_INTERVAL_S))
+            _applied_interval = sys.getswitchinterval()  # as the interpreter rounds it
+        _beside_count += 1
+
+
+def _restore() -> None:
+    global _beside_count
+    with _beside_lock:
+        _beside_count -= 1
+        # put back, unless the user's own code set an interval of its own meanwhile
+        if _beside_count == 0 and sys.getswitchinterval() == _applied_interval:
+            sys.setswitchinterval(_saved_interval)
 
 
 @contextlib.contextmanager
@@ -87,16 +117,56 @@ def quick_handoffs() -> Iterator[None]:
     kernel's I/O), each hand-over waiting that long. A shorter interval for the answer's length
     lets it through (benchmark figure 22); the interval is put back when the last one ends.
     """
-    global _beside_count, _saved_interval
-    with _beside_lock:
-        if _beside_count == 0:
-            _saved_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(_saved_interval, BESIDE_SWITCH_INTERVAL_S))
-        _beside_count += 1
+    _shorten()
     try:
         yield
     finally:
-        with _beside_lock:
-            _beside_count -= 1
-            if _beside_count == 0:
-                sys.setswitchinterval(_saved_interval)
+        _restore()
+
+
+class QuickHandoffsDuringCells:
+    """The short switch interval for the whole of every main-shell cell, in a kernel.
+
+    An answer beside a pure-Python loop is mostly waiting for that loop to give up the GIL: each
+    hop between the kernel's threads waits one switch interval. Profiled (figure 22 (a)), about
+    ten of those hops come before the ``%%agent`` magic even starts — the shell channel thread
+    handing the request to the subshell, ipykernel publishing its status and input and flushing
+    its streams through the IOPub thread, each flush a round trip — and at the default 5 ms they
+    took 50–90 ms of a 100–160 ms first token (13–40 ms on an idle kernel). ``quick_handoffs``
+    starts too late for them, so the interval is short from the main cell's start
+    (``pre_run_cell`` on the main thread) to its end (``post_run_cell``). A lone loop pays
+    nothing for it: the interval only matters when another thread asks for the GIL.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self._active = False
+        self._installed = False
+
+    def install(self) -> None:
+        if getattr(self.shell, "kernel", None) is None:  # terminal IPython: no subshells
+            return
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+        self._installed = True
+
+    def uninstall(self) -> None:
+        if self._installed:
+            for name, hook in (
+                ("pre_run_cell", self.pre_run_cell),
+                ("post_run_cell", self.post_run_cell),
+            ):
+                with contextlib.suppress(ValueError):
+                    self.shell.events.unregister(name, hook)
+            self._installed = False
+        self.post_run_cell(None)
+
+    def pre_run_cell(self, _info: Any) -> None:
+        if threading.current_thread() is threading.main_thread() and not self._active:
+            self._active = True
+            _shorten()
+
+    def post_run_cell(self, _result: Any) -> None:
+        if threading.current_thread() is threading.main_thread() and self._active:
+            self._active = False
+            _restore()

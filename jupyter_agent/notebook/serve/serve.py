@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from ...approvals import ApprovalRequest, Decision
+from ...errors import InterruptedByUser
 from ...events import ToolCallFinished, ToolCallStarted
 from .._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from ..asking.approvals_ui import NO_ONE_TO_ASK
@@ -45,6 +46,7 @@ from ..runtime.kernel_comm import unattended_kernel
 from ..runtime.services import services
 from ..views.call_record import StaticCall
 from .serve_token import discard_token, keep_token, shell_read, shown_path
+from .tasks import note_interrupted
 
 if TYPE_CHECKING:
     from ..session.session import NotebookSession
@@ -327,7 +329,11 @@ class KernelServe:
             raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
         if self._cell_running:
             await report_progress(BUSY_NOTE)
-        result: T = await on_kernel_loop(fn)
+        try:
+            result: T = await on_kernel_loop(fn)
+        except InterruptedByUser:
+            note_interrupted()  # a task whose own code the user stopped reads cancelled
+            raise
         return result
 
     def _post(self, event: object) -> None:

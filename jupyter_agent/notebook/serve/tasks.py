@@ -13,7 +13,10 @@ handle to a client that did not ask on that very request (the spec's MUST).
 Cancellation is cooperative: ``tasks/cancel`` cancels the call's asyncio task (a call still queued
 for the kernel's main thread never runs; one waiting for approval leaves the prompt), and the task
 reads ``cancelled`` once the call has ended. ``cancel_all`` (the serve cell's end, a kernel
-interrupt) cancels every task still working.
+interrupt) cancels every task still working. The kernel's Stop while a task's own code runs on
+the main thread ends that code; the tool then returns an error result, but the task reads
+``cancelled`` (``note_interrupted``, called where the main-thread work reports the interrupt): an
+outside agent must not take the user's Stop for its code's failure.
 
 Bounded: at most ``MAX_TASKS`` tasks are kept; a finished task is forgotten ``TASK_TTL_MS`` after
 it was created (or first, when more room is needed); while ``MAX_TASKS`` are still working, a new
@@ -25,6 +28,7 @@ kernel's user).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -47,6 +51,27 @@ MAX_TASKS = 64
 
 Report = Callable[[str], Awaitable[None]]
 Work = Callable[[Report], Awaitable[ToolResult]]
+
+
+@dataclass
+class _Interrupted:
+    """Whether the user's Stop (the kernel's interrupt) ended the task's own work."""
+
+    reason: str = ""
+
+
+#: The task the running call belongs to (set in the call's own asyncio task).
+_current: contextvars.ContextVar[_Interrupted | None] = contextvars.ContextVar(
+    "jupyter_agent_serve_task", default=None
+)
+
+
+def note_interrupted(reason: str = "interrupted in the notebook") -> None:
+    """The kernel's interrupt ended the running call's main-thread work: its task, if it is one,
+    reads ``cancelled``. Nothing for a call that is not a task."""
+    state = _current.get()
+    if state is not None:
+        state.reason = reason
 
 
 def _now() -> str:
@@ -158,7 +183,13 @@ class ServeTasks:
                 holder[0].progress = said[0]
                 holder[0].touch()
 
-        running = asyncio.ensure_future(work(report))
+        interrupted = _Interrupted()
+
+        async def tracked() -> ToolResult:
+            _current.set(interrupted)  # in this task's own context
+            return await work(report)
+
+        running = asyncio.ensure_future(tracked())
         if name not in ALWAYS_TASKS:
             try:
                 await asyncio.wait({running}, timeout=self.task_after)
@@ -172,15 +203,22 @@ class ServeTasks:
         holder.append(task)
         self._make_room()
         self.tasks[task.task_id] = task
-        running.add_done_callback(lambda done: self._settle(task, done, as_result))
+        running.add_done_callback(lambda done: self._settle(task, done, as_result, interrupted))
         return {"resultType": "task", **task.detailed()}
 
     @staticmethod
     def _settle(
-        task: ServeTask, done: asyncio.Task[ToolResult], as_result: Callable[[ToolResult], Any]
+        task: ServeTask,
+        done: asyncio.Task[ToolResult],
+        as_result: Callable[[ToolResult], Any],
+        interrupted: _Interrupted,
     ) -> None:
         task.touch()
         if done.cancelled():
+            task.status = "cancelled"
+            return
+        if interrupted.reason:  # the user's Stop ended its code: not the code's own failure
+            task.cancel_reason = task.cancel_reason or interrupted.reason
             task.status = "cancelled"
             return
         error = done.exception()

@@ -1237,3 +1237,116 @@ def test_a_served_edit_cell_is_shown_as_a_diff_and_applies_only_to_it(
     assert "review" in ops, notebook.ops
     assert ops["edit"].get("expect") == "rows = [3, 1, 2]", ops["edit"]
     assert notebook.cells[0]["source"] == "rows = [3, 1, 2, 4]"
+
+
+# -- long cells (issue 37): progress, a per-call timeout, one run_cell at a time ----------------
+
+
+def _comm_text(message: dict[str, Any]) -> str:
+    if message["msg_type"] != "comm_msg":
+        return ""
+    return json.dumps(message["content"].get("data", {}))
+
+
+def test_a_long_run_cell_shows_its_progress_in_the_tool_view_while_it_runs(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """The cell prints once, then waits in silence until the test sees, in the turn's tool
+    view, how long it has run and its last output line: only then is it let go."""
+    slow = (
+        "import os, time\nprint('loaded 3 of 10', flush=True)\n"
+        "while not os.path.exists('go'):\n    time.sleep(0.05)\nprint('all loaded')"
+    )
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": slow})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_id(body)})]),
+        text("Done."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 20")
+    seen: list[str] = []
+
+    def watch(message: dict[str, Any]) -> None:
+        shown = _comm_text(message)
+        if "elapsed" in shown and "loaded 3 of 10" in shown and not seen:
+            seen.append(shown)
+            (tmp_path / "go").write_text("")  # the view showed it: the cell may end
+
+    reply, outputs = kernel.execute("%%agent\nLoad slowly", cell_id="ask", on_message=watch)
+    assert reply["status"] == "ok", outputs
+    assert seen, "the tool view never showed the running cell's progress"
+    result = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "all loaded" in result and "TimeoutError" not in result, result
+
+
+def test_run_cell_takes_a_timeout_bounded_by_the_users_tool_timeout(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic
+) -> None:
+    sleepy = "import time\ntime.sleep(3600)"
+    fake_api.add(
+        Reply([tool_use("t1", "insert_cell", {"source": sleepy})]),
+        lambda body: Reply(
+            [tool_use("t2", "run_cell", {"cell_id": inserted_id(body), "timeout": 2})]
+        ),
+        lambda body: Reply(
+            [tool_use("t3", "run_cell", {"cell_id": inserted_id(body), "timeout": 100_000})]
+        ),
+        Reply([tool_use("t4", "run_cell", {"cell_id": "data", "timeout": -1})]),
+        text("Too slow."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 4")
+    reply, outputs = kernel.execute("%%agent\nSleep", cell_id="ask", timeout=60)
+    assert reply["status"] == "ok", outputs
+    shorter = result_text(tool_results(fake_api.requests[2])[-1])
+    assert "TimeoutError" in shorter and "(2 s)" in shorter, shorter
+    capped = result_text(tool_results(fake_api.requests[3])[-1])
+    assert "TimeoutError" in capped and "(4 s)" in capped, capped
+    assert "at most the user's tool_timeout" in capped, capped
+    refused = tool_results(fake_api.requests[4])[-1]
+    assert refused.get("is_error") and "timeout" in result_text(refused), refused
+
+
+def test_a_second_run_cell_while_one_runs_is_refused_and_says_why(
+    kernel: Kernel, notebook: FakeNotebook, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Two run_cell calls in one reply: the main shell runs one cell at a time, so the second
+    is refused at once (not queued behind the first) with a result naming the running cell."""
+    waiting = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nprint('a')"
+    fake_api.add(
+        Reply(
+            [
+                tool_use("t1", "insert_cell", {"source": waiting}),
+                tool_use("t2", "insert_cell", {"source": "print('b')"}),
+            ]
+        ),
+        lambda body: (
+            Reply(
+                [
+                    tool_use("t3", "run_cell", {"cell_id": ids[0]}),
+                    tool_use("t4", "run_cell", {"cell_id": ids[1]}),
+                ]
+            )
+            if (ids := re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"])))
+            else text("no ids")
+        ),
+        text("One at a time."),
+    )
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 20")
+
+    def answered(message: dict[str, Any]) -> None:
+        # the running cell ends once its view shows it running: the other call, started with
+        # it, was answered long before (queued behind it, it would run after it and succeed)
+        if "elapsed" in _comm_text(message) and not (tmp_path / "go").exists():
+            (tmp_path / "go").write_text("")
+
+    reply, outputs = kernel.execute("%%agent\nRun both", cell_id="ask", on_message=answered)
+    assert reply["status"] == "ok", outputs
+    results = {block["tool_use_id"]: block for block in tool_results(fake_api.requests[2])}
+    ran = [call for call in ("t3", "t4") if not results[call].get("is_error")]
+    assert len(ran) == 1, results  # one ran, the other was refused
+    refused = result_text(results["t4" if ran == ["t3"] else "t3"])
+    running_id = notebook.cells[2 if ran == ["t3"] else 3]["id"]
+    assert "still running" in refused and running_id in refused, refused
+    assert [cell["execution_count"] is None for cell in notebook.cells[2:4]].count(True) == 1

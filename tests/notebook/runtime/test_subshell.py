@@ -335,3 +335,55 @@ def test_cell_options_beside_a_running_cell(
     assert len(fake_api.requests) == 1
     check = kernel.execute("print(beside_answer)")
     assert "Forty-two." in "".join(o.get("text", "") for o in check[1]), check[1]
+
+
+#: A CPU-bound main cell: a pure-Python loop that holds the GIL (no sleep, no print) until the
+#: file ``done`` appears; it notes the interpreter's thread switch interval it ran under.
+SPIN_CELL = """\
+import os, sys
+spun_under = sys.getswitchinterval()
+print("spinning", flush=True)
+while not os.path.exists("done"):
+    sum(i * i for i in range(20_000))
+print("spin finished", flush=True)
+"""
+
+
+def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Figure 22 (a): beside a pure-Python loop, every hop of the answer between the kernel's
+    threads (the shell channel's, the subshell's, the IOPub thread, the agent's loop) waits for
+    the loop to give up the GIL, which it does once per switch interval. The hops before the
+    magic runs (ipykernel's own dispatch of the request on the subshell) came at the default
+    5 ms, so the interval must be short for the whole main cell, not from the answer on."""
+    from jupyter_agent.notebook.runtime.subshell import BESIDE_SWITCH_INTERVAL_S
+
+    fake_api.add(text("Still spinning."))
+    cells = Cells(kernel)
+    subshell = _subshell(kernel)
+    # read on the subshell, where no main-shell cell runs
+    default = _send(kernel, "import sys; print(sys.getswitchinterval())", subshell)
+    cells.pump(lambda: default in cells.replies)
+    main = _send(kernel, SPIN_CELL, None)
+    cells.pump(lambda: "spinning" in cells.text(main))
+    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    cells.pump(lambda: "Still spinning." in cells.text(beside), timeout=60)
+    assert main not in cells.replies, "the main cell ended before the answer came"
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies and beside in cells.replies)
+
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    after = _send(kernel, "print(spun_under, sys.getswitchinterval())", subshell)
+    cells.pump(lambda: after in cells.replies)
+    spun_under, restored = cells.text(after).split()
+    assert float(spun_under) <= BESIDE_SWITCH_INTERVAL_S, "the main cell ran at the default"
+    assert float(cells.text(default)) > BESIDE_SWITCH_INTERVAL_S
+    assert restored == cells.text(default).strip(), "the interval was not put back"
+    # an interval the user's own cell sets is the user's: kept after that cell
+    own = _send(kernel, "sys.setswitchinterval(0.02)", None)
+    cells.pump(lambda: own in cells.replies)
+    kept = _send(kernel, "print(sys.getswitchinterval())", subshell)
+    cells.pump(lambda: kept in cells.replies)
+    assert float(cells.text(kept)) == 0.02

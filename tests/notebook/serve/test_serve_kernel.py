@@ -837,3 +837,37 @@ def test_run_python_is_a_task_polled_to_its_result_and_an_interrupt_cancels_it(
         assert printed.strip() == "False"
     finally:
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
+
+
+def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
+    kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
+) -> None:
+    """The kernel's Stop while a ``run_python`` task's code runs on the main thread (between
+    cells) ends that code, and the task reads ``cancelled`` — not ``completed`` with an error
+    result, which an outside agent would take for its code's own failure."""
+    kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    client = tasks_client(served.url, served.token)
+    started = tmp_path / "started"
+    code = (
+        f"import time, pathlib\npathlib.Path({str(started)!r}).write_text('')\n"
+        "for _ in range(1200):\n    time.sleep(0.05)\nfinished_uninterrupted = True"
+    )
+    try:
+        handle = client.ask(call="run_python", arguments={"code": code})
+        assert handle["shape"] == "task", handle
+        deadline = time.monotonic() + 10
+        while not started.exists():  # the task's own code is running on the main thread
+            assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
+            time.sleep(0.05)
+        kernel.manager.interrupt_kernel()
+        polled = client.ask(get=handle["taskId"])
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            time.sleep(0.05)
+            polled = client.ask(get=handle["taskId"])
+        assert polled["status"] == "cancelled", polled
+        assert "interrupted" in polled["statusMessage"], polled
+        _reply, printed = kernel.execute("print('finished_uninterrupted' in globals())")
+        assert printed.strip() == "False"
+    finally:
+        kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")

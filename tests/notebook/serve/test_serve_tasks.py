@@ -223,3 +223,30 @@ async def test_tasks_are_bounded_then_calls_are_answered_in_place() -> None:
     await asyncio.sleep(0.05)
     assert tasks.find(fresh["taskId"]).detailed()["result"]["content"][0]["text"] == "longer done"
     assert tasks.cancel_all("the server stopped") == 0  # none still working
+
+
+async def test_a_task_whose_code_the_user_stopped_reads_cancelled() -> None:
+    """The kernel's Stop ends a task's own main-thread code (the main-thread runner says so
+    with ``note_interrupted``); the tool's error result is not the task's outcome: it reads
+    ``cancelled``. The same note outside a task changes nothing (a plain call's error result)."""
+    from jupyter_agent.notebook.serve.serve_http import to_call_tool_result
+    from jupyter_agent.notebook.serve.tasks import ServeTasks, note_interrupted
+    from jupyter_agent.tools.base import ToolResult
+
+    tasks = ServeTasks(task_after=0.0)
+    stopped = asyncio.Event()
+
+    async def stopped_code(_report: Any) -> ToolResult:
+        await stopped.wait()
+        note_interrupted()
+        return ToolResult("Error executing run_python: interrupted by the user", is_error=True)
+
+    handle = await tasks.call("run_python", stopped_code, to_call_tool_result)
+    stopped.set()
+    while tasks.find(handle["taskId"]).status == "working":
+        await asyncio.sleep(0.01)
+    polled = tasks.find(handle["taskId"]).detailed()
+    assert polled["status"] == "cancelled", polled
+    assert "interrupted in the notebook" in polled["statusMessage"]
+    assert "result" not in polled
+    note_interrupted()  # outside any task: nothing to mark, nothing raised
