@@ -52,7 +52,10 @@ WINGS: dict[str, dict[str, set[str]]] = {
         "kernel": {"runtime", "coauthor"},  # recorder, history, variables, proposals, figures
         "session": {"runtime", "spend", "asking", "coauthor", "kernel"},  # IPython-free session
         "serve": {"runtime", "views", "asking", "coauthor", "session"},  # %agent serve
+        # turn records: kept, read from the page or the saved notebook, replayed
+        "replay": {"runtime", "views", "coauthor", "session"},
         "front": {  # the magics and the cell turn: the top wing
+            "replay",
             "runtime",
             "spend",
             "views",

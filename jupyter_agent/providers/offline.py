@@ -242,6 +242,23 @@ def text_chunks(text: str, size: int) -> list[str]:
     return pieces
 
 
+async def stream_reply(
+    response: ModelResponse, chunk_size: int, delay: float = 0.0
+) -> AsyncIterator[ProviderEvent]:
+    """A recorded reply as a provider streams it: its text in small pieces, then the reply.
+
+    The one replay engine: cassettes (``OfflineProvider``) and the turn records of notebook
+    cells (``notebook/replay/``) both hand their recorded replies to the agent through it.
+    """
+    for block in response.content:
+        if block.get("type") != "text":
+            continue
+        for piece in text_chunks(str(block.get("text", "")), chunk_size):
+            await asyncio.sleep(delay)
+            yield TextDelta(piece)
+    yield response
+
+
 def answer_only(text: str) -> str:
     """``text`` without the offline model's notices and the demo model's footer.
 
@@ -327,13 +344,8 @@ class OfflineProvider:
             response = self._demo.reply(request, prompt, turn)
             if not self.notice:
                 response = _without_notice(response, OFFLINE_NOTICE)
-        for block in response.content:
-            if block.get("type") != "text":
-                continue
-            for piece in text_chunks(str(block.get("text", "")), self.chunk_size):
-                await asyncio.sleep(self.delay)
-                yield TextDelta(piece)
-        yield response
+        async for event in stream_reply(response, self.chunk_size, self.delay):
+            yield event
 
     async def aclose(self) -> None:
         return None
