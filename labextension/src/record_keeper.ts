@@ -110,8 +110,9 @@ export class RecordKeeper {
       return;
     }
     const cell = this._cell(cellId);
-    if (cell) {
-      keepRecord(cell);
+    if (cell && keepRecord(cell)) {
+      const count = Number(document.body.dataset.jupyterAgentRecordsKept ?? 0);
+      document.body.dataset.jupyterAgentRecordsKept = String(count + 1); // for the tests
     }
   }
 
