@@ -10,12 +10,14 @@ unchecked — the page is not trusted: ``record.verify_record`` decides.
 The question is asked on the main thread as the cell starts, before its turn, through
 ``NotebookLink.request``: it polls the shell socket for the page's answer itself (the cell holds
 the kernel's main thread, so nothing else would deliver it), handing the messages behind it — the
-next cells of a Run All — back to the kernel in order. In a Run All right after
-``%load_ext jupyter_agent`` the page's comm waits behind the queued cells; it is read ahead of
-them for a moment (``notebook_connected``) when the cell came from a page (its request names the
-cell), and not at all for nbclient's kernels. No page, a page whose extension does not know the
-operation, or no answer in time: no record from here (``sources.py`` then asks the saved
-notebook).
+next cells of a Run All — back to the kernel in order.
+
+A page that is not connected (yet) has still said what the cell holds: JupyterLab and Notebook 7
+send a cell's metadata with the request that runs it, the record included. That is read instead —
+in a Run All right after ``%load_ext jupyter_agent`` the page's comm waits behind the queued cells,
+and waiting for it would hold every cell of a frontend without the extension. A page whose
+extension does not know the operation, or no answer in time: no record from here (``sources.py``
+then asks the saved notebook).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any, Protocol
 
 from ...errors import FrontendError
 from ..coauthor.comm_protocol import TurnRecordOp
-from ..coauthor.link import NotebookLink, link_for, notebook_connected
+from ..coauthor.link import NotebookLink, link_for
+from .record import TURN_KEY
 
 __all__ = ["RECORD_TIMEOUT_S", "PageRecordSource", "page_record_source"]
 
@@ -53,16 +56,23 @@ class PageRecordSource:
     def record_for(self, cell: _Cell) -> object | None:
         if cell.cell_id is None:
             return None  # not run from a page (nbclient, a console): the page cannot say
-        if self.link.page() is None and not notebook_connected(self.shell):
-            return None
         if self.link.page() is None:
-            return None  # pages are connected, but not the one running this cell
+            return self._sent_with_the_request()
         op: TurnRecordOp = {"op": "turn_record", "cell_id": cell.cell_id}
         try:
             reply = self.link.request(op, timeout=RECORD_TIMEOUT_S)
         except FrontendError:
             return None
         return reply.get("record")
+
+    def _sent_with_the_request(self) -> object | None:
+        """The record in the metadata the running cell's execute request carries, if any."""
+        try:
+            parent = self.link.kernel.get_parent()
+        except Exception:  # no kernel, or an ipykernel without channels
+            return None
+        metadata = parent.get("metadata") if isinstance(parent, dict) else None
+        return metadata.get(TURN_KEY) if isinstance(metadata, dict) else None
 
 
 def page_record_source(shell: Any) -> PageRecordSource | None:
