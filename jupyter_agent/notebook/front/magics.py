@@ -31,6 +31,7 @@ from .._ipython import (
 )
 from ..asking.approvals_ui import NotebookApprovals
 from ..inert import InertMarkdown, visible
+from ..replay.cell_replay import CellReplay, replay_command
 from ..runtime.bridge import DEFAULT_RENDER_INTERVAL_S, MainThreadBridge
 from ..runtime.kernel_comm import KernelCommPoller
 from ..runtime.subshell import subshell_id
@@ -217,6 +218,11 @@ class AgentMagics(Magics):
         min=0.0,
         help="Seconds a call through %agent serve runs before it becomes an MCP task the client "
         "polls (for clients that speak tasks; run_cell and run_python always do).",
+    ).tag(config=True)
+    replay = Bool(
+        True,
+        help="Replay a re-run %%agent cell's recorded turn (same prompt and options) without a "
+        "model request; %%agent --fresh or %agent replay off asks the model.",
     ).tag(config=True)
     ui = Enum(
         ["auto", "widgets", "text"],
@@ -416,7 +422,11 @@ class AgentMagics(Magics):
     # -- one turn, rendered ------------------------------------------------------------------
 
     def _run_turn(
-        self, prompt: str, options: TurnOptions = DEFAULT_TURN, gc: TurnGC | None = None
+        self,
+        prompt: str,
+        options: TurnOptions = DEFAULT_TURN,
+        gc: TurnGC | None = None,
+        replay: CellReplay | None = None,
     ) -> TurnOutcome:
         """One turn of ``options.chat`` shown in this cell: its wiring is a ``CellTurn``
         (``gc``: the cell's scope, begun before its setup; else one begun here)."""
@@ -436,10 +446,14 @@ class AgentMagics(Magics):
                 approvals=self._approvals,
                 gc=scope,
             )
+            self.session.wrap_provider = replay.wrap if replay is not None else None
             try:
                 outcome = self._turn.run(prompt, options)
+                if replay is not None:  # the turn's record goes with its answer (replay/)
+                    replay.finish(outcome.answer is not None, self._turn.renderer)
             finally:
                 self._turn = None
+                self.session.wrap_provider = None
         if outcome.interrupted:
             say(INTERRUPTED_NOTE)
         return outcome
@@ -463,6 +477,9 @@ class AgentMagics(Magics):
         help="The conversation to continue (created on first use); default: 'default'.",
     )
     @argument("--new", action="store_true", help="Empty this chat's conversation first.")
+    @argument(
+        "--fresh", action="store_true", help="Ask the model even if a recorded turn could replay."
+    )
     @argument(
         "--plan",
         action="store_true",
@@ -539,7 +556,18 @@ class AgentMagics(Magics):
                 budget=args.budget,
                 effort=args.effort,
             )
-            turn = functools.partial(self._run_turn, options=options, gc=scope)
+            replay = None
+            if not args.plan:  # a recorded turn replays, or this one is kept (replay/)
+                replay = CellReplay.for_cell(
+                    self.shell,
+                    prompt,
+                    expanded,
+                    args,
+                    enabled=self.replay,
+                    notify=say,
+                    spent=self.session.spent,
+                )
+            turn = functools.partial(self._run_turn, options=options, gc=scope, replay=replay)
             outcome = self._plan_turn(expanded, args.chat, turn) if args.plan else turn(expanded)
         if args.out is not None and outcome.answer is not None and self.shell is not None:
             self.shell.user_ns[args.out] = outcome.answer
@@ -796,6 +824,7 @@ class AgentMagics(Magics):
         "mcp": _mcp,
         "serve": _serve,
         "ask": ask_command,
+        "replay": replay_command,
     }
 
     # -- %agent_tools ------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from ...tools.redact import redact
 __all__ = [
     "INLINE_RESULT_CHARS",
     "MAX_RECORD_BYTES",
+    "OPTION_NAMES",
     "RECORD_FORMAT",
     "RECORD_VERSION",
     "SIGNING_PURPOSE",

@@ -134,6 +134,8 @@ class NotebookSession:
         self.on_rebuild: list[Callable[[Agent], None]] = []
         #: What the session's model requests cost, and the caps on it.
         self._spend = SessionSpend(self.settings)
+        #: Wraps the next turns' provider (a replayable cell keeps or replays its turn: replay/).
+        self.wrap_provider: Callable[[Provider], Provider] | None = None
         #: What every model request of the session used, per model and prompt-size tier.
         self.ledger = self._spend.ledger
 
@@ -454,6 +456,8 @@ class NotebookSession:
         guard = self._spend.guard(budget)
         if guard is not None:  # requests that could pass the budget are not sent
             agent.provider = BudgetedProvider(agent.provider, guard)
+        if self.wrap_provider is not None:
+            agent.provider = self.wrap_provider(agent.provider)
         self._spend.turn_guard = guard  # an MCP server's sampling during the turn counts here too
         agent.context.bind(agent)  # the shared tool context follows the chat that runs
         self._providers.note_offline(agent.provider)

@@ -134,6 +134,8 @@ class RichRenderer:
         self._redacted = 0
         #: Display calls and updates made for the answer text (for tests and diagnostics).
         self.text_updates = 0
+        #: The display of the latest text shown and that text (``keep_with_answer``).
+        self._answer: tuple[Any, Any] | None = None
         #: Whether the Stop button was clicked.
         self.stop_clicked = False
         self.ended_by = ""
@@ -246,6 +248,15 @@ class RichRenderer:
         self._group_handle = None
         self._end_stop_button(interrupted=interrupted)
 
+    def keep_with_answer(self, metadata: dict[str, Any]) -> bool:
+        """Put ``metadata`` on the output that shows the answer (its last text), once the turn
+        closed: a turn record travels with it (``notebook/replay/``). False without text."""
+        if self._answer is None:
+            return False
+        handle, content = self._answer
+        handle.update(content, metadata=metadata)
+        return True
+
     # -- the Stop button ---------------------------------------------------------------------
 
     def _show_stop_button(self, on_stop: Callable[[], None]) -> None:
@@ -326,6 +337,7 @@ class RichRenderer:
         else:
             self._segment_handle.update(content)
         self.text_updates += 1
+        self._answer = (self._segment_handle, content)
         self._segment_chars_shown = self._segment_chars
         self._segment_dirty = False
         self._last_update = now
