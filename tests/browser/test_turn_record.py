@@ -98,7 +98,7 @@ def script(fake: Any) -> None:
     from fake_anthropic import Reply, text, tool_use
 
     fake.add(
-        Reply([tool_use("r1", "read_file", {"path": "data/sales.csv", "limit": 3})]),
+        Reply([tool_use("r1", "read_file", {"file_path": "data/sales.csv", "limit": 3})]),
         text(ANSWER),
     )
 
