@@ -11,6 +11,10 @@ outputs; the outputs are cleared (the command a person uses) and the cell is run
 record once, in the cell. Autosave is off, so the saved notebook (the kernel's other source of a
 record, ``JPY_SESSION_NAME``) holds no record during the re-run: the page alone supplies it.
 
+``test_a_record_left_in_an_output_replays_from_the_page``: a notebook executed by nbclient keeps
+the record in the answer's output; opened in JupyterLab and run, the page moves it into the cell
+before the run clears the outputs, and the cell replays (the file on disk no longer holds it).
+
 ``test_under_collaboration_one_page_moves_the_record``: two pages share the notebook
 (jupyter-collaboration); page A runs a cell whose output carries a record. Both pages hold it in
 the cell's metadata, the cell has its one output (without the record) in both pages and in the
@@ -23,7 +27,6 @@ Servers and Chromium as in ``browser_jupyter.py``; the model as in ``test_plan_g
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -79,19 +82,32 @@ def no_autosave(settings: Path) -> None:
     (folder / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
 
 
-def prompt_number(cell: Any) -> str:
-    return re.sub(r"\D", "", cell.locator(".jp-InputPrompt").first.text_content() or "")
+#: Count the runs of the cell whose source starts with ``source`` from now on (its execution count
+#: set again; the count alone may repeat, as in a fresh kernel).
+COUNT_RUNS = """(source) => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    for (let i = 0; i < cells.length; i++) {
+        const cell = cells.get(i);
+        if (cell.sharedModel.getSource().startsWith(source)) {
+            window.__cellRuns = 0;
+            cell.stateChanged.connect((_, change) => {
+                if (change.name === 'executionCount' && change.newValue !== null) {
+                    window.__cellRuns += 1;
+                }
+            });
+            return true;
+        }
+    }
+    return false;
+}"""
 
 
-def run_again(page: Any, cell: Any, timeout_s: float = 90) -> None:
-    """Run a cell that ran before and wait for its new execution count."""
-    before = prompt_number(cell)
+def run_again(page: Any, cell: Any, source: str) -> None:
+    """Run a cell that ran before (here or elsewhere) and wait until it has run."""
+    assert page.evaluate(COUNT_RUNS, source)
     cell.locator(".jp-InputArea").first.click()
     page.keyboard.press("Shift+Enter")
-    deadline = time.monotonic() + timeout_s
-    while prompt_number(cell) in ("", before):
-        assert time.monotonic() < deadline, "the cell did not run again"
-        page.wait_for_timeout(50)
+    page.wait_for_function("() => window.__cellRuns > 0", timeout=90_000)
 
 
 def script(fake: Any) -> None:
@@ -148,7 +164,7 @@ def test_an_agent_cell_replays_from_the_record_its_page_keeps(
             assert cell_state(page, "%%agent")["record"] == record
 
             # run again: replayed from the page's record, the tool ran, no request was made
-            run_again(page, agent)
+            run_again(page, agent, "%%agent")
             output = agent.locator(".jp-OutputArea")
             expect(output).to_contain_text("replayed")
             expect(output).to_contain_text(ANSWER)
@@ -172,6 +188,58 @@ def test_an_agent_cell_replays_from_the_record_its_page_keeps(
             assert cell.metadata[KEY] == record
             assert all(KEY not in output.get("metadata", {}) for output in cell.outputs)
             assert path.read_text().count(str(record["signature"])) == 1
+        finally:
+            browser.close()
+
+
+def test_a_record_left_in_an_output_replays_from_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook executed by nbclient (``nbconvert --execute``) keeps the record in the answer's
+    output; opened in JupyterLab, the cell's outputs are cleared as it runs — the page moves the
+    record into the cell first and answers it. The file on disk loses its record once the page
+    has the notebook open, so the saved notebook cannot supply it: only the page can."""
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic
+    from nbclient import NotebookClient
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    fake = FakeAnthropic()
+    script(fake)
+    with (
+        serve_jupyter(LAB, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        no_autosave(tmp_path / "settings")
+        path = server.root / NOTEBOOK
+        write_agent_notebook(path, base_url, f"%%agent\n{PROMPT}")
+        executed = nbformat.read(path, as_version=4)
+        NotebookClient(
+            executed, timeout=120, resources={"metadata": {"path": str(server.root)}}
+        ).execute()
+        nbformat.write(executed, path)
+        assert len(fake.requests) == 2
+        assert any(KEY in o.get("metadata", {}) for o in executed.cells[1].outputs)
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_notebook(page, server, NOTEBOOK)
+            assert cell_state(page, "%%agent")["record"] is None  # still in the output
+            for output in executed.cells[1].outputs:
+                output.get("metadata", {}).pop(KEY, None)
+            nbformat.write(executed, path)  # the saved notebook holds no record now
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            agent = cell_with(page, PROMPT)
+            run_again(page, agent, "%%agent")
+            expect(agent.locator(".jp-OutputArea")).to_contain_text("replayed")
+            expect(agent.locator(".jp-OutputArea")).to_contain_text(ANSWER)
+            assert len(fake.requests) == 2, "the re-run asked the model"
+            assert isinstance(cell_state(page, "%%agent")["record"], dict)
         finally:
             browser.close()
 
