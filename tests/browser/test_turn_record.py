@@ -12,7 +12,7 @@ record once, in the cell. Autosave is off, so the saved notebook (the kernel's o
 record, ``JPY_SESSION_NAME``) holds no record during the re-run: the page alone supplies it.
 
 ``test_a_record_left_in_an_output_replays_from_the_page``: a notebook executed by nbclient keeps
-the record in the answer's output; opened in JupyterLab and run, the page moves it into the cell
+the record in the answer's output; opened in the page and run, the page moves it into the cell
 before the run clears the outputs, and the cell replays (the file on disk no longer holds it).
 
 ``test_under_collaboration_one_page_moves_the_record``: two pages share the notebook
@@ -193,10 +193,10 @@ def test_an_agent_cell_replays_from_the_record_its_page_keeps(
 
 
 def test_a_record_left_in_an_output_replays_from_the_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A notebook executed by nbclient (``nbconvert --execute``) keeps the record in the answer's
-    output; opened in JupyterLab, the cell's outputs are cleared as it runs — the page moves the
+    output; opened in the page, the cell's outputs are cleared as it runs — the page moves the
     record into the cell first and answers it. The file on disk loses its record once the page
     has the notebook open, so the saved notebook cannot supply it: only the page can."""
     chromium = chromium_or_skip()
@@ -209,7 +209,7 @@ def test_a_record_left_in_an_output_replays_from_the_page(
     fake = FakeAnthropic()
     script(fake)
     with (
-        serve_jupyter(LAB, tmp_path) as server,
+        serve_jupyter(front_end, tmp_path) as server,
         serve(fake) as base_url,
         sync_playwright() as playwright,
     ):
