@@ -52,6 +52,7 @@ FIGURES: list[tuple[str, str, str]] = [
     ("20", "benchmarks.fig20_run_cell", "`run_cell` end to end vs a plain cell execution"),
     ("21", "benchmarks.fig21_model_contract", "prompt cache across a tool toggle; a whole session"),
     ("22", "benchmarks.fig22_subshell", "a `%%agent` cell on a subshell beside a CPU-bound cell"),
+    ("23", "benchmarks.fig23_replay", "replay of a recorded 10-call turn vs its tools alone"),
 ]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "RESULTS.md"
 

@@ -21,14 +21,16 @@ from typing import Any
 
 from ...errors import SigningError
 from ...providers.base import Provider
+from .._ipython import argument, magic_arguments, parse_command
 from .record import (
     OPTION_NAMES,
     TURN_KEY,
-    RecordTooLarge,
     TurnRecord,
+    UnrecordableTurn,
     build_record,
     prompt_digest,
     read_record,
+    same_options,
     sign_record,
 )
 from .sources import find_record
@@ -47,10 +49,6 @@ _USAGE_KEYS = (
 def cell_options(args: Any) -> dict[str, Any]:
     """The options of a parsed ``%%agent`` line that change its turn (``OPTION_NAMES``)."""
     return {name: getattr(args, name, None) for name in OPTION_NAMES}
-
-
-def _same_options(recorded: dict[str, Any], options: dict[str, Any]) -> bool:
-    return all(recorded.get(name) == options.get(name) for name in OPTION_NAMES)
 
 
 class CellReplay:
@@ -106,7 +104,7 @@ class CellReplay:
                     )
                 elif record is not None and not (
                     record.prompt_sha256 == prompt_digest(prompt)
-                    and _same_options(record.options, options)
+                    and same_options(record.options, options)
                 ):
                     record = None  # another prompt or options: the model is asked
         return cls(prompt, options, record, notify=notify, spent=spent)
@@ -158,28 +156,29 @@ class CellReplay:
                     cost_micro_usd=round(cost * 1_000_000),
                 )
             )
-        except (RecordTooLarge, SigningError) as exc:
+        except (UnrecordableTurn, SigningError) as exc:
             self._notify(f"jupyter-agent: this cell's turn was not kept for replay: {exc}")
             return
         keep({TURN_KEY: record})
 
 
+@magic_arguments("agent replay")
+@argument(
+    "state",
+    nargs="?",
+    choices=("on", "off"),
+    default=None,
+    help="on: a re-run cell with a recorded turn replays it; off: every cell asks the model.",
+)
 def replay_command(magics: Any, rest: str) -> None:
-    """%agent replay [on|off] — replay recorded %%agent turns on a re-run (on by default)"""
-    word = rest.strip().lower()
-    if word in ("on", "off"):
-        magics.replay = word == "on"
-    elif word:
-        from IPython.core.error import UsageError
-
-        raise UsageError(f"%agent replay takes on or off, not {rest.strip()!r}")
-    state = "on" if magics.replay else "off"
-    print(
-        f"Replay is {state}: "
-        + (
-            "a re-run %%agent cell with a recorded turn replays it without a model request "
-            "(%%agent --fresh asks the model)."
-            if magics.replay
-            else "every %%agent cell asks the model."
+    """Replay recorded %%agent turns on a re-run (on by default), or ask the model every time."""
+    args = parse_command(replay_command, rest)
+    if args.state is not None:
+        magics.replay = args.state == "on"
+    if magics.replay:
+        print(
+            "Replay is on: a re-run %%agent cell with a recorded turn for the same prompt "
+            "replays it without a model request (%%agent --fresh asks the model)."
         )
-    )
+    else:
+        print("Replay is off: every %%agent cell asks the model (%agent replay on to replay).")

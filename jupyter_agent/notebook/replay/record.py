@@ -6,18 +6,27 @@ nbconvert). It holds:
 
 - ``prompt_sha256``: the SHA-256 of the prompt the model answered (after ``{{name}}`` expansion
   and redaction) — the digest only: the cell's source is in the notebook already;
-- ``options``: the cell options that change the turn (chat, ``--new``, ``--plan``, provider,
-  model, ``--max-turns``, ``--think``, ``--effort``); a re-run with other options asks the model;
-- ``replies``: the model's reply per model turn, its content blocks as the provider returned
-  them (``text``, ``tool_use``) and its ``stop_reason``; thinking blocks are dropped (they are
-  signed by the provider for one conversation and are not needed to act the turn again);
-- ``calls``: per tool call, in order, the reply it belongs to, its ``tool_use`` id and name, the
-  SHA-256 of its result as the model saw it (``result_digest``), the result's length, and the
-  result text itself only when it is at most ``INLINE_RESULT_CHARS`` characters (to say what it
-  was when a re-run differs) — a larger result is kept by digest only;
-- ``model``, ``usage`` (token counts) and ``cost_micro_usd`` (an integer: no floats anywhere, so
-  a round trip through JavaScript, which writes ``1.0`` as ``1``, cannot change the signed bytes;
-  ``canonical_json`` also writes integral floats of tool inputs as integers for that reason).
+- ``model``: the model's id;
+- ``turn``: one string, the compact JSON of the rest — one line in the saved file, because
+  nbformat indents every nested key of a notebook (measured: the same replies as nested JSON
+  take half as much again):
+
+  - ``options``: the cell options that change the turn (chat, ``--new``, ``--plan``, provider,
+    model, ``--max-turns``, ``--think``, ``--effort``), those not at their default only; a
+    re-run with other options asks the model;
+
+  - ``replies``: the model's reply per model turn, its content blocks as the provider returned
+    them (``text``, ``tool_use``) and its ``stop_reason``; thinking blocks are dropped (they are
+    signed by the provider for one conversation and are not needed to act the turn again);
+  - ``calls``: per tool call, in the order the replies made them, the index of its reply and the
+    SHA-256 of its result as the model saw it (``result_digest``; ``is_error`` when it
+    failed). Results are kept by digest only, whatever their size (``INLINE_RESULT_CHARS`` is
+    0): the text a cell shows of a result is in its output already, and a record that repeated
+    it would double what the notebook saves; the call's tool and input are in its reply's
+    ``tool_use`` block;
+  - ``usage`` (non-zero token counts) and ``cost_micro_usd`` (an integer: the record holds no
+    float — ``canonical_json`` writes integral floats of tool inputs as integers — so a round
+    trip through JavaScript, which writes ``1.0`` as ``1``, cannot change the signed bytes).
 
 Every string passes the package's redactor (``tools/redact.py``) before it is kept, so no secret
 the redactor knows reaches the saved notebook. A record larger than ``MAX_RECORD_BYTES`` (its
@@ -41,6 +50,7 @@ from ...tools.redact import redact
 __all__ = [
     "INLINE_RESULT_CHARS",
     "MAX_RECORD_BYTES",
+    "OPTION_DEFAULTS",
     "OPTION_NAMES",
     "RECORD_FORMAT",
     "RECORD_VERSION",
@@ -48,6 +58,7 @@ __all__ = [
     "TURN_KEY",
     "RecordTooLarge",
     "TurnRecord",
+    "UnrecordableTurn",
     "build_record",
     "canonical_json",
     "prompt_digest",
@@ -55,6 +66,7 @@ __all__ = [
     "record_digest",
     "record_size",
     "result_digest",
+    "same_options",
     "sign_record",
     "verify_record",
 ]
@@ -67,15 +79,30 @@ RECORD_VERSION = 1
 SIGNING_PURPOSE = "jupyter-agent notebook turn record v1"
 #: The largest record kept, in bytes of its canonical JSON; a larger turn is not recorded.
 MAX_RECORD_BYTES = 256_000
-#: A tool result up to this many characters is kept as text beside its digest; longer: digest only.
-INLINE_RESULT_CHARS = 200
-#: The options of a cell that change its turn (what a re-run must repeat to replay).
-OPTION_NAMES = ("chat", "new", "plan", "provider", "model", "max_turns", "think", "effort")
+#: Characters of a tool result kept as text beside its digest: none (see the module).
+INLINE_RESULT_CHARS = 0
+#: The options of a cell that change its turn (what a re-run must repeat to replay), with their
+#: defaults (an option at its default is not written).
+OPTION_DEFAULTS: dict[str, Any] = {
+    "chat": "default",
+    "new": False,
+    "plan": False,
+    "provider": None,
+    "model": None,
+    "max_turns": None,
+    "think": None,
+    "effort": None,
+}
+OPTION_NAMES = tuple(OPTION_DEFAULTS)
 _KEPT_BLOCKS = ("text", "tool_use")
 _REPLY_KEYS = ("content", "stop_reason")
 
 
-class RecordTooLarge(ValueError):
+class UnrecordableTurn(ValueError):
+    """A turn that cannot be kept for replay; the message says why."""
+
+
+class RecordTooLarge(UnrecordableTurn):
     """The turn's record would pass ``MAX_RECORD_BYTES``: it is not kept (the message says so)."""
 
 
@@ -122,9 +149,12 @@ def result_text(content: object) -> str:
 
 
 def result_digest(content: object, is_error: bool) -> str:
-    """The SHA-256 of a tool result as the model saw it: its content (text and any image
-    blocks, canonically) and whether it was an error."""
-    return _sha256(canonical_json({"content": content, "is_error": bool(is_error)}))
+    """The SHA-256 of a tool result as the model saw it: whether it was an error, then its
+    content — a text as its UTF-8 bytes, blocks (text and images) as canonical JSON."""
+    head = b"error\0" if is_error else b"ok\0"
+    if isinstance(content, str):  # the common case, hashed without a JSON pass over it
+        return _sha256(head + b"text\0" + content.encode("utf-8", "surrogatepass"))
+    return _sha256(head + b"blocks\0" + canonical_json(content))
 
 
 def _redacted(value: Any) -> Any:
@@ -160,16 +190,22 @@ def build_record(
     """An unsigned record of one finished turn (``sign_record`` signs it).
 
     ``replies``: per model turn ``{"content": [...], "stop_reason": ...}`` as the provider
-    returned it; ``calls``: per tool call ``{"reply", "id", "name", "sha256", "chars",
-    "is_error", "result"}`` (``result``: the text, kept only when short). Raises
-    ``RecordTooLarge`` when the record would pass ``MAX_RECORD_BYTES``.
+    returned it; ``calls``: per tool call ``{"reply", "sha256", "is_error", ...}`` (other keys
+    are not kept). Raises ``RecordTooLarge`` when the record would pass ``MAX_RECORD_BYTES``.
     """
+    for index, reply in enumerate(replies):
+        uses = [b for b in reply.get("content") or [] if b.get("type") == "tool_use"]
+        results = [call for call in calls if call.get("reply") == index]
+        if len(uses) != len(results):  # every call's result must be checked on a replay
+            raise UnrecordableTurn(
+                f"reply {index + 1} made {len(uses)} tool calls but {len(results)} results "
+                "were seen; this cell is not replayable"
+            )
     kept_calls = []
     for call in calls:
-        entry = {key: call[key] for key in ("reply", "id", "name", "sha256", "chars", "is_error")}
-        text = call.get("result")
-        if isinstance(text, str) and len(text) <= INLINE_RESULT_CHARS:
-            entry["result"] = redact(text)[0]
+        entry = {"reply": int(call["reply"]), "sha256": str(call["sha256"])}
+        if call.get("is_error"):
+            entry["is_error"] = True
         kept_calls.append(entry)
     # the replies and short results are the model's and the tools' text: redacted (digests and
     # ids are not text a secret could be in, and a redacted digest would no longer match)
@@ -177,12 +213,22 @@ def build_record(
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
         "prompt_sha256": prompt_digest(prompt),
-        "options": _redacted({name: options.get(name) for name in OPTION_NAMES}),
         "model": model,
-        "replies": _redacted([_reply(reply) for reply in replies]),
-        "calls": kept_calls,
-        "usage": {str(k): int(v) for k, v in usage.items()},
-        "cost_micro_usd": cost_micro_usd,
+        "turn": canonical_json(
+            {
+                "options": _redacted(
+                    {
+                        name: options[name]
+                        for name, default in OPTION_DEFAULTS.items()
+                        if options.get(name, default) != default
+                    }
+                ),
+                "replies": _redacted([_reply(reply) for reply in replies]),
+                "calls": kept_calls,
+                "usage": {str(k): int(v) for k, v in usage.items() if v},
+                "cost_micro_usd": cost_micro_usd,
+            }
+        ).decode("utf-8"),
     }
     size = record_size(record)
     if size > MAX_RECORD_BYTES:
@@ -215,8 +261,16 @@ def _shape_problem(value: dict[str, Any]) -> str | None:
         return "not a turn record of this version"
     if not isinstance(value.get("prompt_sha256"), str):
         return "no prompt digest"
-    if not isinstance(value.get("options"), dict) or not isinstance(value.get("model"), str):
-        return "no options or model"
+    if not isinstance(value.get("model"), str) or not isinstance(value.get("turn"), str):
+        return "no model or turn"
+    return None
+
+
+def _turn_problem(value: object) -> str | None:
+    if not isinstance(value, dict):
+        return "the turn is not an object"
+    if not isinstance(value.get("options"), dict):
+        return "no options"
     replies = value.get("replies")
     if not isinstance(replies, list) or not replies:
         return "no replies"
@@ -233,10 +287,17 @@ def _shape_problem(value: dict[str, Any]) -> str | None:
             not isinstance(call, dict)
             or not isinstance(call.get("reply"), int)
             or not isinstance(call.get("sha256"), str)
-            or not isinstance(call.get("name"), str)
         ):
             return "a malformed call"
     return None
+
+
+def same_options(recorded: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Whether a cell's ``options`` are those ``recorded`` (an absent option: its default)."""
+    return all(
+        recorded.get(name, default) == options.get(name, default)
+        for name, default in OPTION_DEFAULTS.items()
+    )
 
 
 def verify_record(value: object) -> bool:
@@ -279,14 +340,21 @@ def read_record(value: object) -> tuple[TurnRecord | None, str | None]:
         signed = False
     if not signed:
         return None, "the turn record's signature does not verify"
-    cost = value.get("cost_micro_usd")
+    try:  # signed by this machine's key, so written by this package — checked all the same
+        turn = json.loads(value["turn"])
+    except ValueError:
+        turn = None
+    problem = _turn_problem(turn)
+    if problem is not None:
+        return None, f"the turn record is malformed ({problem})"
+    cost = turn.get("cost_micro_usd")
     return (
         TurnRecord(
             prompt_sha256=value["prompt_sha256"],
-            options=dict(value["options"]),
+            options=dict(turn["options"]),
             model=value["model"],
-            replies=list(value["replies"]),
-            calls=list(value["calls"]),
+            replies=list(turn["replies"]),
+            calls=list(turn["calls"]),
             cost_micro_usd=cost if isinstance(cost, int) else None,
             raw=value,
         ),

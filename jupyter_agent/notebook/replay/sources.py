@@ -110,10 +110,13 @@ class SavedNotebookSource:
         import nbformat
 
         try:
-            info = self.path.stat()
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
-                return []
-            with self.path.open("rb") as handle:
+            # opened without blocking (a FIFO put in its place must not hang the cell), then
+            # checked on the descriptor: a regular file within the cap
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
+                    return []
                 data = handle.read(MAX_NOTEBOOK_BYTES + 1)
             if len(data) > MAX_NOTEBOOK_BYTES:
                 return []

@@ -23,7 +23,7 @@ from typing import Any
 from ...providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
 from ...providers.demo_model import find_prompt
 from ...providers.offline import digest, record_to_response, response_to_record, stream_reply
-from .record import TurnRecord, result_digest, result_text
+from .record import TurnRecord, result_digest
 
 __all__ = ["Divergence", "TurnCapture", "TurnReplay", "call_results", "input_summary"]
 
@@ -49,16 +49,20 @@ class CallResult:
 
 
 def call_results(messages: list[dict[str, Any]]) -> list[CallResult]:
-    """The calls of the last assistant message and their results in the message after it, in
-    the order the reply made them (empty when the last message is not tool results)."""
-    if len(messages) < 2 or messages[-2].get("role") != "assistant":
+    """The calls of the last assistant message and their results in the messages after it, in
+    the order the reply made them (a call without a result has an empty one)."""
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"),
+        None,
+    )
+    if last is None or not isinstance(messages[last].get("content"), list):
         return []
-    reply, answer = messages[-2].get("content"), messages[-1].get("content")
-    if not isinstance(reply, list) or not isinstance(answer, list):
-        return []
+    reply = messages[last]["content"]
     results = {
         str(block.get("tool_use_id")): block
-        for block in answer
+        for message in messages[last + 1 :]
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
         if isinstance(block, dict) and block.get("type") == "tool_result"
     }
     calls = []
@@ -89,6 +93,8 @@ class TurnCapture:
         self.calls: list[dict[str, Any]] = []
         #: The model that answered last (a reply may name another than ``model``).
         self.answered_by = inner.model
+        #: The replies whose tool results were taken (a retried request must not take them twice).
+        self._taken: set[int] = set()
 
     def __repr__(self) -> str:
         return f"TurnCapture({self.inner!r})"
@@ -98,8 +104,9 @@ class TurnCapture:
 
     def _take_results(self, request: ModelRequest) -> None:
         _prompt, turn = find_prompt(request.messages)
-        if turn != len(self.replies) or turn == 0:
+        if turn != len(self.replies) or turn == 0 or turn in self._taken:
             return
+        self._taken.add(turn)
         for call in call_results(request.messages):
             self.calls.append(
                 {
@@ -107,9 +114,7 @@ class TurnCapture:
                     "id": call.id,
                     "name": call.name,
                     "sha256": result_digest(call.content, call.is_error),
-                    "chars": len(result_text(call.content)),
                     "is_error": call.is_error,
-                    "result": result_text(call.content),
                 }
             )
 
@@ -179,8 +184,12 @@ class TurnReplay:
                 return Divergence(before + index + 1, call.name, input_summary(call.input))
             self.matched += 1
         if len(ran) < len(recorded):
-            missing = recorded[len(ran)]
-            return Divergence(before + len(ran) + 1, str(missing.get("name")), "(not run)")
+            content = self.record.replies[turn - 1].get("content") or []
+            uses = [block for block in content if block.get("type") == "tool_use"]
+            missing = uses[len(ran)] if len(ran) < len(uses) else {}
+            return Divergence(
+                before + len(ran) + 1, str(missing.get("name", "a tool")), "(not run)"
+            )
         return None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from jupyter_agent.notebook.replay.record import (
-    INLINE_RESULT_CHARS,
     MAX_RECORD_BYTES,
     RecordTooLarge,
     build_record,
@@ -19,6 +18,7 @@ from jupyter_agent.notebook.replay.record import (
     record_digest,
     record_size,
     result_digest,
+    same_options,
     sign_record,
     verify_record,
 )
@@ -70,26 +70,40 @@ def test_a_signed_record_verifies_and_reads_back() -> None:
     assert turn.model == "claude-test" and turn.cost_micro_usd == 123
     # thinking blocks are dropped; text and tool_use kept as the provider returned them
     assert [b["type"] for b in turn.replies[0]["content"]] == ["text", "tool_use"]
-    assert turn.calls[0]["result"] == "a,b\n1,2\n"
+    assert turn.calls == [{"reply": 0, "sha256": result_digest("a,b\n1,2\n", False)}]
+    assert turn.options == {}  # every option at its default
 
 
 def test_a_json_round_trip_through_a_frontend_keeps_the_signature() -> None:
     record = sign_record(build_record(**_turn()))
-    # JavaScript writes the integral float 1.0 of a tool input as 1
-    text = json.dumps(record).replace('"x": 1.0', '"x": 1')
-    assert '"x": 1}' in text
-    assert verify_record(json.loads(text))
+    # the integral float 1.0 of a tool input is written as 1, as JavaScript would write it
+    assert '\\"x\\":1}' in json.dumps(record)
+    assert verify_record(json.loads(json.dumps(record)))
+    turn, _problem = read_record(json.loads(json.dumps(record)))
+    assert turn is not None and turn.replies[0]["content"][1]["input"] == {"x": 1}
+
+
+def _edit_turn(record: dict[str, Any], edit: Any) -> None:
+    turn = json.loads(record["turn"])
+    edit(turn)
+    record["turn"] = json.dumps(turn)
 
 
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda r: r["replies"][1]["content"][0].__setitem__("text", "A forged answer."),
-        lambda r: r["calls"][0].__setitem__("sha256", "0" * 64),
+        lambda r: _edit_turn(
+            r, lambda t: t["replies"][1]["content"][0].__setitem__("text", "A forged answer.")
+        ),
+        lambda r: _edit_turn(r, lambda t: t["calls"][0].__setitem__("sha256", "0" * 64)),
+        lambda r: r.__setitem__("turn", r["turn"].replace("one row", "two rows")),
         lambda r: r.__setitem__("prompt_sha256", prompt_digest("something else")),
         lambda r: r.__setitem__("signature", "0" * 64),
         lambda r: r.pop("signature"),
-        lambda r: r["replies"].append({"content": [], "stop_reason": "end_turn"}),
+        lambda r: _edit_turn(
+            r, lambda t: t["replies"].append({"content": [], "stop_reason": "end_turn"})
+        ),
+        lambda r: r.__setitem__("model", "claude-other"),
     ],
 )
 def test_a_tampered_record_is_refused(edit: Any) -> None:
@@ -107,13 +121,28 @@ def test_hostile_values_are_no_record(value: object) -> None:
     assert read_record(value)[0] is None
 
 
-def test_a_large_result_is_kept_by_digest_only() -> None:
-    big = "x" * (INLINE_RESULT_CHARS + 1)
-    record = build_record(**_turn(result=big))
-    assert "result" not in record["calls"][0]
-    assert record["calls"][0]["sha256"] == result_digest(big, False)
-    assert record["calls"][0]["chars"] == len(big)
-    assert big not in json.dumps(record)
+@pytest.mark.parametrize("result", ["short result", "x" * 50_000])
+def test_a_result_is_kept_by_digest_only(result: str) -> None:
+    record = build_record(**_turn(result=result))
+    turn, _problem = read_record(sign_record(record))
+    assert turn is not None
+    assert turn.calls == [{"reply": 0, "sha256": result_digest(result, False)}]
+    assert result not in json.dumps(record)
+
+
+def test_the_digest_tells_results_apart() -> None:
+    assert result_digest("a", False) != result_digest("a", True)
+    assert result_digest("a", False) != result_digest([{"type": "text", "text": "a"}], False)
+    assert result_digest("a", False) != result_digest("b", False)
+
+
+def test_options_not_at_their_default_are_kept_and_compared() -> None:
+    turn = _turn()
+    turn["options"] = {**OPTIONS, "model": "claude-x", "new": True}
+    read, _problem = read_record(sign_record(build_record(**turn)))
+    assert read is not None and read.options == {"model": "claude-x", "new": True}
+    assert same_options(read.options, {"chat": "default", "model": "claude-x", "new": True})
+    assert not same_options(read.options, {"model": "claude-x"})
 
 
 def test_a_turn_over_the_cap_is_not_recorded() -> None:
@@ -123,7 +152,7 @@ def test_a_turn_over_the_cap_is_not_recorded() -> None:
 
 def test_a_record_read_back_larger_than_the_cap_is_refused() -> None:
     record = sign_record(build_record(**_turn()))
-    record["replies"][1]["content"][0]["text"] = "y" * (MAX_RECORD_BYTES + 2_000)
+    record["turn"] = "y" * (MAX_RECORD_BYTES + 2_000)
     turn, problem = read_record(record)
     assert turn is None and problem is not None and "larger" in problem
 
@@ -131,7 +160,9 @@ def test_a_record_read_back_larger_than_the_cap_is_refused() -> None:
 def test_no_secret_reaches_the_record() -> None:
     secret = "sk-ant-api03-" + "Q7x" * 30
     remember_secret(secret, "ANTHROPIC_API_KEY")
-    record = sign_record(build_record(**_turn(result=f"key={secret}", reply_text=secret)))
+    turn = _turn(reply_text=f"The key is {secret}.")
+    turn["replies"][0]["content"][2]["input"] = {"command": f"echo {secret}"}
+    record = sign_record(build_record(**turn))
     text = json.dumps(record)
     assert secret not in text
     assert "[redacted: ANTHROPIC_API_KEY]" in text
