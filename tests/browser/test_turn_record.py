@@ -7,7 +7,9 @@ record into the cell's metadata as it arrives and hands it to the kernel on the 
 ``turn_record`` comm operation). Here an ``%%agent`` cell is answered by the fake Messages API
 (a ``read_file`` call, then the answer); the record is in the cell's metadata and in none of its
 outputs; the outputs are cleared (the command a person uses) and the cell is run again: it reads
-"replayed", the tool ran again, and no request reached the model. Saved, the file holds the
+"replayed", the tool ran again, and no request reached the model; so does it after a kernel
+restart and Run All (the page's comm connects only after the first cell, the agent cell's record
+comes with its request). Saved, the file holds the
 record once, in the cell. Autosave is off, so the saved notebook (the kernel's other source of a
 record, ``JPY_SESSION_NAME``) holds no record during the re-run: the page alone supplies it.
 
@@ -40,6 +42,7 @@ from browser_jupyter import (
     chromium_or_skip,
     open_notebook,
     serve_jupyter,
+    wait_kernel_ready,
     write_agent_notebook,
 )
 from coauthor_page import cell_with, connected, run, this_extension_path
@@ -170,6 +173,21 @@ def test_an_agent_cell_replays_from_the_record_its_page_keeps(
             expect(output).to_contain_text(ANSWER)
             expect(output).to_contain_text("read_file")
             assert len(fake.requests) == 2, "the re-run asked the model"
+            assert cell_state(page, "%%agent")["record"] == record
+
+            # restart the kernel and Run All: the extension is loaded again by the first cell
+            # while the agent cell waits behind it, so the page's comm is not connected yet as
+            # that cell starts; it is replayed all the same
+            page.evaluate(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()"
+            )
+            wait_kernel_ready(page)
+            assert page.evaluate(COUNT_RUNS, "%%agent")
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.wait_for_function("() => window.__cellRuns > 0", timeout=90_000)
+            expect(output).to_contain_text("replayed")
+            expect(output).to_contain_text(ANSWER)
+            assert len(fake.requests) == 2, "Run All asked the model"
             assert cell_state(page, "%%agent")["record"] == record
 
             # saved: the record once, in the cell
