@@ -15,13 +15,16 @@ next cells of a Run All — back to the kernel in order.
 A page that is not connected (yet) has still said what the cell holds: JupyterLab and Notebook 7
 send a cell's metadata with the request that runs it, the record included. That is read instead —
 in a Run All right after ``%load_ext jupyter_agent`` the page's comm waits behind the queued cells,
-and waiting for it would hold every cell of a frontend without the extension. A page whose
+and waiting for it would hold every cell of a frontend without the extension — and so it is for a
+cell running beside a busy one (a subshell's thread): the comm's messages are the main thread's
+to read. A page whose
 extension does not know the operation, or no answer in time: no record from here (``sources.py``
 then asks the saved notebook).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 from ...errors import FrontendError
@@ -56,7 +59,7 @@ class PageRecordSource:
     def record_for(self, cell: _Cell) -> object | None:
         if cell.cell_id is None:
             return None  # not run from a page (nbclient, a console): the page cannot say
-        if self.link.page() is None:
+        if self.link.page() is None or threading.current_thread() is not threading.main_thread():
             return self._sent_with_the_request()
         op: TurnRecordOp = {"op": "turn_record", "cell_id": cell.cell_id}
         try:

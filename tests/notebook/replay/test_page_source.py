@@ -154,3 +154,29 @@ def test_no_record_without_a_cell_id_or_an_extension_that_knows_the_operation(
     connect(kernel, page)
     assert json.loads(kernel.run(ASK, None)) is None  # not run from a page: nothing asked
     assert page.asked == []
+
+
+#: ``ASK`` from another thread of the kernel, in the running request's context (as a subshell's
+#: thread runs a cell beside a busy one).
+ASK_BESIDE = (
+    "import contextvars, json, threading\n"
+    "from types import SimpleNamespace\n"
+    "from jupyter_agent.notebook.replay.page_source import page_record_source\n"
+    "source = page_record_source(get_ipython())\n"
+    "cell = SimpleNamespace(cell_id=get_ipython().kernel.get_parent()['metadata'].get('cellId'))\n"
+    "found = []\n"
+    "context = contextvars.copy_context()\n"
+    "ask = lambda: found.append(source.record_for(cell))\n"
+    "beside = threading.Thread(target=lambda: context.run(ask))\n"
+    "beside.start(); beside.join()\n"
+    "print(json.dumps(found[0]))"
+)
+
+
+def test_beside_a_busy_cell_the_record_comes_with_the_request(kernel: Kernel) -> None:
+    """Off the main thread the comm is not the thread's to read: the record the request carries
+    is used, and the page is not asked."""
+    page = Page(kernel, {"cell-a": {"from": "the comm"}}, knows_records=True)
+    connect(kernel, page)
+    assert json.loads(kernel.run(ASK_BESIDE, "cell-a", {KEY: RECORD})) == RECORD
+    assert page.asked == []
