@@ -109,10 +109,6 @@ class CellReplay:
                     record = None  # another prompt or options: the model is asked
         return cls(prompt, options, record, notify=notify, spent=spent)
 
-    @property
-    def replaying(self) -> bool:
-        return self._replay is not None
-
     def wrap(self, provider: Provider) -> Provider:
         """The provider the turn runs under: the replay, or ``provider`` kept as it answers."""
         if self._replay is not None:
@@ -130,10 +126,12 @@ class CellReplay:
             replay = self._replay
             if replay.finished and replay.diverged is None:
                 calls = len(self.record.calls)
-                self._notify(
-                    f"↻ replayed: the recorded turn ({calls} tool call{'s' * (calls != 1)} ran, "
-                    "results as recorded) — no model request, cost $0."
+                ran = (
+                    f" ({calls} tool call{'s' * (calls != 1)} ran, results as recorded)"
+                    if calls
+                    else ""
                 )
+                self._notify(f"↻ replayed: the recorded turn{ran} — no model request, cost $0.")
             keep({TURN_KEY: self.record.raw})  # replayable again, also after a divergence
             return
         capture = self._capture

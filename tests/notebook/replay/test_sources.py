@@ -114,3 +114,13 @@ def test_jpy_session_name_names_the_saved_notebook(
     assert find_record(_Shell({}), "Hi") == {"n": 1}
     monkeypatch.setenv("JPY_SESSION_NAME", "a session id, not a notebook")
     assert find_record(_Shell({}), "Hi") is None
+
+
+def test_a_record_in_the_cells_metadata_is_found_first(tmp_path: Path) -> None:
+    """Where the frontend extension keeps it (moved there from the output's metadata)."""
+    path = tmp_path / "a.ipynb"
+    _notebook(path, [("a", "%%agent\nHi", {"in": "output"})])
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].metadata[TURN_KEY] = {"in": "cell"}
+    nbformat.write(nb, path)
+    assert SavedNotebookSource(path).record_for(CellRef("a", "Hi")) == {"in": "cell"}
