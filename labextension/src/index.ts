@@ -4,6 +4,8 @@
  * `jupyter-agent:coauthor` links each open notebook panel to its kernel's agent
  * (`coauthor.ts`): the agent reads the notebook and inserts, edits, runs and deletes its cells
  * (`operations.ts`, `journal.ts`, `review.ts`) over the comm `protocol.ts` describes.
+ * It also keeps each `%%agent` cell's record of its last turn in the cell (`record_keeper.ts`), so
+ * the kernel replays the turn when the cell runs again.
  * `jupyter-agent:collab-outputs` keeps cell outputs in order under real-time collaboration.
  */
 import {
@@ -13,6 +15,7 @@ import {
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { CoAuthor } from './coauthor';
 import { collabOutputs } from './collab_outputs';
+import { RecordKeeper } from './record_keeper';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-agent:coauthor',
@@ -22,6 +25,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
     tracker.widgetAdded.connect((_, panel) => {
       new CoAuthor(panel);
+      new RecordKeeper(panel);
     });
   }
 };

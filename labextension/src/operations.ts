@@ -3,6 +3,8 @@
  * review, undo — through the notebook model, the way a user's own edits are made: never by
  * rewriting the file on disk, never through a collaboration room.
  *
+ * `turn_record` reads a cell's record of its last turn (`turn_record.ts`) for a re-run.
+ *
  * Each change is recorded in the undo journal under its turn. A cell the agent inserted carries
  * `{"jupyter_agent": {"author": "agent"}}` in its metadata (the page marks it); a cell the kernel
  * runs is marked as running until its run ends or the kernel goes idle.
@@ -13,6 +15,7 @@ import { cellIndex, Journal } from './journal';
 import type { IResults, Operation, OperationName } from './protocol';
 import { Reviews, ReviewReply } from './review';
 import { METADATA_KEY } from './snapshot';
+import { cellRecord } from './turn_record';
 
 /** The class of a cell the kernel is running for the agent. */
 export const RUNNING_CLASS = 'jp-agent-running';
@@ -187,6 +190,12 @@ export class CellOperations {
           code.executionCount = op.execution_count;
         }
         return {};
+      }
+      case 'turn_record': {
+        // the page's record of the cell, unchecked: the kernel verifies it before replaying
+        const at = cellIndex(shared, op.cell_id);
+        const cell = at < 0 ? null : model.cells.get(at);
+        return { record: cell?.type === 'code' ? cellRecord(cell as ICodeCellModel) : null };
       }
       case 'undo': {
         const result = this.journal.undo(shared);

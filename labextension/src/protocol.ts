@@ -14,6 +14,7 @@
  * test reads: one field per line, `export interface` / `export type` at the start of a line.
  */
 import type { IBaseCell, IOutput } from '@jupyterlab/nbformat';
+import type { PartialJSONObject } from '@lumino/coreutils';
 import type { KernelMessage } from '@jupyterlab/services';
 
 /** The comm the page opens to its kernel's agent. */
@@ -165,6 +166,15 @@ export interface IUndoOp {
   op: 'undo';
 }
 
+/**
+ * The record of the cell's last finished turn (`jupyter_agent.turn` in its metadata), which the
+ * kernel replays when the cell runs again with the same prompt (`turn_record.ts`).
+ */
+export interface ITurnRecordOp {
+  op: 'turn_record';
+  cell_id: string;
+}
+
 /** An operation as the kernel's code writes it. */
 export type OperationBody =
   | ISnapshotOp
@@ -177,7 +187,8 @@ export type OperationBody =
   | IRunStartOp
   | IOutputsOp
   | IRunEndOp
-  | IUndoOp;
+  | IUndoOp
+  | ITurnRecordOp;
 
 export type OperationName = OperationBody['op'];
 
@@ -236,6 +247,11 @@ export interface IUndoResult {
   skipped?: string[];
 }
 
+export interface ITurnRecordResult {
+  /** The cell's record as the page holds it, unchecked (the kernel verifies its signature). */
+  record: PartialJSONObject | null;
+}
+
 /** Each operation's result. */
 export interface IResults {
   snapshot: INoResult;
@@ -249,6 +265,7 @@ export interface IResults {
   outputs: INoResult;
   run_end: INoResult;
   undo: IUndoResult;
+  turn_record: ITurnRecordResult;
 }
 
 export interface ISuccess {

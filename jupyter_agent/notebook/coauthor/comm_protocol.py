@@ -170,6 +170,14 @@ class UndoOp(TypedDict):
     op: Literal["undo"]
 
 
+class TurnRecordOp(TypedDict):
+    """The record of the cell's last finished turn (``jupyter_agent.turn`` in its metadata),
+    which the kernel replays when the cell runs again with the same prompt."""
+
+    op: Literal["turn_record"]
+    cell_id: str
+
+
 #: An operation as the kernel's code writes it.
 OperationBody = (
     SnapshotOp
@@ -183,6 +191,7 @@ OperationBody = (
     | OutputsOp
     | RunEndOp
     | UndoOp
+    | TurnRecordOp
 )
 
 # -- replies (page → kernel) ------------------------------------------------------------------
@@ -234,6 +243,11 @@ class UndoResult(TypedDict):
     skipped: NotRequired[list[str]]
 
 
+class TurnRecordResult(TypedDict):
+    #: The cell's record as the page holds it, unchecked (the kernel verifies its signature).
+    record: dict[str, Any] | None
+
+
 class Results(TypedDict):
     """Each operation's result."""
 
@@ -248,6 +262,7 @@ class Results(TypedDict):
     outputs: NoResult
     run_end: NoResult
     undo: UndoResult
+    turn_record: TurnRecordResult
 
 
 class Success(TypedDict):
@@ -287,3 +302,4 @@ class Reply(TypedDict, total=False):
     message: str
     restored: list[str]
     skipped: list[str]
+    record: dict[str, Any] | None
