@@ -87,3 +87,83 @@ def run_notebook(folder: Path, cells: list[str]) -> nbformat.NotebookNode:
     saved = folder / "executed.ipynb"
     nbformat.write(nb, saved)
     return nbformat.read(saved, as_version=4)
+
+
+# -- several executions at once, as a frontend that speaks subshells sends them -------------
+
+
+def create_subshell(kernel: Kernel) -> str:
+    client = kernel.client
+    client.control_channel.send(client.session.msg("create_subshell_request", {}))
+    reply = client.get_control_msg(timeout=10)
+    return str(reply["content"]["subshell_id"])
+
+
+def send_execute(kernel: Kernel, code: str, subshell_id: str | None) -> str:
+    client = kernel.client
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    message = client.session.msg("execute_request", content)
+    if subshell_id is not None:
+        message["header"]["subshell_id"] = subshell_id
+    client.shell_channel.send(message)
+    return str(message["header"]["msg_id"])
+
+
+class Cells:
+    """The iopub outputs and the replies of several executions running at once."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.outputs: dict[str, list[dict[str, Any]]] = {}
+        self.idle: dict[str, float] = {}
+        self.replies: dict[str, dict[str, Any]] = {}
+        #: Stop buttons opened: comm id -> the execution that showed it.
+        self.stop_buttons: dict[str, str] = {}
+
+    def pump(self, until: Any, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert time.monotonic() < deadline, f"timed out: {self.outputs}"
+            try:
+                message = self.kernel.client.get_iopub_msg(timeout=0.05)
+            except Exception:
+                message = None
+            if message is not None:
+                parent = message["parent_header"].get("msg_id", "")
+                kind = message["msg_type"]
+                if kind in ("stream", "display_data", "update_display_data", "error"):
+                    self.outputs.setdefault(parent, []).append({"type": kind, **message["content"]})
+                if kind == "comm_open":
+                    state = message["content"]["data"].get("state", {})
+                    if (
+                        state.get("_model_name") == "ButtonModel"
+                        and state.get("description") == "Stop"
+                    ):
+                        self.stop_buttons[message["content"]["comm_id"]] = parent
+                if kind == "status" and message["content"]["execution_state"] == "idle":
+                    self.idle.setdefault(parent, time.monotonic())
+            while True:
+                try:
+                    reply = self.kernel.client.get_shell_msg(timeout=0)
+                except Exception:
+                    break
+                self.replies[reply["parent_header"]["msg_id"]] = reply["content"]
+
+    def text(self, msg_id: str) -> str:
+        parts = []
+        for output in self.outputs.get(msg_id, []):
+            if output["type"] == "stream":
+                parts.append(output["text"])
+            elif output["type"] == "error":
+                parts.append(output["ename"] + ": " + output["evalue"])
+            else:
+                data = output.get("data", {})
+                parts.append(str(data.get("text/plain", "")))
+        return "".join(parts)

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropic, text
-from kernel_frontend import Kernel
-
-from tests.notebook.runtime.test_subshell import Cells, _send
+from kernel_frontend import Cells, Kernel, send_execute
 
 pytestmark = pytest.mark.slow
 
@@ -27,15 +25,15 @@ def test_an_agent_cell_queued_behind_a_running_cell_says_it_waited(
     fake_api.add(text("Here."), text("Here again."))
     kernel.execute("%load_ext jupyter_agent")
     cells = Cells(kernel)
-    slow = _send(kernel, "import time\ntime.sleep(3)\nprint('slow done')", None)
-    queued = _send(kernel, "%%agent\nWhat is x?", None)
+    slow = send_execute(kernel, "import time\ntime.sleep(3)\nprint('slow done')", None)
+    queued = send_execute(kernel, "%%agent\nWhat is x?", None)
     cells.pump(lambda: queued in cells.replies, timeout=90)
     assert "slow done" in cells.text(slow)
     found = NOTE.search(cells.text(queued))
     assert found, cells.text(queued)
     assert int(found.group(1)) >= 2  # it waited for (most of) the slow cell's 3 s
     # an agent cell sent to an idle kernel waited for nothing, and says nothing of it
-    alone = _send(kernel, "%%agent\nAnd now?", None)
+    alone = send_execute(kernel, "%%agent\nAnd now?", None)
     cells.pump(lambda: alone in cells.replies, timeout=90)
     assert "Here again." in cells.text(alone)
     assert not NOTE.search(cells.text(alone)), cells.text(alone)

@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, text, tool_use
-from kernel_frontend import Kernel
+from kernel_frontend import Cells, Kernel, create_subshell, send_execute
 
 pytestmark = pytest.mark.slow
 
@@ -36,83 +35,6 @@ for step in range(1200):
     time.sleep(0.05)
 print("main finished", flush=True)
 """
-
-
-def _subshell(kernel: Kernel) -> str:
-    client = kernel.client
-    client.control_channel.send(client.session.msg("create_subshell_request", {}))
-    reply = client.get_control_msg(timeout=10)
-    return str(reply["content"]["subshell_id"])
-
-
-def _send(kernel: Kernel, code: str, subshell_id: str | None) -> str:
-    client = kernel.client
-    content = {
-        "code": code,
-        "silent": False,
-        "store_history": True,
-        "user_expressions": {},
-        "allow_stdin": False,
-        "stop_on_error": True,
-    }
-    message = client.session.msg("execute_request", content)
-    if subshell_id is not None:
-        message["header"]["subshell_id"] = subshell_id
-    client.shell_channel.send(message)
-    return str(message["header"]["msg_id"])
-
-
-class Cells:
-    """The iopub outputs and the replies of several executions running at once."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.outputs: dict[str, list[dict[str, Any]]] = {}
-        self.idle: dict[str, float] = {}
-        self.replies: dict[str, dict[str, Any]] = {}
-        #: Stop buttons opened: comm id -> the execution that showed it.
-        self.stop_buttons: dict[str, str] = {}
-
-    def pump(self, until: Any, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not until():
-            assert time.monotonic() < deadline, f"timed out: {self.outputs}"
-            try:
-                message = self.kernel.client.get_iopub_msg(timeout=0.05)
-            except Exception:
-                message = None
-            if message is not None:
-                parent = message["parent_header"].get("msg_id", "")
-                kind = message["msg_type"]
-                if kind in ("stream", "display_data", "update_display_data", "error"):
-                    self.outputs.setdefault(parent, []).append({"type": kind, **message["content"]})
-                if kind == "comm_open":
-                    state = message["content"]["data"].get("state", {})
-                    if (
-                        state.get("_model_name") == "ButtonModel"
-                        and state.get("description") == "Stop"
-                    ):
-                        self.stop_buttons[message["content"]["comm_id"]] = parent
-                if kind == "status" and message["content"]["execution_state"] == "idle":
-                    self.idle.setdefault(parent, time.monotonic())
-            while True:
-                try:
-                    reply = self.kernel.client.get_shell_msg(timeout=0)
-                except Exception:
-                    break
-                self.replies[reply["parent_header"]["msg_id"]] = reply["content"]
-
-    def text(self, msg_id: str) -> str:
-        parts = []
-        for output in self.outputs.get(msg_id, []):
-            if output["type"] == "stream":
-                parts.append(output["text"])
-            elif output["type"] == "error":
-                parts.append(output["ename"] + ": " + output["evalue"])
-            else:
-                data = output.get("data", {})
-                parts.append(str(data.get("text/plain", "")))
-        return "".join(parts)
 
 
 def _tool_results(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -148,10 +70,10 @@ def test_an_agent_cell_on_a_subshell_answers_while_the_main_cell_runs(
     enabled = kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
     assert enabled[0]["status"] == "ok", enabled[1]
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 3" in cells.text(main))
-    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    beside = send_execute(kernel, "%%agent\nHow is the loop doing?", subshell)
     cells.pump(lambda: beside in cells.replies, timeout=60)
     assert main not in cells.replies, "the main cell ended before the answer came"
     (tmp_path / "done").write_text("")
@@ -187,10 +109,10 @@ def test_an_interrupt_of_the_main_cell_does_not_end_the_answer(
     story = " ".join(f"w{index}" for index in range(200))
     fake_api.add(Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()))  # type: ignore[arg-type]
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 1" in cells.text(main))
-    beside = _send(kernel, "%%agent\nTell me a long story", subshell)
+    beside = send_execute(kernel, "%%agent\nTell me a long story", subshell)
     cells.pump(lambda: "w10" in json.dumps(cells.outputs.get(beside, [])))
     kernel.manager.interrupt_kernel()
     cells.pump(lambda: main in cells.replies and beside in cells.replies)
@@ -213,11 +135,11 @@ def test_stop_ends_the_answer_and_leaves_the_running_cell(
     story = " ".join(f"w{index}" for index in range(400))
     fake_api.add(Reply([{"type": "text", "text": story}], chunk=8, gate=SlowGate()))  # type: ignore[arg-type]
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    widgets = _subshell(kernel)  # JupyterLab 4 sends widget messages to a subshell of its own
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    widgets = create_subshell(kernel)  # JupyterLab 4 sends widget messages to a subshell of its own
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 1" in cells.text(main))
-    beside = _send(kernel, "%%agent\nTell me a long story", subshell)
+    beside = send_execute(kernel, "%%agent\nTell me a long story", subshell)
     cells.pump(lambda: beside in cells.stop_buttons.values() and "w5" in json.dumps(cells.outputs))
     button = next(comm for comm, parent in cells.stop_buttons.items() if parent == beside)
     click = kernel.client.session.msg(
@@ -242,10 +164,10 @@ def test_agent_ask_from_a_line_answers_beside_the_running_cell(
         text("Still looping."),
     )
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 1" in cells.text(main))
-    beside = _send(kernel, '%agent ask "how is the loop doing?"', subshell)
+    beside = send_execute(kernel, '%agent ask "how is the loop doing?"', subshell)
     cells.pump(lambda: beside in cells.replies, timeout=60)
     assert main not in cells.replies, "the main cell ended before the answer came"
     (tmp_path / "done").write_text("")
@@ -268,10 +190,10 @@ def test_the_session_budget_holds_beside_a_running_cell(
     capped = kernel.execute("%config AgentMagics.session_budget = 0.0")
     assert capped[0]["status"] == "ok", capped[1]
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 1" in cells.text(main))
-    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    beside = send_execute(kernel, "%%agent\nHow is the loop doing?", subshell)
     cells.pump(lambda: beside in cells.replies, timeout=60)
     (tmp_path / "done").write_text("")
     cells.pump(lambda: main in cells.replies)
@@ -294,10 +216,10 @@ def test_an_answer_beside_a_running_agent_turn_stays_in_its_own_cell(
         text("Beside answer."),
     )
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, "%%agent\nTell me a long story", None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, "%%agent\nTell me a long story", None)
     cells.pump(lambda: "w5" in json.dumps(cells.outputs.get(main, [])))
-    beside = _send(kernel, "%%agent\nA quick question", subshell)
+    beside = send_execute(kernel, "%%agent\nA quick question", subshell)
     cells.pump(lambda: beside in cells.replies, timeout=60)
     assert main not in cells.replies, "the main turn ended before the answer came"
     cells.pump(lambda: main in cells.replies)
@@ -315,14 +237,14 @@ def test_cell_options_beside_a_running_cell(
 ) -> None:
     fake_api.add(text("Forty-two."))
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
-    main = _send(kernel, MAIN_CELL, None)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
     cells.pump(lambda: "step 1" in cells.text(main))
     # --new and --plan would change the chat the running cell may use: refused in one line
-    refused = _send(kernel, "%%agent --new\nA question", subshell)
+    refused = send_execute(kernel, "%%agent --new\nA question", subshell)
     cells.pump(lambda: refused in cells.replies, timeout=60)
     # --out keeps the answer, --max-turns bounds the turn
-    kept = _send(kernel, "%%agent --out beside_answer --max-turns 1\nA question", subshell)
+    kept = send_execute(kernel, "%%agent --out beside_answer --max-turns 1\nA question", subshell)
     cells.pump(lambda: kept in cells.replies, timeout=60)
     assert main not in cells.replies
     (tmp_path / "done").write_text("")
@@ -361,13 +283,13 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
 
     fake_api.add(text("Still spinning."))
     cells = Cells(kernel)
-    subshell = _subshell(kernel)
+    subshell = create_subshell(kernel)
     # read on the subshell, where no main-shell cell runs
-    default = _send(kernel, "import sys; print(sys.getswitchinterval())", subshell)
+    default = send_execute(kernel, "import sys; print(sys.getswitchinterval())", subshell)
     cells.pump(lambda: default in cells.replies)
-    main = _send(kernel, SPIN_CELL, None)
+    main = send_execute(kernel, SPIN_CELL, None)
     cells.pump(lambda: "spinning" in cells.text(main))
-    beside = _send(kernel, "%%agent\nHow is the loop doing?", subshell)
+    beside = send_execute(kernel, "%%agent\nHow is the loop doing?", subshell)
     cells.pump(lambda: "Still spinning." in cells.text(beside), timeout=60)
     assert main not in cells.replies, "the main cell ended before the answer came"
     (tmp_path / "done").write_text("")
@@ -375,15 +297,15 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
 
     assert cells.replies[main]["status"] == "ok", cells.text(main)
     assert cells.replies[beside]["status"] == "ok", cells.text(beside)
-    after = _send(kernel, "print(spun_under, sys.getswitchinterval())", subshell)
+    after = send_execute(kernel, "print(spun_under, sys.getswitchinterval())", subshell)
     cells.pump(lambda: after in cells.replies)
     spun_under, restored = cells.text(after).split()
     assert float(spun_under) <= BESIDE_SWITCH_INTERVAL_S, "the main cell ran at the default"
     assert float(cells.text(default)) > BESIDE_SWITCH_INTERVAL_S
     assert restored == cells.text(default).strip(), "the interval was not put back"
     # an interval the user's own cell sets is the user's: kept after that cell
-    own = _send(kernel, "sys.setswitchinterval(0.02)", None)
+    own = send_execute(kernel, "sys.setswitchinterval(0.02)", None)
     cells.pump(lambda: own in cells.replies)
-    kept = _send(kernel, "print(sys.getswitchinterval())", subshell)
+    kept = send_execute(kernel, "print(sys.getswitchinterval())", subshell)
     cells.pump(lambda: kept in cells.replies)
     assert float(cells.text(kept)) == 0.02
