@@ -4,6 +4,7 @@ the extension to connect the panel to the kernel's agent."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -53,3 +54,9 @@ def this_extension_path(tmp_path: Path) -> str:
     extensions.mkdir(parents=True)
     (extensions / "jupyter-agent").symlink_to(BUILT)
     return str(tmp_path / "jupyter-path")
+
+
+def inserted_cell_id(body: dict[str, Any]) -> str:
+    """The id of the cell the last ``insert_cell`` result in a request's messages names."""
+    found = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
+    return str(found[-1])

@@ -14,7 +14,6 @@ is itself still waiting keeps its turn, and the page says it is queued.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,14 @@ from browser_jupyter import (
     serve_jupyter,
     write_agent_notebook,
 )
-from coauthor_page import cell_with, connected, run, this_extension_path, wait_done
+from coauthor_page import (
+    cell_with,
+    connected,
+    inserted_cell_id,
+    run,
+    this_extension_path,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -138,11 +144,6 @@ def test_an_agent_cell_is_answered_while_another_cell_runs(
             browser.close()
 
 
-def _inserted(body: dict[str, Any]) -> str:
-    found = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
-    return str(found[-1])
-
-
 def test_stop_on_the_answer_beside_leaves_the_agents_run_cell_running(
     front_end: FrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,7 +156,7 @@ def test_stop_on_the_answer_beside_leaves_the_agents_run_cell_running(
     story = " ".join(f"w{index}" for index in range(300))
     fake = FakeAnthropic(
         Reply([tool_use("t1", "insert_cell", {"source": LOOP})]),
-        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": _inserted(body)})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_cell_id(body)})]),
         Reply([{"type": "text", "text": story}], chunk=6, gate=SlowGate()),  # type: ignore[arg-type]
         text("The loop ran to its end."),
     )

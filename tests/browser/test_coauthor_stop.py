@@ -11,10 +11,7 @@ loopback (as in ``test_coauthor.py``).
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
@@ -26,7 +23,15 @@ from browser_jupyter import (
     serve_jupyter,
     write_agent_notebook,
 )
-from coauthor_page import agent_cell, cell_with, connected, run, this_extension_path, wait_done
+from coauthor_page import (
+    agent_cell,
+    cell_with,
+    connected,
+    inserted_cell_id,
+    run,
+    this_extension_path,
+    wait_done,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -35,11 +40,6 @@ SLOW = "import time\ntime.sleep(4)\nprint('slept to the end')"
 USERS_BUTTON = (
     "from IPython.display import HTML\nHTML(\"<button id='users-stop'>Stop the pump</button>\")"
 )
-
-
-def inserted(body: dict[str, Any]) -> str:
-    found = re.findall(r"Inserted code cell (\S+) \(at", json.dumps(body["messages"]))
-    return str(found[-1])
 
 
 def test_a_users_stop_button_does_not_interrupt_the_agents_run_cell(
@@ -53,7 +53,7 @@ def test_a_users_stop_button_does_not_interrupt_the_agents_run_cell(
     monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
     fake = FakeAnthropic(
         Reply([tool_use("t1", "insert_cell", {"source": SLOW})]),
-        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted(body)})]),
+        lambda body: Reply([tool_use("t2", "run_cell", {"cell_id": inserted_cell_id(body)})]),
         text("The slow cell ran."),
     )
     with (
