@@ -148,6 +148,10 @@ def beside_agent(session: NotebookSession, shell: Any, options: TurnOptions) -> 
         max_parallel_tools=session.settings.max_parallel_tools,
     )
     toolbox.context.bind(agent)
+    # the user's and an administrator's policies hold beside a running cell too: ``deny``
+    # always wins, and ``ask`` is refused (the turn has no one to ask, so it fails closed)
+    toolbox.gate.policies = dict(session.toolbox.gate.policies)
+    toolbox.gate.ceiling = session.toolbox.gate.ceiling
     guard = session.spend_guard(options.budget)  # the cell's and session's caps hold here too
     if guard is not None:
         agent.provider = BudgetedProvider(agent.provider, guard)

@@ -309,3 +309,41 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
     kept = send_execute(kernel, "print(sys.getswitchinterval())", subshell)
     cells.pump(lambda: kept in cells.replies)
     assert float(cells.text(kept)) == 0.02
+
+
+def test_a_denied_or_asking_tool_stays_so_beside_a_running_cell(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """``deny`` always wins, and ``ask`` cannot be answered beside a running cell: the read-only
+    tools follow the user's policies there too (the beside turn had a gate of its own, empty)."""
+    fake_api.add(
+        Reply(
+            [
+                tool_use("c1", "inspect_variable", {"name": "secret"}),
+                tool_use("c2", "list_variables", {}),
+                tool_use("c3", "notebook_history", {"last": 1}),
+            ]
+        ),
+        text("Done."),
+    )
+    set_up = kernel.execute(
+        "secret = 'hunter2-but-private'\n"
+        "%agent_tools policy inspect_variable deny\n%agent_tools policy list_variables ask"
+    )
+    assert set_up[0]["status"] == "ok", set_up[1]
+    cells = Cells(kernel)
+    subshell = create_subshell(kernel)
+    main = send_execute(kernel, MAIN_CELL, None)
+    cells.pump(lambda: "step 1" in cells.text(main))
+    beside = send_execute(kernel, "%%agent\nWhat is in secret?", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.replies)
+
+    results = _tool_results(fake_api.requests[1])
+    for call in ("c1", "c2"):
+        assert results[call].get("is_error") is True, _result_text(results[call])
+    assert "hunter2" not in json.dumps(fake_api.requests[1])
+    assert "policy for this tool is 'deny'" in _result_text(results["c1"])
+    assert "needs the user's approval" in _result_text(results["c2"])
+    assert results["c3"].get("is_error") is not True  # allowed as before
