@@ -157,6 +157,12 @@ class CellReplay:
         except (UnrecordableTurn, SigningError) as exc:
             self._notify(f"jupyter-agent: this cell's turn was not kept for replay: {exc}")
             return
+        except (TypeError, ValueError, RecursionError):  # a model's reply JSON cannot carry
+            self._notify(  # (NaN, a lone surrogate, nesting past any reason): not kept
+                "jupyter-agent: this cell's turn was not kept for replay: the model's replies "
+                "hold values a notebook cannot keep"
+            )
+            return
         keep({TURN_KEY: record})
 
 

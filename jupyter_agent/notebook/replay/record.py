@@ -71,6 +71,8 @@ __all__ = [
     "verify_record",
 ]
 
+#: The fields of a record, every one a string but ``version``.
+_RECORD_KEYS = frozenset({"format", "version", "prompt_sha256", "model", "turn", "signature"})
 #: Where the record is kept: a cell's metadata, or the metadata of its answer's output.
 TURN_KEY = "jupyter_agent.turn"
 RECORD_FORMAT = "jupyter-agent-turn"
@@ -160,8 +162,8 @@ def result_digest(content: object, is_error: bool) -> str:
 def _redacted(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)[0]
-    if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, dict):  # a secret can be a key too (``{"headers": {TOKEN: ...}}``)
+        return {_redacted(key): _redacted(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_redacted(item) for item in value]
     return value
@@ -201,6 +203,18 @@ def build_record(
                 f"reply {index + 1} made {len(uses)} tool calls but {len(results)} results "
                 "were seen; this cell is not replayable"
             )
+    for reply in replies:
+        for block in reply.get("content") or []:
+            if block.get("type") == "tool_use" and _redacted(block.get("input")) != block.get(
+                "input"
+            ):
+                # a replay runs the recorded input: redacted, it is one no model sent (a file
+                # overwritten with "[redacted: …]", a command cut short); unredacted, the secret
+                # would be in the notebook — so the turn is not kept
+                raise UnrecordableTurn(
+                    f"a {block.get('name')} call's input held what looks like a secret, which is "
+                    "kept out of the notebook; this cell is not replayable"
+                )
     kept_calls = []
     for call in calls:
         entry = {"reply": int(call["reply"]), "sha256": str(call["sha256"])}
@@ -324,9 +338,16 @@ def read_record(value: object) -> tuple[TurnRecord | None, str | None]:
     """The record ``value`` holds, or ``None`` and why not (a one-line reason)."""
     if not isinstance(value, dict):
         return None, "the turn record is not an object"
+    # its shape first, flat and cheap: nothing nested is walked before it is known to be flat
+    if set(value) != _RECORD_KEYS or not all(
+        isinstance(value[key], int if key == "version" else str) for key in _RECORD_KEYS
+    ):
+        return None, "the turn record is malformed (not the fields of a turn record)"
+    if len(value["turn"]) > MAX_RECORD_BYTES:
+        return None, f"the turn record is larger than {MAX_RECORD_BYTES:,} bytes"
     try:
         size = record_size(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None, "the turn record is not JSON data"
     if size > MAX_RECORD_BYTES + 1_000:
         return None, f"the turn record is larger than {MAX_RECORD_BYTES:,} bytes"
@@ -342,7 +363,7 @@ def read_record(value: object) -> tuple[TurnRecord | None, str | None]:
         return None, "the turn record's signature does not verify"
     try:  # signed by this machine's key, so written by this package — checked all the same
         turn = json.loads(value["turn"])
-    except ValueError:
+    except (ValueError, RecursionError):
         turn = None
     problem = _turn_problem(turn)
     if problem is not None:

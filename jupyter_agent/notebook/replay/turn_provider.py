@@ -74,7 +74,9 @@ def call_results(messages: list[dict[str, Any]]) -> list[CallResult]:
             CallResult(
                 id=str(block.get("id")),
                 name=str(block.get("name")),
-                input=dict(block.get("input") or {}),
+                # a model's input that is not an object (an OpenAI-compatible server's
+                # unparseable arguments are kept as a string) is the agent's to refuse, not ours
+                input=dict(raw) if isinstance(raw := block.get("input"), dict) else {},
                 content=result.get("content", ""),
                 is_error=bool(result.get("is_error", False)),
             )

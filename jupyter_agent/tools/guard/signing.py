@@ -111,8 +111,8 @@ def sign(purpose: str, data: bytes) -> str:
 def verify(purpose: str, data: bytes, signature: object) -> bool:
     """True if ``signature`` is ``sign(purpose, data)``; False for anything else (also when the
     key is unavailable)."""
-    if not isinstance(signature, str):
-        return False
+    if not isinstance(signature, str) or not signature.isascii():  # compare_digest raises on
+        return False  # a non-ASCII str: a hostile signature is a wrong one, not an error
     try:
         expected = sign(purpose, data)
     except SigningError:

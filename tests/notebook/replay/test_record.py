@@ -11,6 +11,7 @@ import pytest
 from jupyter_agent.notebook.replay.record import (
     MAX_RECORD_BYTES,
     RecordTooLarge,
+    UnrecordableTurn,
     build_record,
     canonical_json,
     prompt_digest,
@@ -161,7 +162,6 @@ def test_no_secret_reaches_the_record() -> None:
     secret = "sk-ant-api03-" + "Q7x" * 30
     remember_secret(secret, "ANTHROPIC_API_KEY")
     turn = _turn(reply_text=f"The key is {secret}.")
-    turn["replies"][0]["content"][2]["input"] = {"command": f"echo {secret}"}
     record = sign_record(build_record(**turn))
     text = json.dumps(record)
     assert secret not in text
@@ -174,3 +174,53 @@ def test_digest_and_size_are_of_the_canonical_json() -> None:
     assert record_size(record) == len(canonical_json(record))
     assert record_digest(record) == record_digest(json.loads(json.dumps(record)))
     assert record_digest(record) != record_digest({**record, "model": "other"})
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        pytest.param({"command": "echo SECRET"}, id="in a value"),
+        pytest.param({"headers": {"SECRET": "x"}}, id="as a key"),
+        pytest.param(
+            {"content": "token = 'ghp_" + "a1B2" * 9 + "'"}, id="a token the redactor knows"
+        ),
+    ],
+)
+def test_a_turn_whose_tool_input_held_a_secret_is_not_replayable(
+    tool_input: dict[str, Any],
+) -> None:
+    """A replay runs the recorded input: redacted, it is an input no model sent (a file
+    overwritten with ``[redacted: …]``, a command cut short), and unredacted it would put the
+    secret in the notebook. So such a turn is not kept, and the cell says why."""
+    secret = "sk-ant-api03-" + "Z9w" * 30
+    remember_secret(secret, "ANTHROPIC_API_KEY")
+    turn = _turn()
+    turn["replies"][0]["content"][2]["input"] = json.loads(
+        json.dumps(tool_input).replace("SECRET", secret)
+    )
+    with pytest.raises(UnrecordableTurn, match="secret"):
+        build_record(**turn)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda r: r.update(signature="é" * 64), id="a non-ASCII signature"),
+        pytest.param(lambda r: r.update(model=_nested(5_000)), id="deep nesting"),
+        pytest.param(lambda r: r.update(extra=_nested(5_000)), id="deep nesting beside"),
+    ],
+)
+def test_a_hostile_record_is_refused_with_a_reason_not_an_error(edit: Any) -> None:
+    """A notebook's record is the notebook author's: whatever it holds, reading it gives no
+    record and a one-line reason — an exception would end the cell with a traceback."""
+    record = sign_record(build_record(**_turn()))
+    edit(record)
+    turn, problem = read_record(record)
+    assert turn is None and problem is not None

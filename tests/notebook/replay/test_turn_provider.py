@@ -20,7 +20,7 @@ from jupyter_agent.notebook.replay.record import (
     read_record,
     sign_record,
 )
-from jupyter_agent.notebook.replay.turn_provider import TurnCapture, TurnReplay
+from jupyter_agent.notebook.replay.turn_provider import TurnCapture, TurnReplay, call_results
 from jupyter_agent.providers.offline import OfflineProvider
 
 PROMPT = "Compare the files."
@@ -140,3 +140,24 @@ def test_a_replayed_call_approved_again_runs(workspace: Path) -> None:
     agent.set_policy("read_file", "ask")
     assert asyncio.run(agent.chat(PROMPT)).endswith("They differ.")
     assert replay.finished and replay.diverged is None
+
+
+def test_a_tool_input_that_is_not_an_object_is_read_as_no_arguments() -> None:
+    """An OpenAI-compatible server's unparseable arguments stay a string in the conversation
+    (``openai_compat``: the agent answers them with an error result); reading the turn's calls
+    for its record must take that in its stride, not end the live turn."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "do it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "read_file", "input": "{not"}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "Error", "is_error": True}
+            ],
+        },
+    ]
+    (call,) = call_results(messages)
+    assert call.input == {} and call.is_error
