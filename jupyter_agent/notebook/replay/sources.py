@@ -142,8 +142,14 @@ def _saved_notebook(environ: dict[str, str] | os._Environ[str]) -> Path | None:
     path = Path(named)
     if path.is_absolute():
         return path
-    # a URL path relative to the server's root: the kernel runs in the notebook's folder
-    for candidate in (Path.cwd() / path, Path.cwd() / path.name):
+    # a URL path relative to the server's root: the kernel runs in the notebook's folder, so
+    # where the kernel's folder ends in the notebook's, the notebook is there — and not a file
+    # that anyone who can make ``<folder>/<folder>/`` would put a folder deeper
+    cwd = Path.cwd()
+    folder = path.parent.parts
+    in_its_folder = bool(folder) and cwd.parts[-len(folder) :] == folder
+    order = (cwd / path.name, cwd / path) if in_its_folder else (cwd / path, cwd / path.name)
+    for candidate in order:
         if candidate.is_file():
             return candidate
     return None

@@ -31,6 +31,7 @@ def _notebook(path: Path, cells: list[tuple[str, str, object]]) -> None:
         output.metadata = {TURN_KEY: record}
         cell.outputs = [output]
         nb.cells.append(cell)
+    path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
 
 
@@ -114,6 +115,19 @@ def test_jpy_session_name_names_the_saved_notebook(
     assert find_record(_Shell({}), "Hi") == {"n": 1}
     monkeypatch.setenv("JPY_SESSION_NAME", "a session id, not a notebook")
     assert find_record(_Shell({}), "Hi") is None
+
+
+def test_a_relative_session_name_is_the_notebook_in_the_kernels_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jupyter Server names ``sub/a.ipynb`` and starts the kernel in ``sub/``: the notebook is
+    ``sub/a.ipynb`` there, not a ``sub/sub/a.ipynb`` someone else planted a folder deeper."""
+    folder = tmp_path / "sub"
+    _notebook(folder / "a.ipynb", [("a", "%%agent\nHi", {"n": 1})])
+    _notebook(folder / "sub" / "a.ipynb", [("a", "%%agent\nHi", {"planted": True})])
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("JPY_SESSION_NAME", "sub/a.ipynb")
+    assert find_record(_Shell({"cellId": "a"}), "Hi") == {"n": 1}
 
 
 def test_a_record_in_the_cells_metadata_is_found_first(tmp_path: Path) -> None:
