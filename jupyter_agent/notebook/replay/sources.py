@@ -21,6 +21,7 @@ Whatever a source returns is only a candidate: ``record.verify_record`` decides.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -85,6 +86,14 @@ def _body(source: str) -> str | None:
     return rest.strip()
 
 
+def _source(cell: dict[str, Any]) -> str:
+    """A saved cell's source: nbformat writes it as a list of lines."""
+    source = cell.get("source")
+    if isinstance(source, list):
+        return "".join(part for part in source if isinstance(part, str))
+    return source if isinstance(source, str) else ""
+
+
 def _record_of(cell: Any) -> object | None:
     kept: object = (cell.get("metadata") or {}).get(TURN_KEY)
     if kept is not None:
@@ -97,6 +106,10 @@ def _record_of(cell: Any) -> object | None:
     return None
 
 
+#: The last saved notebook parsed: its path -> (identity, size and time; its cells).
+_parsed: dict[str, tuple[tuple[int, int, int, int], list[Any]]] = {}
+
+
 class SavedNotebookSource:
     """The record kept in the saved notebook at ``path``."""
 
@@ -107,8 +120,6 @@ class SavedNotebookSource:
         return f"SavedNotebookSource({str(self.path)!r})"
 
     def _cells(self) -> list[Any]:
-        import nbformat
-
         try:
             # opened without blocking (a FIFO put in its place must not hang the cell), then
             # checked on the descriptor: a regular file within the cap
@@ -117,21 +128,32 @@ class SavedNotebookSource:
                 info = os.fstat(handle.fileno())
                 if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
                     return []
+                # a Run All asks once per agent cell: the file is parsed again only when it
+                # changed (its identity, size and modification time)
+                key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+                cached = _parsed.get(str(self.path))
+                if cached is not None and cached[0] == key:
+                    return cached[1]
                 data = handle.read(MAX_NOTEBOOK_BYTES + 1)
             if len(data) > MAX_NOTEBOOK_BYTES:
                 return []
-            notebook = nbformat.reads(data.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
-        except Exception:  # unreadable, not JSON, not a notebook: no record
+            # plain JSON: finding one key needs no nbformat validation (a record read here is
+            # checked on its own, signature first)
+            notebook = json.loads(data)
+        except (OSError, ValueError, RecursionError):  # unreadable, not JSON: no record
             return []
-        cells = notebook.get("cells")
-        return [cell for cell in cells if isinstance(cell, dict)] if isinstance(cells, list) else []
+        cells = notebook.get("cells") if isinstance(notebook, dict) else None
+        found = [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+        _parsed.clear()  # one notebook per kernel: keep the last one only
+        _parsed[str(self.path)] = (key, found)
+        return found
 
     def record_for(self, cell: CellRef) -> object | None:
         cells = [c for c in self._cells() if c.get("cell_type") == "code"]
         if cell.cell_id is not None:
             found = [c for c in cells if c.get("id") == cell.cell_id]
         else:
-            found = [c for c in cells if _body(str(c.get("source") or "")) == cell.body.strip()]
+            found = [c for c in cells if _body(_source(c)) == cell.body.strip()]
         return _record_of(found[0]) if len(found) == 1 else None
 
 
