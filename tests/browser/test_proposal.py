@@ -60,7 +60,8 @@ def test_a_rerun_replaces_its_own_unexecuted_proposal(
         write_agent_notebook(
             server.root / NOTEBOOK,
             base_url,
-            nbformat.v4.new_code_cell("%%agent\nPropose the per-unit revenue"),
+            # --fresh: each run asks the model again (a re-run of the same prompt would replay)
+            nbformat.v4.new_code_cell("%%agent --fresh\nPropose the per-unit revenue"),
             nbformat.v4.new_code_cell("print('the last cell')"),
         )
         browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
