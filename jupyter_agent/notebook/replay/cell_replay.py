@@ -131,7 +131,10 @@ class CellReplay:
                     if calls
                     else ""
                 )
-                self._notify(f"↻ replayed: the recorded turn{ran} — no model request, cost $0.")
+                self._notify(
+                    f"↻ replayed: the recorded turn{ran} — no model request, cost $0. "
+                    "(%%agent --fresh asks the model again.)"
+                )
             keep({TURN_KEY: self.record.raw})  # replayable again, also after a divergence
             return
         capture = self._capture
