@@ -104,19 +104,6 @@ export function inBesideCell(target: EventTarget | null): boolean {
   return target instanceof Element && target.closest(`.jp-Cell.${BESIDE_CLASS}`) !== null;
 }
 
-/**
- * Requests whose status the page's kernel connection does not follow (Jupyter Server's default
- * `untracked_message_types`): nor does the router, so the main shell's idle means what the
- * connection's idle meant before subshells.
- */
-const UNTRACKED = [
-  'comm_info_request',
-  'kernel_info_request',
-  'shutdown_request',
-  'interrupt_request',
-  'debug_request'
-];
-
 type Execute = Kernel.IKernelConnection['requestExecute'];
 
 /** Kernels whose requests a router already routes (two views of one notebook share one). */
@@ -260,8 +247,12 @@ export class BesideRouter {
       return;
     }
     const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
-    if (parent.subshell_id || UNTRACKED.includes(String(parent.msg_type))) {
-      return; // a subshell's request, or one the page does not count: the main shell's state
+    if (parent.subshell_id || parent.msg_type !== 'execute_request') {
+      // a subshell's request, or not a cell: "another cell is running" is what routing asks,
+      // and a comm message's status (a widget click, the page answering the kernel) can come
+      // from whichever thread ipykernel sends that comm's messages to — a busy of that kind
+      // once stayed, and the next agent cell went beside a cell that was not running
+      return;
     }
     const state = (msg as KernelMessage.IStatusMsg).content.execution_state;
     const id = parent.msg_id;

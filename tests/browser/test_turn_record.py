@@ -152,7 +152,13 @@ def test_an_agent_cell_replays_from_the_record_its_page_keeps(
             expect(agent.locator(".jp-OutputArea")).to_contain_text(ANSWER)
             assert len(fake.requests) == 2
 
-            # the record is in the cell, in none of its outputs
+            # the record is in the cell, in none of its outputs (it comes with the turn's end,
+            # a moment after the answer's text shows)
+            page.wait_for_function(
+                "() => { const c = window.jupyterapp.shell.currentWidget.content.model.cells;"
+                " for (let i = 0; i < c.length; i++) { if (c.get(i).getMetadata("
+                "'jupyter_agent.turn')) { return true; } } return false; }"
+            )
             state = cell_state(page, "%%agent")
             record = state["record"]
             assert isinstance(record, dict), state
