@@ -26,6 +26,8 @@ Every class is a ``JupyterAgentError``; where a caller of the standard library w
     ├── RipgrepCannot             ripgrep cannot run this search; the Python search takes over
     ├── TooManyMatches            an unsorted ripgrep run found more than is worth sorting
     ├── SigningError              the agent's signing key cannot be read or created
+    ├── UnrecordableTurn          a finished agent cell's turn that cannot be kept for replay
+    │   └── RecordTooLarge        its record would pass the size kept in a notebook
     ├── SchemaTimeout             an MCP schema pattern not matched before the call's deadline
     ├── ProviderError             a model request that failed for good
     │   └── ContextOverflowError  the conversation cannot be made to fit the context window
@@ -123,6 +125,14 @@ class TooManyMatches(JupyterAgentError):
 
 class SigningError(JupyterAgentError):
     """The signing key cannot be read or created; the message says where and why."""
+
+
+class UnrecordableTurn(JupyterAgentError, ValueError):
+    """A turn that cannot be kept for replay; the message says why."""
+
+
+class RecordTooLarge(UnrecordableTurn):
+    """The turn's record would pass ``MAX_RECORD_BYTES``: it is not kept (the message says so)."""
 
 
 class SchemaTimeout(JupyterAgentError):

@@ -43,7 +43,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import SigningError
+from ...errors import RecordTooLarge, SigningError, UnrecordableTurn
 from ...tools.guard.signing import sign, verify
 from ...tools.redact import redact
 
@@ -98,14 +98,6 @@ OPTION_DEFAULTS: dict[str, Any] = {
 OPTION_NAMES = tuple(OPTION_DEFAULTS)
 _KEPT_BLOCKS = ("text", "tool_use")
 _REPLY_KEYS = ("content", "stop_reason")
-
-
-class UnrecordableTurn(ValueError):
-    """A turn that cannot be kept for replay; the message says why."""
-
-
-class RecordTooLarge(UnrecordableTurn):
-    """The turn's record would pass ``MAX_RECORD_BYTES``: it is not kept (the message says so)."""
 
 
 def _plain(value: Any) -> Any:
