@@ -521,7 +521,11 @@ def test_the_running_agent_cell_is_not_run_or_deleted(
     assert "running %%agent cell" in results[0] and "running %%agent cell" in results[1]
     assert "no cell with id nowhere" in results[2]
     assert [c["id"] for c in notebook.cells] == ["data", "ask"]
-    assert [op["op"] for op in notebook.ops if op["op"] != "snapshot"] == ["run_start"]
+    # the cell first asks its page for its recorded turn (issue 38), then runs nothing of itself
+    assert [op["op"] for op in notebook.ops if op["op"] != "snapshot"] == [
+        "turn_record",
+        "run_start",
+    ]
 
 
 def test_undo_takes_the_newest_agent_cell_whichever_journal_holds_it(
@@ -928,7 +932,14 @@ def test_the_page_that_ran_the_cell_is_the_one_the_agent_works_in(
     assert [op["op"] for op in other.ops] == []  # nothing reached the page that did not ask
     assert [c["id"] for c in notebook.cells] == ["data", "ask", "agent-1"]
     assert notebook.cells[0]["source"] == "rows = [4, 1, 2]"
-    assert [op["op"] for op in notebook.ops] == ["insert", "snapshot", "review", "edit"]
+    # the cell's own page: its recorded turn asked for first (issue 38), then the agent's work
+    assert [op["op"] for op in notebook.ops] == [
+        "turn_record",
+        "insert",
+        "snapshot",
+        "review",
+        "edit",
+    ]
 
     reply, outputs = kernel.execute("%%agent\nWork in B", cell_id="page-b-cell", page=other)
     assert reply["status"] == "ok", outputs
