@@ -23,7 +23,6 @@ from jupyter_agent.notebook.replay.record import (
     sign_record,
     verify_record,
 )
-from jupyter_agent.tools.redact import remember_secret
 
 OPTIONS = {"chat": "default", "new": False, "plan": False, "model": None}
 
@@ -158,9 +157,11 @@ def test_a_record_read_back_larger_than_the_cap_is_refused() -> None:
     assert turn is None and problem is not None and "larger" in problem
 
 
-def test_no_secret_reaches_the_record() -> None:
+def test_no_secret_reaches_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-ant-api03-" + "Q7x" * 30
-    remember_secret(secret, "ANTHROPIC_API_KEY")
+    # the environment holds it (and gets it back after): a remembered secret would stay
+    # redacted for every later test of the process
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     turn = _turn(reply_text=f"The key is {secret}.")
     record = sign_record(build_record(**turn))
     text = json.dumps(record)
@@ -187,13 +188,13 @@ def test_digest_and_size_are_of_the_canonical_json() -> None:
     ],
 )
 def test_a_turn_whose_tool_input_held_a_secret_is_not_replayable(
-    tool_input: dict[str, Any],
+    tool_input: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A replay runs the recorded input: redacted, it is an input no model sent (a file
     overwritten with ``[redacted: …]``, a command cut short), and unredacted it would put the
     secret in the notebook. So such a turn is not kept, and the cell says why."""
     secret = "sk-ant-api03-" + "Z9w" * 30
-    remember_secret(secret, "ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     turn = _turn()
     turn["replies"][0]["content"][2]["input"] = json.loads(
         json.dumps(tool_input).replace("SECRET", secret)
