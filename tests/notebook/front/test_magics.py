@@ -8,10 +8,12 @@ documented hook ``AgentMagics.use_provider``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,18 @@ from ipython_shell import Terminal, magics_of, run_ok, tool_names, use_fake
 
 from jupyter_agent.notebook.inert import is_answer
 from jupyter_agent.providers.anthropic import AnthropicProvider
+
+
+@contextlib.contextmanager
+def python_sigint() -> Iterator[None]:
+    """SIGINT as a terminal's IPython and ipykernel have it while a cell runs (Python's own
+    handler), whatever an earlier test of this process left (the debian CI run's interrupt tests
+    waited out pytest's timeout once, the signal not reaching the cell)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_round_trip_with_a_tool_call(
@@ -458,7 +472,8 @@ def test_interrupt_ends_the_turn_cleanly_and_the_next_cell_works(
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        run_ok(shell, "%%agent\nA slow question")
+        with python_sigint():
+            run_ok(shell, "%%agent\nA slow question")
     finally:
         timer.cancel()
     out = capsys.readouterr().out
@@ -620,7 +635,8 @@ def test_interrupt_mid_tool_cancels_it_and_the_view_says_interrupted(
         text("Fresh answer."),
     )
     magics_of(shell).agent.add_tool(wait_for_ever)
-    run_ok(shell, "%%agent\nWait for an hour")
+    with python_sigint():
+        run_ok(shell, "%%agent\nWait for an hour")
     assert seen == {"started": True, "cancelled": True}
     out = capsys.readouterr().out
     assert "wait_for_ever(seconds=3600) · interrupted" in out
