@@ -129,19 +129,6 @@ def prompt_digest(prompt: str) -> str:
     return _sha256(prompt.encode("utf-8"))
 
 
-def result_text(content: object) -> str:
-    """The text of a tool result's content (a string, or blocks of which the text ones count)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    return ""
-
-
 def result_digest(content: object, is_error: bool) -> str:
     """The SHA-256 of a tool result as the model saw it: whether it was an error, then its
     content — a text as its UTF-8 bytes, blocks (text and images) as canonical JSON."""
