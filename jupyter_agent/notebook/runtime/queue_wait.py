@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from .services import register, service, unregister
-from .subshell import on_subshell_thread
+from .subshell import on_subshell_thread, request_header
 
 __all__ = ["QueueWaits", "waited_behind_a_cell"]
 
@@ -36,14 +36,7 @@ BEHIND_WITHIN_S = 0.5
 def _sent_at(shell: Any) -> float | None:
     """When the frontend sent the request the main shell runs now (its clock), or ``None``
     outside a kernel or without a date."""
-    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)
-    if get_parent is None:
-        return None
-    try:
-        header = get_parent("shell").get("header", {})
-    except Exception:  # an older kernel's signature, or no request
-        return None
-    date = header.get("date") if isinstance(header, dict) else None
+    date = request_header(shell).get("date")
     if isinstance(date, str):
         with contextlib.suppress(ValueError):
             date = datetime.datetime.fromisoformat(date.replace("Z", "+00:00"))

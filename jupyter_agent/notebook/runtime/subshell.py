@@ -35,20 +35,25 @@ def on_subshell_thread() -> bool:
     return threading.current_thread().name.startswith(SUBSHELL_THREAD_PREFIX)
 
 
+def request_header(shell: Any) -> dict[str, Any]:
+    """The header of the shell request this thread runs (``{}`` outside a kernel, or with an
+    older kernel whose ``get_parent`` takes no channel)."""
+    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)
+    if get_parent is None:
+        return {}
+    try:
+        header = get_parent("shell").get("header", {})
+    except Exception:  # an older kernel's signature, or no request
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
 def subshell_id(shell: Any) -> str | None:
     """The id of the subshell whose cell is running on this thread, or ``None`` on the main
     shell, outside a kernel, or with a kernel that has no subshells."""
     if not on_subshell_thread():
         return None
-    kernel = getattr(shell, "kernel", None)
-    get_parent = getattr(kernel, "get_parent", None)
-    if get_parent is None:
-        return None
-    try:
-        header = get_parent("shell").get("header", {})
-    except Exception:  # an older kernel's signature: not one with subshells
-        return None
-    found = header.get("subshell_id") if isinstance(header, dict) else None
+    found = request_header(shell).get("subshell_id")
     return found if isinstance(found, str) and found else None
 
 
