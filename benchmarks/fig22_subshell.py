@@ -147,11 +147,11 @@ def run(ctx: BenchContext) -> list[Row]:
             max_ratio=1.5,
             note=__doc__.split("\n\n", 1)[1].replace("\n", " ").strip() if __doc__ else "",
             miss_note=(
-                "The CPU-bound cell holds the GIL; every hop of the answer between the "
-                "kernel's threads (shell channel, subshell, IOPub, the agent's loop; each "
-                "display flushes the streams through the IOPub thread) waits for it to give "
-                "the GIL up, once per switch interval (0.1 ms while a main cell runs, "
-                "`runtime/subshell.py`) plus the OS waking the thread."
+                "The CPU-bound cell holds the GIL; the answer's own work shares it, one switch "
+                "interval (0.1 ms while a main cell runs) each. The running cell pauses while "
+                "the answer starts and draws its first words (`front/head_start.py`, at most "
+                "30 ms each); what is left is ipykernel's dispatch of the request before the "
+                "magic runs, and the IOPub thread's sends after the pause."
             ),
         ),
         compare(

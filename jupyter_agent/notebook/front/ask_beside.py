@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
@@ -41,11 +42,13 @@ from ..inert import visible
 from ..kernel.history_tool import NotebookHistoryTool
 from ..kernel.recorder import recorder_for
 from ..runtime.bridge import MainThreadBridge, forward_events
+from ..runtime.main_pause import PauseHold
 from ..runtime.subshell import answer_where_sent, main_shell_busy, quick_handoffs, subshell_id
 from ..spend.budget import BudgetedProvider
 from ..views.render import Renderer
 from ..views.rich_renderer import RichRenderer
 from ..views.text_renderer import TextRenderer
+from .head_start import HEAD_START_CAP_S, head_start_hold
 
 if TYPE_CHECKING:
     from ...tools.base import ExecutableTool
@@ -160,6 +163,24 @@ def beside_agent(session: NotebookSession, shell: Any, options: TurnOptions) -> 
     return agent
 
 
+async def _first_words_held(
+    stream: AsyncIterator[object], hold: PauseHold
+) -> AsyncIterator[object]:
+    """``stream``, the running cell held again (on the session's loop) when the first words
+    arrive, until they are shown (``head_start.py``)."""
+    held = False
+    try:
+        async for event in stream:
+            if not held and isinstance(event, TextDelta):
+                held = True
+                hold.renew(HEAD_START_CAP_S)
+            yield event
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 def run_beside(
     session: NotebookSession,
     shell: Any,
@@ -183,6 +204,11 @@ def run_beside(
     answer_where_sent(getattr(renderer, "_stop_button", None))
     final: dict[str, Any] = {"text": None, "model": agent.provider.model}
     streamed: list[str] = []
+    # the running cell waits while this answer starts and until its first words show
+    hold = head_start_hold(shell)
+    events: AsyncIterator[object] = agent.stream_chat(prompt)
+    if hold is not None:
+        events = _first_words_held(events, hold)
 
     def handle(event: object) -> None:
         if isinstance(event, TextDelta):
@@ -196,11 +222,16 @@ def run_beside(
         elif isinstance(event, AgentFinished):
             final["text"] = event.text
         renderer.handle(event)
+        if hold is not None and isinstance(event, TextDelta) and not final.get("shown"):
+            final["shown"] = True
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()  # until the IOPub thread has sent the words out
+            hold.release()
 
     try:
         with quick_handoffs():
             outcome = bridge.run(
-                forward_events(agent.stream_chat(prompt), bridge),
+                forward_events(events, bridge),
                 handle,
                 on_idle=renderer.tick,
                 text_growth=None if rich else 0.0,

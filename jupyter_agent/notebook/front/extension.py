@@ -32,9 +32,11 @@ def load_ipython_extension(ip: Any) -> None:
     from ..kernel.propose_cell import CellProposals
     from ..kernel.recorder import CellRecorder
     from ..runtime.queue_wait import QueueWaits
+    from .head_start import HeadStart
 
     CellRecorder(ip).install()
     QueueWaits(ip).install()  # an agent cell that waited behind a running one says so
+    HeadStart(ip).install()  # the running cell waits while an answer beside it starts
     CellProposals(ip).install()
     NotebookLink(ip).install()  # a notebook frontend with our extension connects (in a kernel)
     magics = AgentMagics(shell=ip)
@@ -61,8 +63,15 @@ def unload_ipython_extension(ip: Any) -> None:
     from ..kernel.recorder import recorder_for
     from ..runtime.queue_wait import QueueWaits
     from ..runtime.services import service
+    from .head_start import HeadStart
 
-    for installed in (recorder_for(ip), proposals_for(ip), link_for(ip), service(ip, QueueWaits)):
+    for installed in (
+        recorder_for(ip),
+        proposals_for(ip),
+        link_for(ip),
+        service(ip, QueueWaits),
+        service(ip, HeadStart),
+    ):
         if installed is not None:
             installed.uninstall()
     for kind, names in (("line", ("agent", "agent_tools")), ("cell", ("agent",))):

@@ -286,7 +286,7 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
     subshell = create_subshell(kernel)
     # read on the subshell, where no main-shell cell runs
     default = send_execute(kernel, "import sys; print(sys.getswitchinterval())", subshell)
-    cells.pump(lambda: default in cells.replies)
+    cells.pump(lambda: default in cells.idle)  # its output came before its idle
     main = send_execute(kernel, SPIN_CELL, None)
     cells.pump(lambda: "spinning" in cells.text(main))
     beside = send_execute(kernel, "%%agent\nHow is the loop doing?", subshell)
@@ -298,7 +298,7 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
     assert cells.replies[main]["status"] == "ok", cells.text(main)
     assert cells.replies[beside]["status"] == "ok", cells.text(beside)
     after = send_execute(kernel, "print(spun_under, sys.getswitchinterval())", subshell)
-    cells.pump(lambda: after in cells.replies)
+    cells.pump(lambda: after in cells.idle)  # its output came before its idle
     spun_under, restored = cells.text(after).split()
     assert float(spun_under) <= BESIDE_SWITCH_INTERVAL_S, "the main cell ran at the default"
     assert float(cells.text(default)) > BESIDE_SWITCH_INTERVAL_S
@@ -307,7 +307,7 @@ def test_an_answer_beside_a_cpu_bound_cell_gets_quick_hand_offs_from_its_start(
     own = send_execute(kernel, "sys.setswitchinterval(0.02)", None)
     cells.pump(lambda: own in cells.replies)
     kept = send_execute(kernel, "print(sys.getswitchinterval())", subshell)
-    cells.pump(lambda: kept in cells.replies)
+    cells.pump(lambda: kept in cells.idle)  # its output came before its idle
     assert float(cells.text(kept)) == 0.02
 
 
@@ -347,3 +347,46 @@ def test_a_denied_or_asking_tool_stays_so_beside_a_running_cell(
     assert "policy for this tool is 'deny'" in _result_text(results["c1"])
     assert "needs the user's approval" in _result_text(results["c2"])
     assert results["c3"].get("is_error") is not True  # allowed as before
+
+
+def test_the_running_cell_pauses_while_an_answer_beside_it_starts(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Figure 22 (a): beside a CPU-bound cell, the answer's own work ran at half speed (the two
+    share the GIL). The running cell now waits while the answer starts and until its first
+    words show (``front/head_start.py``); a cell on a subshell that is not an agent cell, and an
+    agent cell beside no running cell, pause nothing."""
+    fake_api.add(text("Still spinning."), text("Idle now."))
+    cells = Cells(kernel)
+    subshell = create_subshell(kernel)
+    read = (
+        "from jupyter_agent.notebook.runtime.main_pause import main_pause; print(main_pause.pauses)"
+    )
+
+    def pauses() -> int:
+        asked = send_execute(kernel, read, subshell)
+        # the output is on IOPub, before the request's idle there (the reply may come first)
+        cells.pump(lambda: asked in cells.idle)
+        return int(cells.text(asked).split()[-1])
+
+    main = send_execute(kernel, SPIN_CELL, None)
+    cells.pump(lambda: "spinning" in cells.text(main))
+    before = pauses()  # a plain cell beside the running one pauses nothing
+    beside = send_execute(kernel, "%%agent\nHow is the loop doing?", subshell)
+    cells.pump(lambda: beside in cells.replies, timeout=60)
+    during = pauses()
+    assert main not in cells.replies, "the main cell ended before the answer came"
+    (tmp_path / "done").write_text("")
+    cells.pump(lambda: main in cells.idle)  # the main shell is idle once it says so on IOPub
+    idle = send_execute(kernel, "%%agent\nAnd now?", subshell)
+    cells.pump(lambda: idle in cells.replies, timeout=60)
+    after = pauses()
+
+    assert cells.replies[beside]["status"] == "ok", cells.text(beside)
+    assert "Still spinning." in cells.text(beside)
+    assert cells.replies[main]["status"] == "ok", cells.text(main)
+    assert "spin finished" in cells.text(main)
+    assert "Idle now." in cells.text(idle)
+    assert before == 0
+    assert during >= 1, "the running cell never paused for the answer"
+    assert after == during, "an answer beside no running cell paused the kernel"

@@ -1,0 +1,199 @@
+"""The running cell's thread waits while a hold lasts (``runtime/main_pause.py``, figure 22 (a)).
+
+The test's own main thread plays the running cell: a pure-Python loop that counts. Another
+thread takes holds and watches the count: it stands still while the main thread is paused and
+moves again once the hold is released, or its cap passes. Nothing here measures a duration; each
+step waits for a state, with a generous deadline that only a broken pause would reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from jupyter_agent.notebook.runtime.main_pause import MainThreadPause
+
+#: Only a broken pause makes a step wait this long.
+DEADLINE_S = 30.0
+
+
+class Loop:
+    """The main thread's stand-in for a CPU-bound cell: counts until told to stop."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.stop = False
+
+    def run(self) -> None:
+        ends = time.monotonic() + DEADLINE_S
+        while not self.stop:
+            self.count += 1
+            if self.count % 10_000 == 0 and time.monotonic() > ends:
+                raise AssertionError("the other thread never stopped the loop")
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    ends = time.monotonic() + DEADLINE_S
+    while not condition():
+        if time.monotonic() > ends:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def beside(work: Callable[[], None], loop: Loop) -> list[BaseException]:
+    """Run ``work`` on another thread while ``loop`` runs on this (main) thread."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            loop.stop = True
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    try:
+        loop.run()
+    finally:
+        loop.stop = True
+        thread.join(DEADLINE_S)
+    return errors
+
+
+@contextlib.contextmanager
+def python_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler (a KeyboardInterrupt), as a kernel has while a cell runs."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_hold_pauses_the_running_loop_until_it_is_released() -> None:
+    pause = MainThreadPause()
+    assert pause.available
+    loop = Loop()
+    seen: dict[str, int] = {}
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold = pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        seen["paused at"] = loop.count
+        time.sleep(0.05)  # the loop would count many thousands meanwhile
+        seen["still at"] = loop.count
+        hold.release()
+        wait_for(lambda: loop.count > seen["still at"], "the loop to go on")
+        seen["after"] = loop.count
+
+    assert beside(work, loop) == []
+    assert seen["paused at"] == seen["still at"] < seen["after"]
+    assert pause.pauses == 1 and pause.paused_s > 0 and not pause.paused
+
+
+def test_a_hold_never_released_ends_by_itself_at_its_cap() -> None:
+    pause = MainThreadPause()
+    loop = Loop()
+    seen: dict[str, int] = {}
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        pause.hold(cap_s=0.05)  # never released
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        seen["paused at"] = loop.count
+        wait_for(lambda: loop.count > seen["paused at"], "the cap to end the pause")
+
+    assert beside(work, loop) == []
+    assert pause.pauses == 1 and not pause.paused
+
+
+def test_a_renewed_hold_pauses_the_loop_again() -> None:
+    pause = MainThreadPause()
+    loop = Loop()
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold = pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the first pause")
+        hold.release()
+        wait_for(lambda: pause.pauses == 1, "the first pause to end")
+        hold.renew(DEADLINE_S)
+        wait_for(lambda: pause.paused, "the second pause")
+        at = loop.count
+        time.sleep(0.02)
+        assert loop.count == at
+        hold.release()
+
+    assert beside(work, loop) == []
+    assert pause.pauses == 2
+
+
+def test_an_interrupt_while_paused_ends_the_pause_and_is_raised_in_the_running_loop() -> None:
+    pause = MainThreadPause()
+    loop = Loop()
+    hold_box: list[object] = []
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold_box.append(pause.hold(cap_s=DEADLINE_S))
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        # the kernel's interrupt: SIGINT to the process, which Linux hands to its main thread
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        wait_for(lambda: not pause.paused, "the pause to end")
+
+    interrupted = False
+    errors: list[BaseException] = []
+    with python_sigint():
+        try:
+            errors += beside(work, loop)
+        except KeyboardInterrupt:
+            interrupted = True
+    assert interrupted, "the interrupt was swallowed by the pause"
+    assert errors == []
+    assert pause.pauses == 1
+
+
+def test_a_hold_taken_on_the_main_thread_pauses_nothing() -> None:
+    pause = MainThreadPause()
+    hold = pause.hold(cap_s=DEADLINE_S)
+    total = sum(range(100_000))  # bytecode runs: a pending pause would have run here
+    hold.release()
+    assert total and pause.pauses == 0 and not pause.paused
+
+
+def test_any_signal_during_a_pause_reaches_its_own_handler_in_the_loop_once() -> None:
+    class Alarm(Exception):
+        pass
+
+    calls: list[str] = []
+
+    def on_alarm(_number: int, frame: object) -> None:
+        calls.append(getattr(getattr(frame, "f_code", None), "co_name", "?"))
+        raise Alarm
+
+    pause = MainThreadPause()
+    loop = Loop()
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+        wait_for(lambda: not pause.paused, "the pause to end")
+
+    previous = signal.signal(signal.SIGUSR1, on_alarm)
+    try:
+        with pytest.raises(Alarm):
+            beside(work, loop)
+        assert signal.getsignal(signal.SIGUSR1) is on_alarm, "the handler was not put back"
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert calls == ["run"], "the handler ran elsewhere than in the loop, or more than once"
