@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from ...approvals import ApprovalRequest, Decision
-from ...errors import InterruptedByUser
 from ...events import ToolCallFinished, ToolCallStarted
 from .._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from ..asking.approvals_ui import NO_ONE_TO_ASK
@@ -235,6 +234,9 @@ class KernelServe:
         atexit.register(self._discard_token)  # the kernel shuts down without a stop
         self._idle_runner_before = self._bridge.idle_runner
         self._bridge.idle_runner = self._between_cells
+        # the kernel's Stop ended a served task's own code (between cells or in a %%agent
+        # cell's pump): the task reads cancelled, not completed with an error result
+        self._bridge.on_interrupted = note_interrupted
         link = link_for(self._shell)
         if link is not None:  # served calls work in the page that ran this cell
             link.serve_from(True)
@@ -282,6 +284,8 @@ class KernelServe:
         self.stopped = True
         if self._bridge.idle_runner == self._between_cells:
             self._bridge.idle_runner = self._idle_runner_before
+        if self._bridge.on_interrupted is note_interrupted:
+            self._bridge.on_interrupted = None
         link = link_for(self._shell)
         if link is not None:
             link.serve_from(False)
@@ -329,11 +333,7 @@ class KernelServe:
             raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
         if self._cell_running:
             await report_progress(BUSY_NOTE)
-        try:
-            result: T = await on_kernel_loop(fn)
-        except InterruptedByUser:
-            note_interrupted()  # a task whose own code the user stopped reads cancelled
-            raise
+        result: T = await on_kernel_loop(fn)
         return result
 
     def _post(self, event: object) -> None:

@@ -871,3 +871,75 @@ def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
         assert printed.strip() == "False"
     finally:
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
+
+
+def test_an_interrupt_while_a_tasks_code_runs_in_an_agent_cells_pump_cancels_the_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tasks_client: Any
+) -> None:
+    """While a ``%%agent`` cell streams, its pump runs a served ``run_python`` task's code on
+    the main thread. The kernel's Stop then ends that code (and the cell's turn); the task reads
+    ``cancelled`` — not ``completed`` with an error result — and the next cell runs."""
+    from fake_anthropic import FakeAnthropic, Reply
+    from notebook_fake_server import serve
+
+    fake = FakeAnthropic()
+    fake.add(Reply([{"type": "text", "text": "word " * 200}], chunk=5, gate=_SlowGate()))  # type: ignore[arg-type]
+    started = tmp_path / "started"
+    code = (
+        f"import time, pathlib\npathlib.Path({str(started)!r}).write_text('')\n"
+        "for _ in range(1200):\n    time.sleep(0.05)\nfinished_uninterrupted = True"
+    )
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+        kernel = Kernel(tmp_path)
+        try:
+            kernel.execute(
+                "%load_ext jupyter_agent\n"
+                "%agent_tools enable run_python\n%agent_tools policy run_python allow"
+            )
+            served = start_serving(kernel)
+            client = tasks_client(served.url, served.token)
+            cell_id = kernel.client.execute("%%agent\nTell me a story", allow_stdin=True)
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and is_answer(m["content"].get("metadata"))  # the answer is streaming
+                )
+            )
+            handle = client.ask(call="run_python", arguments={"code": code})
+            assert handle["shape"] == "task", handle
+            deadline = time.monotonic() + 30
+            while not started.exists():  # the pump runs the task's code on the main thread
+                assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
+                time.sleep(0.05)
+            kernel.manager.interrupt_kernel()
+            polled = client.ask(get=handle["taskId"])
+            while polled["status"] == "working":
+                assert time.monotonic() < deadline, polled
+                time.sleep(0.05)
+                polled = client.ask(get=handle["taskId"])
+            assert polled["status"] == "cancelled", polled
+            assert "interrupted" in polled["statusMessage"], polled
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and m["msg_type"] == "status"
+                    and m["content"]["execution_state"] == "idle"
+                ),
+                timeout=60,
+            )
+            reply, printed = kernel.execute("print('finished_uninterrupted' in globals(), 6 * 7)")
+            assert reply["status"] == "ok", printed
+            assert printed.strip() == "False 42"
+            again = client.ask(call="run_python", arguments={"code": "6 * 7"})
+            polled = client.ask(get=again["taskId"])
+            while polled["status"] == "working":
+                assert time.monotonic() < deadline + 30, polled
+                time.sleep(0.05)
+                polled = client.ask(get=again["taskId"])
+            assert polled["status"] == "completed", polled
+            assert "42" in polled["result"]["content"][0]["text"]
+        finally:
+            kernel.close()
