@@ -839,6 +839,41 @@ def test_run_python_is_a_task_polled_to_its_result_and_an_interrupt_cancels_it(
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
 
 
+def test_a_run_python_task_tells_how_long_its_code_has_run_and_its_last_line(
+    kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
+) -> None:
+    """While a ``run_python`` task's code runs, ``tasks/get``'s statusMessage says how long it
+    has run and the last line it printed so far (as ``run_cell``'s progress does); the code
+    is let go only once a poll has shown it (it gives up waiting after 10 s)."""
+    kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    client = tasks_client(served.url, served.token)
+    go = tmp_path / "go"
+    code = (
+        "import time, pathlib\nprint('loaded 3 of 10', flush=True)\n"
+        f"for _ in range(200):\n    if pathlib.Path({str(go)!r}).exists():\n        break\n"
+        "    time.sleep(0.05)\nprint('all loaded')"
+    )
+    said: list[str] = []
+    try:
+        handle = client.ask(call="run_python", arguments={"code": code})
+        assert handle["shape"] == "task", handle
+        polled = client.ask(get=handle["taskId"])
+        deadline = time.monotonic() + 30
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            said.append(polled.get("statusMessage", ""))
+            if "elapsed" in said[-1] and "last output: loaded 3 of 10" in said[-1]:
+                go.write_text("")  # a poll showed it: the code may end
+            time.sleep(0.1)
+            polled = client.ask(get=handle["taskId"])
+        assert any("elapsed" in m and "last output: loaded 3 of 10" in m for m in said), said
+        assert polled["status"] == "completed", polled
+        assert "all loaded" in polled["result"]["content"][0]["text"], polled
+    finally:
+        go.write_text("")
+        kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
+
+
 def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
     kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
 ) -> None:
