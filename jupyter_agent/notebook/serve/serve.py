@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from ...approvals import ApprovalRequest, Decision
+from ...errors import InterruptedByUser
 from ...events import ToolCallFinished, ToolCallStarted
 from .._ipython import DisplayHandle, argument, magic_arguments, parse_command
 from ..asking.approvals_ui import NO_ONE_TO_ASK
@@ -206,6 +207,8 @@ class KernelServe:
         self._drawing = False
         #: A cell other than a ``%%agent`` one is running (main-thread work waits for it).
         self._cell_running = True  # the ``%agent serve`` cell itself, until it ends
+        #: Cells the user interrupted while serving (counted on the main thread, when they end).
+        self._interrupts = 0
         self._kernel = getattr(self._shell, "kernel", None)
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
@@ -316,7 +319,10 @@ class KernelServe:
     def _cell_ends(self, result: Any = None, *_args: Any) -> None:
         self._cell_running = False
         if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt):
-            # the user stopped the kernel: the calls queued behind that cell end too
+            # the user stopped the kernel: the calls queued behind that cell end too. Counted
+            # here, on the main thread, before the kernel's loop can reach their queued work
+            # (which then refuses to run): the cancel below reaches the server's loop later.
+            self._interrupts += 1
             self._loop.call_soon_threadsafe(
                 self.server.tasks.cancel_all, "the kernel was interrupted in the notebook"
             )
@@ -333,7 +339,14 @@ class KernelServe:
             raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
         if self._cell_running:
             await report_progress(BUSY_NOTE)
-        result: T = await on_kernel_loop(fn)
+        interrupts = self._interrupts
+
+        def unless_interrupted() -> T:  # on the main thread, once the kernel gets to it
+            if self._interrupts != interrupts:  # the cell it waited behind was interrupted
+                raise InterruptedByUser("interrupted by the user before it ran")
+            return fn()
+
+        result: T = await on_kernel_loop(unless_interrupted)
         return result
 
     def _post(self, event: object) -> None:

@@ -978,3 +978,69 @@ def test_an_interrupt_while_a_tasks_code_runs_in_an_agent_cells_pump_cancels_the
             assert "42" in polled["result"]["content"][0]["text"]
         finally:
             kernel.close()
+
+
+def test_a_queued_task_never_runs_after_an_interrupt_even_when_the_server_is_slow_to_hear(
+    tmp_path: Path, tasks_client: Any
+) -> None:
+    """A ``run_python`` task queued behind a running cell, and the kernel interrupted. The
+    server's loop is held up by another call just then (a user's tool that blocks it), so the
+    cancellation reaches the task only after the kernel is free again: the code must still never
+    run — the interrupt, not the order in which two threads wake, decides. (It ran, and the task
+    read ``cancelled`` all the same, when the main thread got to the queued work first.)"""
+    hogging = tmp_path / "hogging"
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.execute(
+            "%load_ext jupyter_agent\n"
+            "%agent_tools enable run_python\n%agent_tools policy run_python allow\n"
+            "import time as _time, pathlib as _pathlib\n"
+            "from jupyter_agent import tool\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
+            "@tool\nasync def hog() -> str:\n"
+            '    """Blocks its event loop for three seconds."""\n'
+            f"    _pathlib.Path({str(hogging)!r}).write_text('')\n"
+            "    _time.sleep(3)\n    return 'done'\n"
+            "get_magics(get_ipython()).agent.add_tool(hog)"
+        )
+        served = start_serving(kernel)
+        client = tasks_client(served.url, served.token)
+        busy_id = kernel.client.execute("import time\ntime.sleep(30)")
+        kernel.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == busy_id and m["msg_type"] == "execute_input"
+            )
+        )
+        queued = client.ask(call="run_python", arguments={"code": "ran_after_interrupt = True"})
+        assert queued["shape"] == "task", queued
+        polled = client.ask(get=queued["taskId"])
+        deadline = time.monotonic() + 30
+        while "kernel busy, queued" not in polled.get("statusMessage", ""):
+            assert time.monotonic() < deadline, polled
+            polled = client.ask(get=queued["taskId"])
+        hogged: dict[str, Any] = {}
+        hog = threading.Thread(target=lambda: hogged.update(result=call(served, "hog", {})))
+        hog.start()
+        while not hogging.exists():  # the server's loop is blocked now
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        kernel.manager.interrupt_kernel()
+        kernel.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == busy_id
+                and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "idle"
+            )
+        )
+        hog.join(30)
+        polled = client.ask(get=queued["taskId"])
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            time.sleep(0.05)
+            polled = client.ask(get=queued["taskId"])
+        _reply, printed = kernel.execute("print('ran_after_interrupt' in globals())")
+        assert printed.strip() == "False", "the queued code ran after the interrupt"
+        assert polled["status"] == "cancelled", polled
+        assert "interrupted" in polled["statusMessage"], polled
+    finally:
+        kernel.close()
