@@ -167,8 +167,9 @@ class _Captured(io.StringIO):
         self._tail = tail
 
     def write(self, text: str) -> int:
+        written = super().write(text)  # first: anything but text fails as StringIO's own
         self._tail.text = (self._tail.text + text[-TAIL_CHARS:])[-TAIL_CHARS:]
-        return super().write(text)
+        return written
 
 
 def run_code(namespace: dict[str, Any], code: str, report: ProgressCallback | None = None) -> str:
