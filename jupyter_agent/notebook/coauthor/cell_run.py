@@ -96,16 +96,17 @@ class _Ticker:
     """Reports a running cell's elapsed seconds and last output line every
     ``PROGRESS_REPORT_S``, from a thread of its own (the main thread runs the cell). One thread
     for the process, started at the first run and waiting between runs: starting one per run
-    would cost every short ``run_cell`` (benchmark figure 20) a thread start."""
+    would cost every short ``run_cell`` (benchmark figure 20) a thread start. ``run_python``'s
+    code is watched the same way (``progress_while``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._armed = threading.Event()
-        self._watched: tuple[CellRun, ProgressCallback, float] | None = None
+        self._watched: tuple[Callable[[], str], ProgressCallback, float] | None = None
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def watching(self, run: CellRun, report: ProgressCallback | None) -> Iterator[None]:
+    def watching(self, last: Callable[[], str], report: ProgressCallback | None) -> Iterator[None]:
         if report is None:
             yield
             return
@@ -115,7 +116,7 @@ class _Ticker:
                     target=self._tick, name="jupyter-agent-cell-progress", daemon=True
                 )
                 self._thread.start()
-            self._watched = (run, report, time.monotonic())
+            self._watched = (last, report, time.monotonic())
             self._armed.set()
         try:
             yield
@@ -131,16 +132,26 @@ class _Ticker:
             with self._lock:
                 if self._watched is None:
                     continue
-                run, report, started = self._watched
+                last, report, started = self._watched
                 if time.monotonic() - started < PROGRESS_REPORT_S * 0.9:
                     continue  # a run that began during the sleep: its first report next time
                 with contextlib.suppress(Exception):  # outputs changing under us: next time
-                    line = last_line(list(run.outputs))
+                    line = last()
                     message = "s elapsed" + (f"; last output: {line}" if line else "; no output")
                     report(round(time.monotonic() - started), None, message)
 
 
 _ticker = _Ticker()
+
+
+def progress_while(
+    outputs: Callable[[], list[dict[str, Any]]], report: ProgressCallback | None
+) -> contextlib.AbstractContextManager[None]:
+    """While the block runs code on the main thread, ``report`` (a tool call's progress
+    callback; ``None``: nothing) hears every ``PROGRESS_REPORT_S`` how long it has run and the
+    last line of ``outputs()`` (nbformat outputs so far): ``run_cell``'s cell, ``run_python``'s
+    code."""
+    return _ticker.watching(lambda: last_line(outputs()), report)
 
 
 #: What the page says when a cell no longer holds the source the user approved.
@@ -429,7 +440,7 @@ def run_cell_now(
 
     run = CellRun(link.shell, progress)
     try:
-        with _ticker.watching(run, report):
+        with progress_while(lambda: list(run.outputs), report):
             ok = run.run(source, count, timeout, timeout_name)
     finally:
         end: RunEndOp = {"op": "run_end", "cell_id": cell_id, "outputs": run.outputs}

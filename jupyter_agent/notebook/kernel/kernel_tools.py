@@ -7,7 +7,8 @@ registry). ``run_python`` changes the user's state, so it is destructive: disabl
 enables it, then asking before each call. Its code runs on the kernel's main thread — where the
 user's objects, matplotlib and widgets expect to be used — through the main-thread bridge, and a
 kernel interrupt stops it like any cell. It returns the figures the code produced as images
-(``figures.py``).
+(``figures.py``). While it runs, its call's progress says how long it has run and the last line
+it printed (``cell_run.progress_while``, as ``run_cell``'s; a served task's status carries it).
 
 ``inspect_variable`` describes a value in a worker thread, not on the event loop: a summary of a
 big frame takes time, and the call's deadline (the agent's ``tool_timeout``) must be able to end
@@ -25,8 +26,10 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, ClassVar
 
-from ...tools.base import BuiltinTool, Image, ToolFailure
+from ...tools.base import BuiltinTool, Image, ToolCapabilities, ToolFailure
 from ...tools.context import ToolContext
+from ...tools.progress import ProgressCallback, current_reporter
+from ..coauthor.cell_run import progress_while
 from ..runtime import executor
 from ..runtime.bridge import MainThreadBridge
 from ..runtime.executor import parse_cell, run_cell_code
@@ -36,6 +39,8 @@ from .summarize import shape_of, summarize, type_name
 
 #: Characters of captured output ``run_python`` returns.
 MAX_RUN_OUTPUT = 10_000
+#: Characters of the printed text kept for ``run_python``'s progress (its last line).
+TAIL_CHARS = 4096
 #: Variables ``list_variables`` lists at most.
 MAX_LISTED_VARIABLES = 200
 
@@ -147,8 +152,29 @@ class InspectVariableTool(BuiltinTool):
         return f"variables: {known}"
 
 
-def run_code(namespace: dict[str, Any], code: str) -> str:
+class _Tail:
+    """The last characters the code printed, to stdout or stderr, for its progress."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+
+class _Captured(io.StringIO):
+    """A captured stream that also keeps the tail of what was written (to either stream)."""
+
+    def __init__(self, tail: _Tail) -> None:
+        super().__init__()
+        self._tail = tail
+
+    def write(self, text: str) -> int:
+        written = super().write(text)  # first: anything but text fails as StringIO's own
+        self._tail.text = (self._tail.text + text[-TAIL_CHARS:])[-TAIL_CHARS:]
+        return written
+
+
+def run_code(namespace: dict[str, Any], code: str, report: ProgressCallback | None = None) -> str:
     """Run ``code`` in ``namespace``; report stdout, stderr, the last expression and any error.
+    ``report``: the call's progress callback (elapsed seconds, last line printed).
 
     Must run on the thread that owns the namespace (the kernel's main thread).
     """
@@ -156,11 +182,16 @@ def run_code(namespace: dict[str, Any], code: str) -> str:
         tree, last_expression = parse_cell(code, "<run_python>")
     except SyntaxError as exc:
         raise ToolFailure(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
-    stdout, stderr = io.StringIO(), io.StringIO()
+    tail = _Tail()
+    stdout, stderr = _Captured(tail), _Captured(tail)
+
+    def printed() -> list[dict[str, Any]]:  # what the code printed so far, as one stream
+        return [{"output_type": "stream", "text": tail.text}]
+
     result_repr: str | None = None
     error: str | None = None
     namespace.setdefault("__builtins__", __builtins__)
-    with redirect_stdout(stdout), redirect_stderr(stderr):
+    with redirect_stdout(stdout), redirect_stderr(stderr), progress_while(printed, report):
         try:
             value = run_cell_code(namespace, tree, last_expression, "<run_python>")
             if value is not None:
@@ -202,6 +233,10 @@ class RunPythonTool(BuiltinTool):
         "required": ["code"],
     }
     destructive: ClassVar[bool] = True
+    #: elapsed seconds and the last line printed while the code runs (``progress_while``)
+    capabilities: ClassVar[ToolCapabilities] = ToolCapabilities(
+        destructive=True, reports_progress=True
+    )
 
     def __init__(
         self,
@@ -217,12 +252,13 @@ class RunPythonTool(BuiltinTool):
 
     async def execute(self, args: dict[str, object]) -> list[str | Image]:
         code = str(args["code"])
-        return await self.bridge.call_on_main(lambda: self._run(code))
+        report = current_reporter()  # this call's: the main thread does not carry it
+        return await self.bridge.call_on_main(lambda: self._run(code, report))
 
-    def _run(self, code: str) -> list[str | Image]:
+    def _run(self, code: str, report: ProgressCallback | None = None) -> list[str | Image]:
         """On the main thread: the code's text report, then the figures it produced."""
         with FigureCapture(self.shell) as capture:
-            text = run_code(self.namespace, code)
+            text = run_code(self.namespace, code, report)
         if capture.images:
             text += f"\n\n({len(capture.images)} figure(s) produced, sent as images)"
         return [text, *capture.images]

@@ -282,6 +282,10 @@ class MainThreadBridge:
         #: Runs main-thread work while no run is pumping (``%agent serve`` sets it: the kernel's
         #: own loop, between cells); ``None``: such work is refused with ``NotPumpingError``.
         self.idle_runner: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
+        #: Called, in the awaiting task, when the kernel's interrupt ended a ``call_on_main``'s
+        #: work, by the pump or the ``idle_runner`` (``%agent serve`` sets it: a served task whose
+        #: code the user stopped reads ``cancelled``).
+        self.on_interrupted: Callable[[], None] | None = None
         #: Times the pump took a non-empty batch from the queue (for tests and benchmarks).
         self.batches = 0
         #: Times the pump woke up (for tests and benchmarks).
@@ -353,6 +357,9 @@ class MainThreadBridge:
             self._wake.set()
             try:
                 return await asyncio.wrap_future(future)
+            except InterruptedByUser:
+                self._tell_interrupted()
+                raise
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if self.idle_runner is None or (task is not None and task.cancelling()):
@@ -360,12 +367,21 @@ class MainThreadBridge:
                 # the run ended before the pump reached ``fn`` (it never started): between
                 # cells, the idle runner takes it
         if self.idle_runner is not None:
-            result: T = await self.idle_runner(fn)
+            try:
+                result: T = await self.idle_runner(fn)
+            except InterruptedByUser:
+                self._tell_interrupted()
+                raise
             return result
         raise NotPumpingError(
             "this needs the notebook's main thread, which is only available while a "
             "%%agent cell is running"
         )
+
+    def _tell_interrupted(self) -> None:
+        if self.on_interrupted is not None:
+            with contextlib.suppress(Exception):
+                self.on_interrupted()
 
     # -- on the main thread ----------------------------------------------------------------------
 

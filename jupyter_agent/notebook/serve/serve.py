@@ -207,6 +207,8 @@ class KernelServe:
         self._drawing = False
         #: A cell other than a ``%%agent`` one is running (main-thread work waits for it).
         self._cell_running = True  # the ``%agent serve`` cell itself, until it ends
+        #: Cells the user interrupted while serving (counted on the main thread, when they end).
+        self._interrupts = 0
         self._kernel = getattr(self._shell, "kernel", None)
         self._log: ServeLog | None = None
         self._prompt_handle: Any = None
@@ -235,6 +237,9 @@ class KernelServe:
         atexit.register(self._discard_token)  # the kernel shuts down without a stop
         self._idle_runner_before = self._bridge.idle_runner
         self._bridge.idle_runner = self._between_cells
+        # the kernel's Stop ended a served task's own code (between cells or in a %%agent
+        # cell's pump): the task reads cancelled, not completed with an error result
+        self._bridge.on_interrupted = note_interrupted
         link = link_for(self._shell)
         if link is not None:  # served calls work in the page that ran this cell
             link.serve_from(True)
@@ -282,6 +287,8 @@ class KernelServe:
         self.stopped = True
         if self._bridge.idle_runner == self._between_cells:
             self._bridge.idle_runner = self._idle_runner_before
+        if self._bridge.on_interrupted is note_interrupted:
+            self._bridge.on_interrupted = None
         link = link_for(self._shell)
         if link is not None:
             link.serve_from(False)
@@ -312,7 +319,10 @@ class KernelServe:
     def _cell_ends(self, result: Any = None, *_args: Any) -> None:
         self._cell_running = False
         if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt):
-            # the user stopped the kernel: the calls queued behind that cell end too
+            # the user stopped the kernel: the calls queued behind that cell end too. Counted
+            # here, on the main thread, before the kernel's loop can reach their queued work
+            # (which then refuses to run): the cancel below reaches the server's loop later.
+            self._interrupts += 1
             self._loop.call_soon_threadsafe(
                 self.server.tasks.cancel_all, "the kernel was interrupted in the notebook"
             )
@@ -329,11 +339,14 @@ class KernelServe:
             raise RuntimeError("this needs a Jupyter kernel's main thread (not available here)")
         if self._cell_running:
             await report_progress(BUSY_NOTE)
-        try:
-            result: T = await on_kernel_loop(fn)
-        except InterruptedByUser:
-            note_interrupted()  # a task whose own code the user stopped reads cancelled
-            raise
+        interrupts = self._interrupts
+
+        def unless_interrupted() -> T:  # on the main thread, once the kernel gets to it
+            if self._interrupts != interrupts:  # the cell it waited behind was interrupted
+                raise InterruptedByUser("interrupted by the user before it ran")
+            return fn()
+
+        result: T = await on_kernel_loop(unless_interrupted)
         return result
 
     def _post(self, event: object) -> None:

@@ -27,6 +27,13 @@ for that client only, never for the notebook's own agent, and the agent's never 
 What happens is told to ``on_event`` as ``ToolCallStarted``/``ToolCallFinished``, the events the
 notebook's views already draw. A tool that needs the kernel's main thread can say the kernel
 is busy with ``report_progress`` (an MCP progress notification to the caller).
+
+A tool's own progress (``tools/progress.py``: ``run_cell``'s elapsed seconds and last output
+line, from ``cell_run``'s ticker, or an MCP tool's notifications) reaches the caller the same
+way, as one line (``progress_line``) — a progress notification for a plain client, the task's
+``statusMessage`` for one that speaks tasks (``tasks.py``). ``ProgressRelay`` takes it from
+whichever thread reports and sends the latest line only: a tool that reports faster than the
+caller reads never queues a backlog.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import contextvars
 import hmac
 import itertools
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -47,6 +55,7 @@ from ...agent.toolbox import Toolbox
 from ...approvals import ApprovalHandler, ApprovalRequest, asker
 from ...events import Refusal, ToolCallFinished, ToolCallStarted
 from ...tools.base import ToolResult, capabilities_of
+from ...tools.progress import reporting
 from .serve_connections import READ_TIMEOUT_S, ConnectionGate
 from .tasks import ServeTasks, speaks_tasks
 
@@ -78,6 +87,54 @@ async def report_progress(message: str) -> None:
     if report is not None:
         with contextlib.suppress(Exception):  # a client that went away: the call goes on
             await report(message)
+
+
+#: Characters of a tool's progress line passed on to the caller.
+MAX_PROGRESS_LINE = 500
+
+
+def progress_line(progress: float, total: float | None, message: str | None) -> str:
+    """A tool's progress as the one line its caller reads: ``3 s elapsed; last output: …``
+    (``run_cell``), ``3/10 copying files`` (an MCP tool); one line, printable, capped."""
+    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    text = f"{amount} {message}" if message else amount
+    text = "".join(ch if ch.isprintable() else " " for ch in text[: MAX_PROGRESS_LINE * 2])
+    return " ".join(text.split())[:MAX_PROGRESS_LINE]
+
+
+class ProgressRelay:
+    """A served call's progress callback (``tools/progress.ProgressCallback``): each report,
+    from the loop or from another thread (``cell_run``'s ticker), becomes a line sent to the
+    caller with ``report`` on the call's loop — the latest one only, one send at a time."""
+
+    def __init__(self, report: Callable[[str], Awaitable[None]]) -> None:
+        self._report = report
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._line: str | None = None
+        self._sending: asyncio.Task[None] | None = None
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        line = progress_line(progress, total, message)
+        if threading.get_ident() == self._loop_thread:
+            self._note(line)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
+            self._loop.call_soon_threadsafe(self._note, line)
+
+    def _note(self, line: str) -> None:
+        self._line = line
+        if self._sending is None:
+            self._sending = self._loop.create_task(self._send())
+
+    async def _send(self) -> None:
+        try:
+            while self._line is not None:
+                line, self._line = self._line, None
+                with contextlib.suppress(Exception):  # a client that went away: the call goes on
+                    await self._report(line)
+        finally:
+            self._sending = None
 
 
 class LoopbackGuard:
@@ -308,7 +365,9 @@ class ToolServer:
                 assert isinstance(arguments, dict)  # the gate refuses anything else
                 token = _progress.set(report)
                 try:
-                    result = await invoke(self.toolbox, name, arguments, self.max_result_chars)
+                    # the tool's own progress (run_cell's elapsed time and last output line)
+                    with reporting(ProgressRelay(report)) if report else contextlib.nullcontext():
+                        result = await invoke(self.toolbox, name, arguments, self.max_result_chars)
                 finally:
                     _progress.reset(token)
         finally:

@@ -14,9 +14,11 @@ Cancellation is cooperative: ``tasks/cancel`` cancels the call's asyncio task (a
 for the kernel's main thread never runs; one waiting for approval leaves the prompt), and the task
 reads ``cancelled`` once the call has ended. ``cancel_all`` (the serve cell's end, a kernel
 interrupt) cancels every task still working. The kernel's Stop while a task's own code runs on
-the main thread ends that code; the tool then returns an error result, but the task reads
-``cancelled`` (``note_interrupted``, called where the main-thread work reports the interrupt): an
-outside agent must not take the user's Stop for its code's failure.
+the main thread ends that code — between cells (the kernel's loop) or inside a running
+``%%agent`` cell's pump alike; the tool then returns an error result, but the task reads
+``cancelled``: ``note_interrupted`` is the bridge's ``on_interrupted`` while serving, called in
+the call's own task wherever its main-thread work reports the interrupt. An outside agent must
+not take the user's Stop for its code's failure.
 
 Bounded: at most ``MAX_TASKS`` tasks are kept; a finished task is forgotten ``TASK_TTL_MS`` after
 it was created (or first, when more room is needed); while ``MAX_TASKS`` are still working, a new

@@ -1361,3 +1361,109 @@ def test_a_second_run_cell_while_one_runs_is_refused_and_says_why(
     running_id = notebook.cells[2 if ran == ["t3"] else 3]["id"]
     assert "still running" in refused and running_id in refused, refused
     assert [cell["execution_count"] is None for cell in notebook.cells[2:4]].count(True) == 1
+
+
+# -- a served run_cell's progress (issue 37: tasks "with progress") -----------------------------
+
+SLOW_CELL = (
+    "import os, time\nprint('loaded 3 of 10', flush=True)\n"
+    "while not os.path.exists('go'):\n    time.sleep(0.05)\nprint('all loaded')"
+)
+
+
+def _play_pages(kernel: Kernel, seconds: float) -> None:
+    """Hand the kernel's iopub messages to the open pages for ``seconds`` (the page answers
+    ``run_start`` and takes the outputs, as the extension does)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            message = kernel.client.get_iopub_msg(timeout=0.05)
+        except Exception:
+            continue
+        for page in [kernel.notebook, *kernel.others]:
+            if page is not None:
+                page.handle(message)
+
+
+def test_a_served_run_cell_task_tells_the_cells_progress_while_it_runs(
+    kernel: Kernel, notebook: FakeNotebook, tmp_path: Path
+) -> None:
+    """An outside agent's run_cell, a task for the SDK's task-aware client (a process of its
+    own): while the cell runs, ``tasks/get``'s statusMessage says how long it has run and its
+    last output line so far — the progress the notebook's own turn shows — and the cell is let
+    go only once a poll has shown it."""
+    from mcp_tasks import TasksClient
+
+    url, token = serve_from(kernel)
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 30")
+    notebook.cells.append({"id": "slow", "cell_type": "code", "source": SLOW_CELL})
+    client = TasksClient(url, token)
+    try:
+        handle = client.ask(call="run_cell", arguments={"cell_id": "slow"})
+        assert handle["shape"] == "task", handle
+        said: list[str] = []
+        polled = client.ask(get=handle["taskId"])
+        deadline = time.monotonic() + 60
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, (polled, said)
+            message = polled.get("statusMessage", "")
+            said.append(message)
+            if "elapsed" in message and "loaded 3 of 10" in message:
+                (tmp_path / "go").write_text("")  # a poll showed it: the cell may end
+            _play_pages(kernel, 0.2)
+            polled = client.ask(get=handle["taskId"])
+    finally:
+        (tmp_path / "go").write_text("")
+        client.close()
+    assert any("elapsed" in m and "last output: loaded 3 of 10" in m for m in said), said
+    assert polled["status"] == "completed", polled
+    assert "all loaded" in polled["result"]["content"][0]["text"], polled
+
+
+def test_a_served_run_cell_tells_a_client_without_tasks_its_progress(
+    kernel: Kernel, notebook: FakeNotebook, tmp_path: Path
+) -> None:
+    """A client that does not speak tasks gets the same progress as MCP progress
+    notifications (it gave a progress token); the cell is let go once one has shown it."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    url, token = serve_from(kernel)
+    kernel.execute("%agent_tools policy run_cell allow")
+    kernel.execute("%config AgentMagics.tool_timeout = 30")
+    notebook.cells.append({"id": "slow", "cell_type": "code", "source": SLOW_CELL})
+    said: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        said.append(message or "")
+        if message and "elapsed" in message and "loaded 3 of 10" in message:
+            (tmp_path / "go").write_text("")
+
+    async def go() -> Any:
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(
+                "run_cell", {"cell_id": "slow"}, progress_callback=on_progress
+            )
+
+    done: dict[str, Any] = {}
+    caller = threading.Thread(target=lambda: done.update(result=asyncio.run(go())), daemon=True)
+    caller.start()
+    deadline = time.monotonic() + 60
+    try:
+        while caller.is_alive():
+            assert time.monotonic() < deadline, said
+            _play_pages(kernel, 0.2)
+    finally:
+        (tmp_path / "go").write_text("")
+    assert any("elapsed" in m and "last output: loaded 3 of 10" in m for m in said), said
+    result = done["result"]
+    text_out = "\n".join(block.text for block in result.content if block.type == "text")
+    assert not result.is_error and "all loaded" in text_out, text_out

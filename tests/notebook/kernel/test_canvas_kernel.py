@@ -215,6 +215,34 @@ def test_run_python_figures_shown_inline_reach_the_model_and_the_cell(
     assert any("data:image/png;base64," in o["data"]["text/html"] for o in records)
 
 
+def test_a_long_run_python_shows_its_progress_in_the_tool_view_while_it_runs(
+    kernel: Kernel, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """The code prints once, then waits until the test sees, in the turn's tool view (a widget
+    message), how long it has run and the last line it printed: only then is it let go (it
+    gives up after 10 s)."""
+    go = tmp_path / "go"
+    code = (
+        "import time, pathlib\nprint('loaded 3 of 10', flush=True)\n"
+        f"for _ in range(200):\n    if pathlib.Path({str(go)!r}).exists():\n        break\n"
+        "    time.sleep(0.05)\nprint('all loaded')"
+    )
+    fake_api.add(Reply([tool_use("toolu_1", "run_python", {"code": code})]), text("Loaded."))
+    kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    seen: list[str] = []
+
+    def watch(message: dict[str, Any]) -> None:
+        shown = str(message["content"].get("data", "")) if message["msg_type"] == "comm_msg" else ""
+        if "elapsed" in shown and "loaded 3 of 10" in shown and not seen:
+            seen.append(shown)
+            go.write_text("")  # the view showed it: the code may end
+
+    reply, outputs = kernel.execute("%%agent\nLoad slowly", on_message=watch)
+    assert reply["status"] == "ok", outputs
+    assert seen, "the tool view never showed the running code's progress"
+    assert "all loaded" in result_text(tool_results(fake_api.requests[1])[0])
+
+
 def test_undo_names_the_agent_cell_by_its_execution_count(
     tmp_path: Path,
     fake_api: FakeAnthropic,

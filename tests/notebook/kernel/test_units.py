@@ -132,6 +132,30 @@ def test_run_code_reports_output_value_and_errors() -> None:
         run_code(namespace, "def (")
 
 
+def test_run_code_tells_its_progress_the_last_line_printed_to_either_stream() -> None:
+    """Each report says how long the code has run and the last line it printed so far,
+    stdout or stderr, whichever came last; the code waits until a report has said so."""
+    import threading
+
+    reports: list[tuple[float, float | None, str | None]] = []
+    heard = threading.Event()
+
+    def report(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, total, message))
+        if message and "last output: step 2 of 3" in message:
+            heard.set()
+
+    namespace: dict[str, Any] = {"heard": heard}
+    code = (
+        "import sys\nprint('step 1 of 3')\nprint('step 2 of 3\\n', file=sys.stderr)\n"
+        "assert heard.wait(30)\nprint('step 3 of 3')"
+    )
+    out = run_code(namespace, code, report)
+    assert "stdout:\nstep 1 of 3\nstep 3 of 3" in out
+    assert reports and reports[0][1] is None and reports[0][0] >= 1
+    assert (reports[0][0], None, "s elapsed; last output: step 2 of 3") in reports, reports
+
+
 def test_user_variables_skip_modules_private_and_history() -> None:
     def helper() -> int:
         return 1

@@ -839,6 +839,41 @@ def test_run_python_is_a_task_polled_to_its_result_and_an_interrupt_cancels_it(
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
 
 
+def test_a_run_python_task_tells_how_long_its_code_has_run_and_its_last_line(
+    kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
+) -> None:
+    """While a ``run_python`` task's code runs, ``tasks/get``'s statusMessage says how long it
+    has run and the last line it printed so far (as ``run_cell``'s progress does); the code
+    is let go only once a poll has shown it (it gives up waiting after 10 s)."""
+    kernel.execute("%agent_tools enable run_python\n%agent_tools policy run_python allow")
+    client = tasks_client(served.url, served.token)
+    go = tmp_path / "go"
+    code = (
+        "import time, pathlib\nprint('loaded 3 of 10', flush=True)\n"
+        f"for _ in range(200):\n    if pathlib.Path({str(go)!r}).exists():\n        break\n"
+        "    time.sleep(0.05)\nprint('all loaded')"
+    )
+    said: list[str] = []
+    try:
+        handle = client.ask(call="run_python", arguments={"code": code})
+        assert handle["shape"] == "task", handle
+        polled = client.ask(get=handle["taskId"])
+        deadline = time.monotonic() + 30
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            said.append(polled.get("statusMessage", ""))
+            if "elapsed" in said[-1] and "last output: loaded 3 of 10" in said[-1]:
+                go.write_text("")  # a poll showed it: the code may end
+            time.sleep(0.1)
+            polled = client.ask(get=handle["taskId"])
+        assert any("elapsed" in m and "last output: loaded 3 of 10" in m for m in said), said
+        assert polled["status"] == "completed", polled
+        assert "all loaded" in polled["result"]["content"][0]["text"], polled
+    finally:
+        go.write_text("")
+        kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
+
+
 def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
     kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
 ) -> None:
@@ -871,3 +906,141 @@ def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
         assert printed.strip() == "False"
     finally:
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
+
+
+def test_an_interrupt_while_a_tasks_code_runs_in_an_agent_cells_pump_cancels_the_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tasks_client: Any
+) -> None:
+    """While a ``%%agent`` cell streams, its pump runs a served ``run_python`` task's code on
+    the main thread. The kernel's Stop then ends that code (and the cell's turn); the task reads
+    ``cancelled`` — not ``completed`` with an error result — and the next cell runs."""
+    from fake_anthropic import FakeAnthropic, Reply
+    from notebook_fake_server import serve
+
+    fake = FakeAnthropic()
+    fake.add(Reply([{"type": "text", "text": "word " * 200}], chunk=5, gate=_SlowGate()))  # type: ignore[arg-type]
+    started = tmp_path / "started"
+    code = (
+        f"import time, pathlib\npathlib.Path({str(started)!r}).write_text('')\n"
+        "for _ in range(1200):\n    time.sleep(0.05)\nfinished_uninterrupted = True"
+    )
+    with serve(fake) as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.delenv("JUPYTER_AGENT_PROVIDER", raising=False)
+        kernel = Kernel(tmp_path)
+        try:
+            kernel.execute(
+                "%load_ext jupyter_agent\n"
+                "%agent_tools enable run_python\n%agent_tools policy run_python allow"
+            )
+            served = start_serving(kernel)
+            client = tasks_client(served.url, served.token)
+            cell_id = kernel.client.execute("%%agent\nTell me a story", allow_stdin=True)
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and is_answer(m["content"].get("metadata"))  # the answer is streaming
+                )
+            )
+            handle = client.ask(call="run_python", arguments={"code": code})
+            assert handle["shape"] == "task", handle
+            deadline = time.monotonic() + 30
+            while not started.exists():  # the pump runs the task's code on the main thread
+                assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
+                time.sleep(0.05)
+            kernel.manager.interrupt_kernel()
+            polled = client.ask(get=handle["taskId"])
+            while polled["status"] == "working":
+                assert time.monotonic() < deadline, polled
+                time.sleep(0.05)
+                polled = client.ask(get=handle["taskId"])
+            assert polled["status"] == "cancelled", polled
+            assert "interrupted" in polled["statusMessage"], polled
+            kernel.wait_for(
+                lambda m: (
+                    m["parent_header"].get("msg_id") == cell_id
+                    and m["msg_type"] == "status"
+                    and m["content"]["execution_state"] == "idle"
+                ),
+                timeout=60,
+            )
+            reply, printed = kernel.execute("print('finished_uninterrupted' in globals(), 6 * 7)")
+            assert reply["status"] == "ok", printed
+            assert printed.strip() == "False 42"
+            again = client.ask(call="run_python", arguments={"code": "6 * 7"})
+            polled = client.ask(get=again["taskId"])
+            while polled["status"] == "working":
+                assert time.monotonic() < deadline + 30, polled
+                time.sleep(0.05)
+                polled = client.ask(get=again["taskId"])
+            assert polled["status"] == "completed", polled
+            assert "42" in polled["result"]["content"][0]["text"]
+        finally:
+            kernel.close()
+
+
+def test_a_queued_task_never_runs_after_an_interrupt_even_when_the_server_is_slow_to_hear(
+    tmp_path: Path, tasks_client: Any
+) -> None:
+    """A ``run_python`` task queued behind a running cell, and the kernel interrupted. The
+    server's loop is held up by another call just then (a user's tool that blocks it), so the
+    cancellation reaches the task only after the kernel is free again: the code must still never
+    run — the interrupt, not the order in which two threads wake, decides. (It ran, and the task
+    read ``cancelled`` all the same, when the main thread got to the queued work first.)"""
+    hogging = tmp_path / "hogging"
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.execute(
+            "%load_ext jupyter_agent\n"
+            "%agent_tools enable run_python\n%agent_tools policy run_python allow\n"
+            "import time as _time, pathlib as _pathlib\n"
+            "from jupyter_agent import tool\n"
+            "from jupyter_agent.notebook.front.extension import get_magics\n"
+            "@tool\nasync def hog() -> str:\n"
+            '    """Blocks its event loop for three seconds."""\n'
+            f"    _pathlib.Path({str(hogging)!r}).write_text('')\n"
+            "    _time.sleep(3)\n    return 'done'\n"
+            "get_magics(get_ipython()).agent.add_tool(hog)"
+        )
+        served = start_serving(kernel)
+        client = tasks_client(served.url, served.token)
+        busy_id = kernel.client.execute("import time\ntime.sleep(30)")
+        kernel.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == busy_id and m["msg_type"] == "execute_input"
+            )
+        )
+        queued = client.ask(call="run_python", arguments={"code": "ran_after_interrupt = True"})
+        assert queued["shape"] == "task", queued
+        polled = client.ask(get=queued["taskId"])
+        deadline = time.monotonic() + 30
+        while "kernel busy, queued" not in polled.get("statusMessage", ""):
+            assert time.monotonic() < deadline, polled
+            polled = client.ask(get=queued["taskId"])
+        hogged: dict[str, Any] = {}
+        hog = threading.Thread(target=lambda: hogged.update(result=call(served, "hog", {})))
+        hog.start()
+        while not hogging.exists():  # the server's loop is blocked now
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        kernel.manager.interrupt_kernel()
+        kernel.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == busy_id
+                and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "idle"
+            )
+        )
+        hog.join(30)
+        polled = client.ask(get=queued["taskId"])
+        while polled["status"] == "working":
+            assert time.monotonic() < deadline, polled
+            time.sleep(0.05)
+            polled = client.ask(get=queued["taskId"])
+        _reply, printed = kernel.execute("print('ran_after_interrupt' in globals())")
+        assert printed.strip() == "False", "the queued code ran after the interrupt"
+        assert polled["status"] == "cancelled", polled
+        assert "interrupted" in polled["statusMessage"], polled
+    finally:
+        kernel.close()

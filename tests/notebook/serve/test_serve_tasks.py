@@ -18,6 +18,7 @@ from jupyter_agent.notebook.runtime.bridge import BackgroundLoop
 from jupyter_agent.notebook.serve.serve_http import ToolServer, report_progress
 from jupyter_agent.tools.context import ToolContext
 from jupyter_agent.tools.decorator import tool
+from jupyter_agent.tools.progress import report_progress as tools_report_progress
 from jupyter_agent.tools.registry import ToolRegistry
 
 pytest.importorskip("mcp")
@@ -47,9 +48,24 @@ def server(tmp_path: Path, gate: threading.Event) -> Iterator[ToolServer]:
             await asyncio.sleep(0.02)
         return f"slow {x} done"
 
+    @tool
+    async def counting(n: int) -> str:
+        """Counts to n in a worker thread, telling each step as the tool's own progress, with
+        a hostile message (escapes, line breaks, a megabyte), then waits for the gate."""
+
+        def count() -> None:
+            for step in range(1, n + 1):
+                tools_report_progress(step, n, f"row {step}\x1b[2J\nnext" + "x" * 1_000_000)
+
+        await asyncio.to_thread(count)
+        while not gate.is_set():
+            await asyncio.sleep(0.02)
+        return "counted"
+
     registry = ToolRegistry()
     registry.register(quick)
     registry.register(slow)
+    registry.register(counting)
     background = BackgroundLoop("test-serve-tasks")
     served = ToolServer(
         Toolbox(ToolContext(tmp_path), registry), token="tok", task_after=TASK_AFTER_S
@@ -98,6 +114,26 @@ def test_a_call_that_outlives_the_threshold_becomes_a_task_polled_to_its_result(
     assert polled["status"] == "completed"
     assert polled["result"]["content"] == [{"type": "text", "text": "slow 7 done"}]
     assert polled["result"].get("isError", False) is False
+
+
+def test_a_tools_own_progress_is_the_tasks_status_one_printable_line_the_latest(
+    client: TasksClient, gate: threading.Event
+) -> None:
+    """A tool reporting its own progress (``tools/progress.py``, from a worker thread, as
+    ``run_cell``'s ticker does) is told in the task's statusMessage: the latest report, as one
+    printable line of bounded length."""
+    handle = client.ask(call="counting", arguments={"n": 50})
+    assert handle["shape"] == "task", handle
+    polled = client.ask(get=handle["taskId"])
+    deadline = time.monotonic() + 10
+    while "50/50 row 50" not in polled["statusMessage"]:
+        assert time.monotonic() < deadline, polled
+        time.sleep(0.02)
+        polled = client.ask(get=handle["taskId"])
+    message = polled["statusMessage"]
+    assert message.startswith("counting running for ") and ": 50/50 row 50 [2J next" in message
+    assert message.isprintable() and len(message) < 600, message[:100]
+    gate.set()
 
 
 def test_the_sdk_client_resolves_the_task_transparently(
