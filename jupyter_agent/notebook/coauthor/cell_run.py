@@ -137,8 +137,11 @@ class _Ticker:
                     continue  # a run that began during the sleep: its first report next time
                 with contextlib.suppress(Exception):  # outputs changing under us: next time
                     line = last()
-                    message = "s elapsed" + (f"; last output: {line}" if line else "; no output")
-                    report(round(time.monotonic() - started), None, message)
+                    seconds = round(time.monotonic() - started)
+                    message = f"{seconds} s elapsed" + (
+                        f"; last output: {line}" if line else "; no output"
+                    )
+                    report(seconds, None, message)  # the message names the amount itself
 
 
 _ticker = _Ticker()

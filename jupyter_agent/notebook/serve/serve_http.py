@@ -97,7 +97,10 @@ def progress_line(progress: float, total: float | None, message: str | None) -> 
     """A tool's progress as the one line its caller reads: ``3 s elapsed; last output: …``
     (``run_cell``), ``3/10 copying files`` (an MCP tool); one line, printable, capped."""
     amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
-    text = f"{amount} {message}" if message else amount
+    if not message:
+        text = amount
+    else:  # a message that names the amount itself (``12 s elapsed; …``) is the whole line
+        text = message if message.lstrip().startswith(f"{amount} ") else f"{amount} {message}"
     text = "".join(ch if ch.isprintable() else " " for ch in text[: MAX_PROGRESS_LINE * 2])
     return " ".join(text.split())[:MAX_PROGRESS_LINE]
 

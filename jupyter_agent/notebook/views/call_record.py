@@ -73,7 +73,8 @@ def progress_text(progress: float, total: float | None, message: str | None) -> 
     line = visible(" ".join(message.lstrip()[:PROGRESS_MESSAGE_READ_CHARS].split()))
     if len(line) > PROGRESS_MESSAGE_CHARS:
         line = line[: PROGRESS_MESSAGE_CHARS - 1] + "…"
-    return f"{amount} · {line}"
+    # a message that names the amount itself (``12 s elapsed; …``) is the whole line
+    return line if line.startswith(f"{amount} ") else f"{amount} · {line}"
 
 
 def group_label(calls: Sequence[object]) -> str:

@@ -153,7 +153,8 @@ def test_run_code_tells_its_progress_the_last_line_printed_to_either_stream() ->
     out = run_code(namespace, code, report)
     assert "stdout:\nstep 1 of 3\nstep 3 of 3" in out
     assert reports and reports[0][1] is None and reports[0][0] >= 1
-    assert (reports[0][0], None, "s elapsed; last output: step 2 of 3") in reports, reports
+    seconds = reports[0][0]
+    assert (seconds, None, f"{seconds:g} s elapsed; last output: step 2 of 3") in reports, reports
 
 
 def test_user_variables_skip_modules_private_and_history() -> None:

@@ -286,3 +286,14 @@ async def test_a_task_whose_code_the_user_stopped_reads_cancelled() -> None:
     assert "interrupted in the notebook" in polled["statusMessage"]
     assert "result" not in polled
     note_interrupted()  # outside any task: nothing to mark, nothing raised
+
+
+def test_a_progress_message_that_names_its_amount_is_the_whole_line() -> None:
+    """``run_cell``'s ticker says ``12 s elapsed; …`` itself: the amount is not said twice."""
+    from jupyter_agent.notebook.serve.serve_http import progress_line
+
+    assert progress_line(12, None, "12 s elapsed; last output: step 3") == (
+        "12 s elapsed; last output: step 3"
+    )
+    assert progress_line(3, 10, "copying files") == "3/10 copying files"
+    assert progress_line(1, None, "12 s elapsed") == "1 12 s elapsed"

@@ -224,6 +224,9 @@ def test_a_running_calls_latest_progress_shows_in_its_title(frontend: Frontend) 
     title = frontend.state(title_button(frontend, view))["description"]
     assert title.startswith("… srv__steps(gate='g') · running · 40 · \\x1b]52;c;aGk=\\x07copied")
     assert "\n" not in title and "\x1b" not in title and len(title) < 160
+    view.show_progress(12, None, "12 s elapsed; last output: step 3")  # run_cell's own line
+    title = frontend.state(title_button(frontend, view))["description"]
+    assert title == "… srv__steps(gate='g') · running · 12 s elapsed; last output: step 3"
     view.finish("ok", is_error=False, duration_s=0.5)
     assert frontend.state(title_button(frontend, view))["description"] == (
         "✓ srv__steps(gate='g') · done · 500 ms"
