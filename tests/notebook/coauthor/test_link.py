@@ -1133,9 +1133,11 @@ def call_from_outside(
     name: str,
     arguments: dict[str, Any],
     on_message: Callable[[dict[str, Any]], None],
+    progress_callback: Any = None,
 ) -> Any:
     """One ``tools/call`` by an outside MCP client while the kernel is idle; the test plays the
-    pages meanwhile (each iopub message to every page and to ``on_message``)."""
+    pages meanwhile (each iopub message to every page and to ``on_message``); the client's
+    progress notifications go to ``progress_callback``."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -1148,7 +1150,7 @@ def call_from_outside(
             ClientSession(streams[0], streams[1]) as session,
         ):
             await session.initialize()
-            return await session.call_tool(name, arguments)
+            return await session.call_tool(name, arguments, progress_callback=progress_callback)
 
     done: dict[str, Any] = {}
 
@@ -1426,10 +1428,6 @@ def test_a_served_run_cell_tells_a_client_without_tasks_its_progress(
 ) -> None:
     """A client that does not speak tasks gets the same progress as MCP progress
     notifications (it gave a progress token); the cell is let go once one has shown it."""
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     url, token = serve_from(kernel)
     kernel.execute("%agent_tools policy run_cell allow")
     kernel.execute("%config AgentMagics.tool_timeout = 30")
@@ -1441,29 +1439,12 @@ def test_a_served_run_cell_tells_a_client_without_tasks_its_progress(
         if message and "elapsed" in message and "loaded 3 of 10" in message:
             (tmp_path / "go").write_text("")
 
-    async def go() -> Any:
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-        async with (
-            client,
-            streamable_http_client(url, http_client=client) as streams,
-            ClientSession(streams[0], streams[1]) as session,
-        ):
-            await session.initialize()
-            return await session.call_tool(
-                "run_cell", {"cell_id": "slow"}, progress_callback=on_progress
-            )
-
-    done: dict[str, Any] = {}
-    caller = threading.Thread(target=lambda: done.update(result=asyncio.run(go())), daemon=True)
-    caller.start()
-    deadline = time.monotonic() + 60
     try:
-        while caller.is_alive():
-            assert time.monotonic() < deadline, said
-            _play_pages(kernel, 0.2)
+        result = call_from_outside(
+            kernel, url, token, "run_cell", {"cell_id": "slow"}, lambda _m: None, on_progress
+        )
     finally:
         (tmp_path / "go").write_text("")
     assert any("elapsed" in m and "last output: loaded 3 of 10" in m for m in said), said
-    result = done["result"]
     text_out = "\n".join(block.text for block in result.content if block.type == "text")
     assert not result.is_error and "all loaded" in text_out, text_out

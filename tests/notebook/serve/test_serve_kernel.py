@@ -874,6 +874,24 @@ def test_a_run_python_task_tells_how_long_its_code_has_run_and_its_last_line(
         kernel.execute("%agent_tools policy run_python ask\n%agent_tools disable run_python")
 
 
+def interrupt_once_started(
+    kernel: Kernel, client: Any, handle: dict[str, Any], started: Path, within_s: float
+) -> dict[str, Any]:
+    """Once the task's own code has begun (it wrote ``started``), interrupt the kernel; the
+    task as polled once it no longer reads ``working``."""
+    deadline = time.monotonic() + within_s
+    while not started.exists():
+        assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
+        time.sleep(0.05)
+    kernel.manager.interrupt_kernel()
+    polled: dict[str, Any] = client.ask(get=handle["taskId"])
+    while polled["status"] == "working":
+        assert time.monotonic() < deadline, polled
+        time.sleep(0.05)
+        polled = client.ask(get=handle["taskId"])
+    return polled
+
+
 def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
     kernel: Kernel, served: Served, tasks_client: Any, tmp_path: Path
 ) -> None:
@@ -890,16 +908,8 @@ def test_an_interrupt_while_a_tasks_own_code_runs_cancels_the_task(
     try:
         handle = client.ask(call="run_python", arguments={"code": code})
         assert handle["shape"] == "task", handle
-        deadline = time.monotonic() + 10
-        while not started.exists():  # the task's own code is running on the main thread
-            assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
-            time.sleep(0.05)
-        kernel.manager.interrupt_kernel()
-        polled = client.ask(get=handle["taskId"])
-        while polled["status"] == "working":
-            assert time.monotonic() < deadline, polled
-            time.sleep(0.05)
-            polled = client.ask(get=handle["taskId"])
+        # the task's own code runs on the main thread between cells
+        polled = interrupt_once_started(kernel, client, handle, started, 10)
         assert polled["status"] == "cancelled", polled
         assert "interrupted" in polled["statusMessage"], polled
         _reply, printed = kernel.execute("print('finished_uninterrupted' in globals())")
@@ -945,16 +955,8 @@ def test_an_interrupt_while_a_tasks_code_runs_in_an_agent_cells_pump_cancels_the
             )
             handle = client.ask(call="run_python", arguments={"code": code})
             assert handle["shape"] == "task", handle
-            deadline = time.monotonic() + 30
-            while not started.exists():  # the pump runs the task's code on the main thread
-                assert time.monotonic() < deadline, client.ask(get=handle["taskId"])
-                time.sleep(0.05)
-            kernel.manager.interrupt_kernel()
-            polled = client.ask(get=handle["taskId"])
-            while polled["status"] == "working":
-                assert time.monotonic() < deadline, polled
-                time.sleep(0.05)
-                polled = client.ask(get=handle["taskId"])
+            # the pump runs the task's code on the main thread
+            polled = interrupt_once_started(kernel, client, handle, started, 30)
             assert polled["status"] == "cancelled", polled
             assert "interrupted" in polled["statusMessage"], polled
             kernel.wait_for(
@@ -970,8 +972,9 @@ def test_an_interrupt_while_a_tasks_code_runs_in_an_agent_cells_pump_cancels_the
             assert printed.strip() == "False 42"
             again = client.ask(call="run_python", arguments={"code": "6 * 7"})
             polled = client.ask(get=again["taskId"])
+            deadline = time.monotonic() + 30
             while polled["status"] == "working":
-                assert time.monotonic() < deadline + 30, polled
+                assert time.monotonic() < deadline, polled
                 time.sleep(0.05)
                 polled = client.ask(get=again["taskId"])
             assert polled["status"] == "completed", polled
