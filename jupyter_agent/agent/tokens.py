@@ -97,19 +97,34 @@ class TokenEstimator:
         self._tokens = 0
         #: Reported tokens ÷ estimated tokens (1 before any report).
         self.scale = 1.0
+        #: What ``estimate`` last walked of the messages sent since the last report: (how many
+        #: messages there were, how many of them were sent, their raw tokens). ``record`` right
+        #: after it (the agent's request does both) takes it instead of walking them again.
+        self._walked: tuple[int, int, int] | None = None
 
     def forget(self) -> None:
         """After the conversation was rewritten: no report describes it any more."""
         self._messages = None
+        self._walked = None
+
+    def _new_tokens(self, messages: list[Message]) -> int:
+        """Raw tokens of ``messages`` added since the last report (``_messages`` is them)."""
+        walked = self._walked
+        if walked is not None and walked[0] == len(messages) and walked[1] == self._sent:
+            return walked[2]
+        new = messages_tokens(messages[self._sent :])
+        self._walked = (len(messages), self._sent, new)
+        return new
 
     def _raw_total(self, messages: list[Message], fixed_tokens: int) -> int:
         if self._messages is messages and self._sent <= len(messages):
-            return self._raw + messages_tokens(messages[self._sent :])
+            return self._raw + self._new_tokens(messages)
         return messages_tokens(messages) + fixed_tokens
 
     def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
         """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
         raw = self._raw_total(messages, fixed_tokens)
+        self._walked = None  # what was walked is sent now: the next estimate walks what follows
         # a report far below the estimate (a proxy that counts nothing) is not believed
         if reported_tokens > 0 and raw > 0 and reported_tokens * 2 >= raw:
             self.scale = max(0.25, min(4.0, reported_tokens / raw))
@@ -123,5 +138,5 @@ class TokenEstimator:
     def estimate(self, messages: list[Message], fixed_tokens: int) -> int:
         """Tokens of a request carrying ``messages`` plus ``fixed_tokens`` (system, tools)."""
         if self._messages is messages and self._sent <= len(messages):
-            return self._tokens + int(messages_tokens(messages[self._sent :]) * self.scale)
+            return self._tokens + int(self._new_tokens(messages) * self.scale)
         return int((messages_tokens(messages) + fixed_tokens) * self.scale)

@@ -152,9 +152,13 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _digest(data: bytes) -> str:
-    """The first ``DIGEST_BYTES`` of ``data``'s SHA-256, in base64url."""
-    return _b64(hashlib.sha256(data).digest()[:DIGEST_BYTES])
+def _digest(*parts: bytes) -> str:
+    """The first ``DIGEST_BYTES`` of the SHA-256 of ``parts`` one after another, in base64url
+    (hashed in turn: a 40 KB result is not copied to be joined with its head)."""
+    hashed = hashlib.sha256()
+    for part in parts:
+        hashed.update(part)
+    return _b64(hashed.digest()[:DIGEST_BYTES])
 
 
 def prompt_digest(prompt: str) -> str:
@@ -167,8 +171,8 @@ def result_digest(content: object, is_error: bool) -> str:
     content — a text as its UTF-8 bytes, blocks (text and images) as canonical JSON."""
     head = b"error\0" if is_error else b"ok\0"
     if isinstance(content, str):  # the common case, hashed without a JSON pass over it
-        return _digest(head + b"text\0" + content.encode("utf-8", "surrogatepass"))
-    return _digest(head + b"blocks\0" + canonical_json(content))
+        return _digest(head, b"text\0", content.encode("utf-8", "surrogatepass"))
+    return _digest(head, b"blocks\0", canonical_json(content))
 
 
 def _redacted(value: Any) -> Any:
