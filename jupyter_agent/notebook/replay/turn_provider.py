@@ -166,6 +166,17 @@ class TurnReplay:
         self.record = record
         self.model: str = record.model
         self.chunk_size = chunk_size
+        #: Per reply, the digests of its calls' results, and how many calls came before it.
+        self._digests: list[list[str]] = [[] for _ in record.replies]
+        self._before: list[int] = []
+        for call in record.calls:
+            reply = call.get("reply")
+            if isinstance(reply, int) and 0 <= reply < len(self._digests):
+                self._digests[reply].append(str(call.get("sha256")))
+        total = 0
+        for digests in self._digests:
+            self._before.append(total)
+            total += len(digests)
         self.diverged: Divergence | None = None
         #: Tool calls whose results were checked and matched.
         self.matched = 0
@@ -175,14 +186,13 @@ class TurnReplay:
         return f"TurnReplay(replies={len(self.record.replies)})"
 
     def _check(self, request: ModelRequest, turn: int) -> Divergence | None:
-        recorded = [call for call in self.record.calls if call.get("reply") == turn - 1]
-        before = sum(1 for call in self.record.calls if call.get("reply", 0) < turn - 1)
+        reply = turn - 1
+        recorded = self._digests[reply] if reply < len(self._digests) else []
+        before = self._before[reply] if reply < len(self._before) else len(self.record.calls)
         ran = call_results(request.messages)
         for index, call in enumerate(ran):
             expected = recorded[index] if index < len(recorded) else None
-            if expected is None or expected.get("sha256") != result_digest(
-                call.content, call.is_error
-            ):
+            if expected is None or expected != result_digest(call.content, call.is_error):
                 return Divergence(before + index + 1, call.name, input_summary(call.input))
             self.matched += 1
         if len(ran) < len(recorded):
