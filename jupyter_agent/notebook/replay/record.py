@@ -370,7 +370,12 @@ def _other_version(value: dict[str, Any]) -> str | None:
         version = found[len(RECORD_FORMAT) + 1 :]
     else:
         return None
-    shown = str(version)[:20] if isinstance(version, int | str) else "unknown"
+    if isinstance(version, str):
+        shown = version[:20]
+    elif isinstance(version, int) and not isinstance(version, bool) and abs(version) < 10**9:
+        shown = str(version)  # (a huge int has no str at all past 4,300 digits)
+    else:
+        shown = "unknown"
     return (
         f"the turn record was written by another version of jupyter-agent (format version "
         f"{shown}, this one reads {RECORD_VERSION})"

@@ -252,6 +252,19 @@ def test_a_record_of_the_first_version_is_refused_in_one_line() -> None:
     assert "another version of jupyter-agent (format version 1, this one reads 2)" in problem
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"format": "jupyter-agent-turn", "version": 10**5000},
+        {"format": "jupyter-agent-turn", "version": [1]},
+        {"format": "jupyter-agent-turn/" + "9" * 5000, "turn": "{}", "signature": ""},
+    ],
+)
+def test_a_hostile_version_is_refused_in_one_line(value: dict[str, Any]) -> None:
+    turn, problem = read_record(value)
+    assert turn is None and problem is not None and len(problem) < 200
+
+
 def test_a_replay_gives_each_call_a_fresh_id_and_the_stop_its_blocks_imply() -> None:
     """Ids and implied stop reasons are not kept (they are derived); a stop reason that is not
     the implied one is kept."""
