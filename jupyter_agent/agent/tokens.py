@@ -97,9 +97,10 @@ class TokenEstimator:
         self._tokens = 0
         #: Reported tokens ÷ estimated tokens (1 before any report).
         self.scale = 1.0
-        #: What ``estimate`` last walked of the messages sent since the last report: (how many
+        #: What ``estimate`` last walked of the messages added since the last report: (how many
         #: messages there were, how many of them were sent, their raw tokens). ``record`` right
-        #: after it (the agent's request does both) takes it instead of walking them again.
+        #: after it (the agent's request does both, with only the request between) takes it
+        #: instead of walking them again; ``estimate`` itself always walks.
         self._walked: tuple[int, int, int] | None = None
 
     def forget(self) -> None:
@@ -107,10 +108,11 @@ class TokenEstimator:
         self._messages = None
         self._walked = None
 
-    def _new_tokens(self, messages: list[Message]) -> int:
-        """Raw tokens of ``messages`` added since the last report (``_messages`` is them)."""
+    def _new_tokens(self, messages: list[Message], *, reuse: bool = False) -> int:
+        """Raw tokens of ``messages`` added since the last report (``_messages`` is them);
+        ``reuse``: what the last ``estimate`` walked, if it walked these."""
         walked = self._walked
-        if walked is not None and walked[0] == len(messages) and walked[1] == self._sent:
+        if reuse and walked is not None and walked[:2] == (len(messages), self._sent):
             return walked[2]
         new = messages_tokens(messages[self._sent :])
         self._walked = (len(messages), self._sent, new)
@@ -118,7 +120,7 @@ class TokenEstimator:
 
     def _raw_total(self, messages: list[Message], fixed_tokens: int) -> int:
         if self._messages is messages and self._sent <= len(messages):
-            return self._raw + self._new_tokens(messages)
+            return self._raw + self._new_tokens(messages, reuse=True)
         return messages_tokens(messages) + fixed_tokens
 
     def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
