@@ -196,11 +196,16 @@ def _implied_stop(blocks: list[dict[str, Any]]) -> str:
 def _short_block(block: dict[str, Any]) -> Any:
     """A block as the record writes it: a text as its string, a call as ``[name, input]``."""
     keys = set(block)
-    if keys == {"type", "text"} and block["type"] == "text":
+    if keys == {"type", "text"} and block["type"] == "text" and isinstance(block["text"], str):
         return block["text"]
-    if keys == {"type", "id", "name", "input"} and block["type"] == "tool_use":
+    if (
+        keys == {"type", "id", "name", "input"}
+        and block["type"] == "tool_use"
+        and isinstance(block["name"], str)
+        and isinstance(block["input"], dict)
+    ):
         return [block["name"], block["input"]]
-    return dict(block)
+    return dict(block)  # anything else as it came (read back as it was)
 
 
 def _full_block(short: object, call: int) -> dict[str, Any] | None:

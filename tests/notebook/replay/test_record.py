@@ -282,3 +282,14 @@ def test_a_replay_gives_each_call_a_fresh_id_and_the_stop_its_blocks_imply() -> 
         "name": "read_file",
         "input": {"x": 1},
     }
+
+
+def test_a_block_with_more_than_the_usual_fields_is_kept_as_it_came() -> None:
+    """Only a plain text block and a plain call are written short; a text with citations is
+    kept whole and read back as it was."""
+    fields = _turn()
+    cited = {"type": "text", "text": "See [1].", "citations": [{"url": "https://x.test"}]}
+    fields["replies"][1]["content"] = [cited]
+    turn, problem = read_record(sign_record(build_record(**fields)))
+    assert problem is None and turn is not None
+    assert turn.replies[1]["content"] == [cited]
