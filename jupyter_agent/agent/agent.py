@@ -428,8 +428,9 @@ class Agent:
         provider = self.provider
         overflow: ProviderError | None = None
         while True:
+            tools = self.registry.get_enabled_schemas()
             try:
-                compacted = await self.window.fit(overflow=overflow)
+                compacted = await self.window.fit(overflow=overflow, tools=tools)
             except ContextOverflowError as exc:
                 yield AgentError(str(exc), exc)
                 raise
@@ -438,7 +439,6 @@ class Agent:
             elif overflow is not None:  # compaction could not help: the API's answer stands
                 yield AgentError(str(overflow), overflow)
                 raise overflow
-            tools = self.registry.get_enabled_schemas()
             request = ModelRequest(
                 system=self._system_prompt, messages=list(self.messages), tools=tools
             )

@@ -58,6 +58,9 @@ class ContextWindow:
         #: The maximum the API reported ("prompt is too long: N > M maximum"), once it did.
         self.reported_window: int | None = None
         self._fixed_cache: tuple[tuple[str, tuple[str, ...]], int] | None = None
+        #: The tool list and system prompt ``fixed_tokens`` last measured, and its answer: a
+        #: request measures the same list twice (``fit``, then ``record``).
+        self._fixed_last: tuple[list[dict[str, Any]], str, int] | None = None
 
     # -- sizes -----------------------------------------------------------------------------------
 
@@ -86,10 +89,14 @@ class ContextWindow:
     def fixed_tokens(self, tools: list[dict[str, Any]]) -> int:
         """Estimated tokens of the system prompt and the tool schemas (cached per tool set)."""
         system = self._subject.system_prompt
+        last = self._fixed_last
+        if last is not None and last[0] is tools and last[1] == system:
+            return last[2]
         key = (system, tuple(str(tool.get("name")) for tool in tools))
         if self._fixed_cache is None or self._fixed_cache[0] != key:
             tokens = (len(system) + sum(len(str(tool)) for tool in tools)) // CHARS_PER_TOKEN
             self._fixed_cache = (key, tokens)
+        self._fixed_last = (tools, system, self._fixed_cache[1])
         return self._fixed_cache[1]
 
     def estimate(self, tools: list[dict[str, Any]] | None = None) -> int:
@@ -120,15 +127,20 @@ class ContextWindow:
     # -- fitting ---------------------------------------------------------------------------------
 
     async def fit(
-        self, *, force: bool = False, overflow: ProviderError | None = None
+        self,
+        *,
+        force: bool = False,
+        overflow: ProviderError | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ContextCompacted | None:
         """Compact the conversation if it does not fit (always with ``force``).
 
         ``overflow``: the API refused the last request as too long (its count calibrates the
         estimate first, and compaction runs whatever the estimate says). Raises
-        ``ContextOverflowError`` when even the current turn alone cannot fit.
+        ``ContextOverflowError`` when even the current turn alone cannot fit. ``tools``: the
+        schemas the request will carry, when the caller has them (else the chat's).
         """
-        tools = self._subject.get_tools()
+        tools = self._subject.get_tools() if tools is None else tools
         if overflow is not None:
             self.calibrate(overflow, self.estimate(tools))
             force = True

@@ -97,19 +97,36 @@ class TokenEstimator:
         self._tokens = 0
         #: Reported tokens ÷ estimated tokens (1 before any report).
         self.scale = 1.0
+        #: What ``estimate`` last walked of the messages added since the last report: (how many
+        #: messages there were, how many of them were sent, their raw tokens). ``record`` right
+        #: after it (the agent's request does both, with only the request between) takes it
+        #: instead of walking them again; ``estimate`` itself always walks.
+        self._walked: tuple[int, int, int] | None = None
 
     def forget(self) -> None:
         """After the conversation was rewritten: no report describes it any more."""
         self._messages = None
+        self._walked = None
+
+    def _new_tokens(self, messages: list[Message], *, reuse: bool = False) -> int:
+        """Raw tokens of ``messages`` added since the last report (``_messages`` is them);
+        ``reuse``: what the last ``estimate`` walked, if it walked these."""
+        walked = self._walked
+        if reuse and walked is not None and walked[:2] == (len(messages), self._sent):
+            return walked[2]
+        new = messages_tokens(messages[self._sent :])
+        self._walked = (len(messages), self._sent, new)
+        return new
 
     def _raw_total(self, messages: list[Message], fixed_tokens: int) -> int:
         if self._messages is messages and self._sent <= len(messages):
-            return self._raw + messages_tokens(messages[self._sent :])
+            return self._raw + self._new_tokens(messages, reuse=True)
         return messages_tokens(messages) + fixed_tokens
 
     def record(self, messages: list[Message], fixed_tokens: int, reported_tokens: int) -> None:
         """A reply came for a request carrying ``messages`` (all of them, as they are now)."""
         raw = self._raw_total(messages, fixed_tokens)
+        self._walked = None  # what was walked is sent now: the next estimate walks what follows
         # a report far below the estimate (a proxy that counts nothing) is not believed
         if reported_tokens > 0 and raw > 0 and reported_tokens * 2 >= raw:
             self.scale = max(0.25, min(4.0, reported_tokens / raw))
@@ -123,5 +140,5 @@ class TokenEstimator:
     def estimate(self, messages: list[Message], fixed_tokens: int) -> int:
         """Tokens of a request carrying ``messages`` plus ``fixed_tokens`` (system, tools)."""
         if self._messages is messages and self._sent <= len(messages):
-            return self._tokens + int(messages_tokens(messages[self._sent :]) * self.scale)
+            return self._tokens + int(self._new_tokens(messages) * self.scale)
         return int((messages_tokens(messages) + fixed_tokens) * self.scale)

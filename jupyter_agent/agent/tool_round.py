@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..approvals import ApprovalHandler, ApprovalRequest
 from ..events import AgentEvent, Refusal, ToolCallFinished, ToolCallProgress, ToolCallStarted
-from ..tools.base import ChecksApproval, ToolResult, capabilities_of
+from ..tools.base import ToolResult, capabilities_of, checks_approval
 from ..tools.progress import MAX_PROGRESS_MESSAGE_CHARS, reporting
 from ..tools.result_budget import result_budget
 from . import conversation
@@ -114,8 +114,6 @@ class ToolRound:
         """Run the calls; yields ``ToolCallStarted``/``ToolCallFinished``. Every call has a
         result when this ends, however it ends (``conversation.INTERRUPTED``/``NOT_RUN``)."""
         tasks: dict[str, asyncio.Task[ToolResult]] = {}
-        one_question_at_a_time = asyncio.Lock()
-        slots = asyncio.Semaphore(max(1, self.max_parallel))
         #: Calls that began to run (a call still waiting for approval or a slot never ran).
         ran: set[str] = set()
         try:
@@ -135,6 +133,8 @@ class ToolRound:
                     yield event
                 yield self.finished(call)
                 verdicts = []
+            one_question_at_a_time = asyncio.Lock()
+            slots = asyncio.Semaphore(max(1, self.max_parallel))
             for call, verdict in zip(self.calls, verdicts, strict=False):
                 started = ToolCallStarted(
                     call.id, call.name, call.input, asks=isinstance(verdict, Ask)
@@ -194,7 +194,7 @@ class ToolRound:
             return [gate.verdict(call.name, call.raw_input) for call in self.calls]
 
         registry = self.toolbox.registry
-        if any(isinstance(registry.get_tool(c.name), ChecksApproval) for c in self.calls):
+        if any(checks_approval(registry.get_tool(c.name)) for c in self.calls):
             return await asyncio.to_thread(judge)
         return judge()
 

@@ -83,6 +83,16 @@ class RemembersApproval(Protocol):
         ...
 
 
+def checks_approval(tool: object) -> bool:
+    """Whether ``tool`` is ``ChecksApproval`` (it has a callable ``needs_approval``).
+
+    The same test as ``isinstance(tool, ChecksApproval)`` as a plain attribute lookup (as
+    ``providers.base.reply_cap``): on Python 3.11 that ``isinstance`` walks the protocol's members
+    on every call, and the agent asks for every tool call.
+    """
+    return callable(getattr(tool, "needs_approval", None))
+
+
 def approval_reason(tool: object, args: dict[str, object]) -> str | None:
     """Why this call of ``tool`` needs the user's approval whatever its policy, or None.
 
@@ -90,10 +100,11 @@ def approval_reason(tool: object, args: dict[str, object]) -> str | None:
     it would commit a CI workflow). The policy gate asks before the call; ``deny`` still wins,
     and with no one to ask the call is refused. A method that fails asks too (fail closed).
     """
-    if not isinstance(tool, ChecksApproval) or not callable(tool.needs_approval):
+    check = getattr(tool, "needs_approval", None)  # ``checks_approval``, the same test
+    if not callable(check):
         return None
     try:
-        reason = tool.needs_approval(args)
+        reason = check(args)
     except Exception as exc:
         return f"checking whether this call needs approval failed ({exc})"
     return reason if isinstance(reason, str) and reason else None

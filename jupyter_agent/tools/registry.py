@@ -170,8 +170,12 @@ class ToolRegistry:
     # -- introspection -----------------------------------------------------------------------
 
     def get_enabled_schemas(self) -> list[dict[str, Any]]:
+        # ``is_tool_enabled`` inline: the agent asks before every request
+        enabled, lock = self._enabled, self.lock
         return [
-            tool.get_schema() for name, tool in self._tools.items() if self.is_tool_enabled(name)
+            tool.get_schema()
+            for name, tool in self._tools.items()
+            if enabled.get(name, False) and (lock is None or lock(name) is None)
         ]
 
     def get_tool_names(self) -> list[str]:

@@ -99,8 +99,8 @@ class CellReplay:
                 record, problem = read_record(found)
                 if problem is not None:
                     notify(
-                        f"jupyter-agent: this cell's saved turn was not replayed: {problem} "
-                        "(edited, or recorded with another machine's key); asking the model."
+                        f"jupyter-agent: this cell's saved turn was not replayed: {problem}; "
+                        "asking the model."
                     )
                 elif record is not None and not (
                     record.prompt_sha256 == prompt_digest(prompt)

@@ -21,11 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
-from ...providers.demo_model import find_prompt
 from ...providers.offline import digest, record_to_response, response_to_record, stream_reply
 from .record import TurnRecord, result_digest
 
-__all__ = ["Divergence", "TurnCapture", "TurnReplay", "call_results", "input_summary"]
+__all__ = [
+    "Divergence",
+    "TurnCapture",
+    "TurnReplay",
+    "call_results",
+    "input_summary",
+    "replied_since_prompt",
+]
 
 #: The longest input summary a divergence line shows.
 SUMMARY_CHARS = 80
@@ -35,6 +41,23 @@ def input_summary(value: object) -> str:
     """A tool input in one short line: its JSON, cut at ``SUMMARY_CHARS``."""
     text = " ".join(json.dumps(value, ensure_ascii=False, sort_keys=True).split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def replied_since_prompt(messages: list[dict[str, Any]]) -> int:
+    """How many model turns have answered the chat's prompt (``find_prompt``'s count: the
+    assistant messages after the last user message with text), without collecting its text."""
+    replies = 0
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "assistant":
+            replies += 1
+        elif role == "user":
+            content = message.get("content")
+            if isinstance(content, str) or any(
+                isinstance(block, dict) and block.get("type") == "text" for block in content or []
+            ):
+                return replies
+    return replies
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +128,7 @@ class TurnCapture:
         return getattr(self.inner, name)
 
     def _take_results(self, request: ModelRequest) -> None:
-        _prompt, turn = find_prompt(request.messages)
+        turn = replied_since_prompt(request.messages)
         if turn != len(self.replies) or turn == 0 or turn in self._taken:
             return
         self._taken.add(turn)
@@ -166,6 +189,17 @@ class TurnReplay:
         self.record = record
         self.model: str = record.model
         self.chunk_size = chunk_size
+        #: Per reply, the digests of its calls' results, and how many calls came before it.
+        self._digests: list[list[str]] = [[] for _ in record.replies]
+        self._before: list[int] = []
+        for call in record.calls:
+            reply = call.get("reply")
+            if isinstance(reply, int) and 0 <= reply < len(self._digests):
+                self._digests[reply].append(str(call.get("sha256")))
+        total = 0
+        for digests in self._digests:
+            self._before.append(total)
+            total += len(digests)
         self.diverged: Divergence | None = None
         #: Tool calls whose results were checked and matched.
         self.matched = 0
@@ -175,14 +209,13 @@ class TurnReplay:
         return f"TurnReplay(replies={len(self.record.replies)})"
 
     def _check(self, request: ModelRequest, turn: int) -> Divergence | None:
-        recorded = [call for call in self.record.calls if call.get("reply") == turn - 1]
-        before = sum(1 for call in self.record.calls if call.get("reply", 0) < turn - 1)
+        reply = turn - 1
+        recorded = self._digests[reply] if reply < len(self._digests) else []
+        before = self._before[reply] if reply < len(self._before) else len(self.record.calls)
         ran = call_results(request.messages)
         for index, call in enumerate(ran):
             expected = recorded[index] if index < len(recorded) else None
-            if expected is None or expected.get("sha256") != result_digest(
-                call.content, call.is_error
-            ):
+            if expected is None or expected != result_digest(call.content, call.is_error):
                 return Divergence(before + index + 1, call.name, input_summary(call.input))
             self.matched += 1
         if len(ran) < len(recorded):
@@ -198,7 +231,7 @@ class TurnReplay:
         if request.purpose != "chat":  # a compaction's summary: the offline digest
             yield ModelResponse([{"type": "text", "text": digest(request)}], "end_turn")
             return
-        _prompt, turn = find_prompt(request.messages)
+        turn = replied_since_prompt(request.messages)
         divergence = self._check(request, turn) if turn > 0 else None
         replies = self.record.replies
         if divergence is not None or turn >= len(replies):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import string
 from typing import Any
 
 import pytest
@@ -89,21 +91,29 @@ def _edit_turn(record: dict[str, Any], edit: Any) -> None:
     record["turn"] = json.dumps(turn)
 
 
+def _respelt(signature: str) -> str:
+    """The same signature bytes spelt another way: base64's last character of 32 bytes carries
+    two unused bits (a string compare refuses it; a decoder would not)."""
+    alphabet = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+    respelt = signature[:-1] + alphabet[alphabet.index(signature[-1]) ^ 1]
+    padded = signature + "=", respelt + "="
+    assert base64.urlsafe_b64decode(padded[0]) == base64.urlsafe_b64decode(padded[1])
+    return respelt
+
+
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda r: _edit_turn(
-            r, lambda t: t["replies"][1]["content"][0].__setitem__("text", "A forged answer.")
-        ),
-        lambda r: _edit_turn(r, lambda t: t["calls"][0].__setitem__("sha256", "0" * 64)),
+        lambda r: _edit_turn(r, lambda t: t["replies"][1].__setitem__(0, "A forged answer.")),
+        lambda r: _edit_turn(r, lambda t: t["results"].__setitem__(0, "A" * 22)),
         lambda r: r.__setitem__("turn", r["turn"].replace("one row", "two rows")),
-        lambda r: r.__setitem__("prompt_sha256", prompt_digest("something else")),
-        lambda r: r.__setitem__("signature", "0" * 64),
+        lambda r: _edit_turn(r, lambda t: t.__setitem__("prompt", prompt_digest("other"))),
+        lambda r: r.__setitem__("signature", "0" * 43),
+        lambda r: r.__setitem__("signature", _respelt(r["signature"])),
         lambda r: r.pop("signature"),
-        lambda r: _edit_turn(
-            r, lambda t: t["replies"].append({"content": [], "stop_reason": "end_turn"})
-        ),
-        lambda r: r.__setitem__("model", "claude-other"),
+        lambda r: _edit_turn(r, lambda t: t["replies"].append([])),
+        lambda r: _edit_turn(r, lambda t: t.__setitem__("model", "claude-other")),
+        lambda r: _edit_turn(r, lambda t: t["replies"][0][1].__setitem__(0, "write_file")),
     ],
 )
 def test_a_tampered_record_is_refused(edit: Any) -> None:
@@ -174,7 +184,7 @@ def test_digest_and_size_are_of_the_canonical_json() -> None:
     record = sign_record(build_record(**_turn()))
     assert record_size(record) == len(canonical_json(record))
     assert record_digest(record) == record_digest(json.loads(json.dumps(record)))
-    assert record_digest(record) != record_digest({**record, "model": "other"})
+    assert record_digest(record) != record_digest({**record, "signature": "other"})
 
 
 @pytest.mark.parametrize(
@@ -214,7 +224,7 @@ def _nested(depth: int) -> Any:
     "edit",
     [
         pytest.param(lambda r: r.update(signature="é" * 64), id="a non-ASCII signature"),
-        pytest.param(lambda r: r.update(model=_nested(5_000)), id="deep nesting"),
+        pytest.param(lambda r: r.update(turn=_nested(5_000)), id="deep nesting"),
         pytest.param(lambda r: r.update(extra=_nested(5_000)), id="deep nesting beside"),
     ],
 )
@@ -225,3 +235,61 @@ def test_a_hostile_record_is_refused_with_a_reason_not_an_error(edit: Any) -> No
     edit(record)
     turn, problem = read_record(record)
     assert turn is None and problem is not None
+
+
+def test_a_record_of_the_first_version_is_refused_in_one_line() -> None:
+    """Version 1 (hex digests, six fields) is not read: one line says why, nothing raises."""
+    old = {
+        "format": "jupyter-agent-turn",
+        "version": 1,
+        "prompt_sha256": "ad" * 32,
+        "model": "claude-test",
+        "turn": '{"calls":[],"options":{},"replies":[]}',
+        "signature": "88" * 32,
+    }
+    turn, problem = read_record(old)
+    assert turn is None and problem is not None and "\n" not in problem
+    assert "another version of jupyter-agent (format version 1, this one reads 2)" in problem
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"format": "jupyter-agent-turn", "version": 10**5000},
+        {"format": "jupyter-agent-turn", "version": [1]},
+        {"format": "jupyter-agent-turn/" + "9" * 5000, "turn": "{}", "signature": ""},
+    ],
+)
+def test_a_hostile_version_is_refused_in_one_line(value: dict[str, Any]) -> None:
+    turn, problem = read_record(value)
+    assert turn is None and problem is not None and len(problem) < 200
+
+
+def test_a_replay_gives_each_call_a_fresh_id_and_the_stop_its_blocks_imply() -> None:
+    """Ids and implied stop reasons are not kept (they are derived); a stop reason that is not
+    the implied one is kept."""
+    fields = _turn()
+    fields["replies"][1]["stop_reason"] = "max_tokens"
+    record = sign_record(build_record(**fields))
+    assert "toolu_1" not in record["turn"] and "tool_use" not in record["turn"]
+    turn, _problem = read_record(record)
+    assert turn is not None
+    assert [reply["stop_reason"] for reply in turn.replies] == ["tool_use", "max_tokens"]
+    call = turn.replies[0]["content"][1]
+    assert call == {
+        "type": "tool_use",
+        "id": "toolu_replay_1",
+        "name": "read_file",
+        "input": {"x": 1},
+    }
+
+
+def test_a_block_with_more_than_the_usual_fields_is_kept_as_it_came() -> None:
+    """Only a plain text block and a plain call are written short; a text with citations is
+    kept whole and read back as it was."""
+    fields = _turn()
+    cited = {"type": "text", "text": "See [1].", "citations": [{"url": "https://x.test"}]}
+    fields["replies"][1]["content"] = [cited]
+    turn, problem = read_record(sign_record(build_record(**fields)))
+    assert problem is None and turn is not None
+    assert turn.replies[1]["content"] == [cited]

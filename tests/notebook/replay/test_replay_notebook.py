@@ -124,9 +124,6 @@ def test_run_all_replays_without_a_key_or_a_request(
     recorded: tuple[Path, nbformat.NotebookNode], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
     path, live = recorded
-    import shutil
-
-    shutil.copy(path, "/tmp/e1_saved.ipynb")
     replayed = _run(path, tmp_path)
     assert _answers(replayed) == _answers(live)
     assert len(fake_api.requests) == 5  # nothing more reached the API
@@ -134,11 +131,21 @@ def test_run_all_replays_without_a_key_or_a_request(
         assert "replayed" in _said(cell) and "no model request, cost $0" in _said(cell)
     # the replayed cells keep their records: the saved result replays again
     assert _records(replayed) == _records(live)
+
+
+def test_a_replayable_cell_saves_at_most_half_again_its_static_outputs(
+    recorded: tuple[Path, nbformat.NotebookNode],
+) -> None:
+    """The size a record adds to a saved notebook (issue 38's target: at most 1.5x the cells'
+    static outputs), for the smallest cells there are: three one-line answers, one with a tool
+    call and one with two. A size of the format, not a timing."""
+    _path, live = recorded
     with_records, without = _saved_sizes(live)
     print(
         f"\nthe three agent cells' outputs as saved: {with_records:,} bytes with their turn "
         f"records, {without:,} without (the static outputs): {with_records / without:.2f}x"
     )
+    assert with_records <= 1.5 * without, f"{with_records:,} > 1.5 x {without:,}"
 
 
 def test_a_changed_csv_names_the_call_that_diverged(

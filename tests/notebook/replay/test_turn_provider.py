@@ -20,7 +20,13 @@ from jupyter_agent.notebook.replay.record import (
     read_record,
     sign_record,
 )
-from jupyter_agent.notebook.replay.turn_provider import TurnCapture, TurnReplay, call_results
+from jupyter_agent.notebook.replay.turn_provider import (
+    TurnCapture,
+    TurnReplay,
+    call_results,
+    replied_since_prompt,
+)
+from jupyter_agent.providers.demo_model import find_prompt
 from jupyter_agent.providers.offline import OfflineProvider
 
 PROMPT = "Compare the files."
@@ -161,3 +167,33 @@ def test_a_tool_input_that_is_not_an_object_is_read_as_no_arguments() -> None:
     ]
     (call,) = call_results(messages)
     assert call.input == {} and call.is_error
+
+
+_USE = {"type": "tool_use", "id": "c1", "name": "read_file", "input": {}}
+_RESULT = {"type": "tool_result", "tool_use_id": "c1", "content": "x"}
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{"role": "user", "content": "Go."}],
+        [
+            {"role": "user", "content": "Go."},
+            {"role": "assistant", "content": [_USE]},
+            {"role": "user", "content": [_RESULT]},
+            {"role": "assistant", "content": [_USE]},
+            {"role": "user", "content": [_RESULT]},
+        ],
+        [
+            {"role": "user", "content": [{"type": "text", "text": "First."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "One."}]},
+            {"role": "user", "content": [_RESULT, {"type": "text", "text": "Second."}]},
+            {"role": "assistant", "content": [_USE]},
+        ],
+        [{"role": "assistant", "content": "no prompt"}, {"role": "user", "content": None}],
+    ],
+)
+def test_the_replays_turn_count_is_the_prompts(messages: list[dict[str, Any]]) -> None:
+    """``TurnReplay`` counts the turns since the prompt as ``find_prompt`` does."""
+    assert replied_since_prompt(messages) == find_prompt(messages)[1]
