@@ -25,6 +25,7 @@ from .._ipython import argument, magic_arguments, parse_command
 from .record import (
     OPTION_NAMES,
     TURN_KEY,
+    USAGE_KEYS,
     TurnRecord,
     UnrecordableTurn,
     build_record,
@@ -37,13 +38,6 @@ from .sources import find_record
 from .turn_provider import TurnCapture, TurnReplay
 
 __all__ = ["CellReplay", "replay_command"]
-
-_USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
 
 
 def cell_options(args: Any) -> dict[str, Any]:
@@ -140,9 +134,9 @@ class CellReplay:
         capture = self._capture
         if capture is None or not capture.complete:
             return
-        usage = {key: 0 for key in _USAGE_KEYS}
+        usage = {key: 0 for key in USAGE_KEYS}
         for reply in capture.replies:
-            for key in _USAGE_KEYS:
+            for key in USAGE_KEYS:
                 usage[key] += int((reply.get("usage") or {}).get(key, 0))
         cost = max(0.0, self._spent() - self._spent_before)
         try:
