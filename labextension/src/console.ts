@@ -11,14 +11,15 @@
  * The router asks whether the kernel has the agent loaded (an agent cell is only sent beside to
  * a kernel whose agent answers it there). A notebook knows from its co-author comm; a console
  * has none, so it counts the kernel as loaded when a notebook page on the same kernel is
- * connected to its agent, or when it saw the kernel announce the agent (the hello comm, opened
- * on every connection's IOPub as `%load_ext jupyter_agent` runs) since the kernel last started.
+ * connected to its agent, or, since the kernel last started, it saw the kernel announce the agent
+ * (the hello comm, opened on every connection's IOPub as `%load_ext jupyter_agent` runs) or an
+ * agent line of its own ran without error.
  */
 import type { Cell } from '@jupyterlab/cells';
 import type { ConsolePanel } from '@jupyterlab/console';
 import type { INotebookTracker } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
-import { BesideRouter } from './beside';
+import { BesideRouter, isAgentSource } from './beside';
 import { HELLO } from './protocol';
 
 /** The attribute a notebook panel carries while its co-author comm is open (`coauthor.ts`). */
@@ -46,10 +47,40 @@ export function consoleAgentLoaded(
   return sawHello || notebooks.some(link => link.kernelId === kernelId && link.connected);
 }
 
+/**
+ * Follows a connection's messages for an agent line or cell that the kernel ran without error:
+ * the agent is loaded (a console reloaded after `%load_ext` learns it from its first question).
+ */
+export class AgentAnswers {
+  /** `msg`, sent or received on the connection; whether it is such a reply. */
+  answered(msg: KernelMessage.IMessage, direction: 'send' | 'recv'): boolean {
+    if (direction === 'send') {
+      if (msg.header.msg_type === 'execute_request') {
+        const code = (msg as KernelMessage.IExecuteRequestMsg).content.code;
+        if (isAgentSource(String(code ?? ''))) {
+          this._asked.add(msg.header.msg_id);
+        }
+      }
+      return false;
+    }
+    if (msg.header.msg_type !== 'execute_reply') {
+      return false;
+    }
+    const parent = (msg.parent_header as Partial<KernelMessage.IHeader>).msg_id ?? '';
+    if (!this._asked.delete(parent)) {
+      return false;
+    }
+    return (msg as KernelMessage.IExecuteReplyMsg).content.status === 'ok';
+  }
+
+  private _asked = new Set<string>();
+}
+
 /** Whether an IOPub message is the kernel announcing its agent (`%load_ext jupyter_agent`). */
-export function isAgentHello(msg: KernelMessage.IIOPubMessage): boolean {
+export function isAgentHello(msg: KernelMessage.IMessage): boolean {
   return (
     msg.header.msg_type === 'comm_open' &&
+    msg.channel === 'iopub' &&
     (msg as KernelMessage.ICommOpenMsg<'iopub'>).content.target_name === HELLO
   );
 }
@@ -87,9 +118,17 @@ export class ConsoleBeside {
     this._hooked = kernel;
     this._hello = false;
     this._router.hook(kernel);
-    kernel.iopubMessage.connect((sender, msg) => {
-      if (sender === this._hooked) {
-        this._onIOPub(msg);
+    // every message the connection receives (`iopubMessage` is never emitted for a comm_open
+    // whose target the page has not registered — the hello, in a console), and the replies
+    const answers = new AgentAnswers();
+    kernel.anyMessage.connect((sender, args) => {
+      if (sender !== this._hooked) {
+        return;
+      }
+      if (args.direction === 'recv' && isAgentHello(args.msg)) {
+        this._hello = true;
+      } else if (answers.answered(args.msg, args.direction)) {
+        this._hello = true;
       }
     }, this);
     kernel.statusChanged.connect((sender, status) => {
@@ -97,12 +136,6 @@ export class ConsoleBeside {
         this._hello = false;
       }
     }, this);
-  }
-
-  private _onIOPub(msg: KernelMessage.IIOPubMessage): void {
-    if (isAgentHello(msg)) {
-      this._hello = true;
-    }
   }
 
   /** Whether the kernel's agent answers an agent cell beside a running cell. */
@@ -138,5 +171,6 @@ export class ConsoleBeside {
   private _notebooks: INotebookTracker | null;
   private _router: BesideRouter;
   private _hooked: Kernel.IKernelConnection | null = null;
+  /** The agent was seen loaded on this connection since the kernel last started. */
   private _hello = false;
 }

@@ -392,3 +392,65 @@ def test_a_console_question_that_cannot_go_beside_waits_and_says_so(
             expect(loop.locator(".jp-OutputArea")).to_contain_text("loop finished")
         finally:
             browser.close()
+
+
+def test_a_standalone_console_asks_about_its_own_running_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A console of its own (no notebook open): the agent loaded in it, a loop run in it, and a
+    question typed below the loop while it runs — answered before the loop ends."""
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic, text
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    fake = FakeAnthropic(text(ANSWER))
+    with (
+        serve_jupyter(LAB, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        browser, page = _browser_page(playwright, chromium)
+        try:
+            page.goto(f"{server.url}/lab?token={server.token}")
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('console:create')"
+            )
+            page.evaluate(
+                """() => window.jupyterapp.commands.execute('console:create',
+                    {kernelPreference: {name: 'python3'}})"""
+            )
+            page.wait_for_selector(".jp-CodeConsole .jp-CodeConsole-promptCell .cm-content")
+            page.wait_for_function(CONSOLE_READY)
+            console = page.locator(".jp-CodeConsole").first
+            cells = console.locator(".jp-CodeConsole-content .jp-Cell")
+            _type_in(
+                page,
+                console,
+                "%load_ext jupyter_agent\nimport os\n"
+                f"os.environ.update(ANTHROPIC_BASE_URL={base_url!r}, ANTHROPIC_API_KEY='sk-test')\n"
+                "%config AgentMagics.provider = 'anthropic'",
+            )
+            wait_done(page, cells.filter(has_text="%load_ext jupyter_agent").first, 90)
+            page.wait_for_selector(".jp-ConsolePanel[data-jupyter-agent-beside='ready']")
+
+            _type_in(page, console, LOOP)
+            loop = cells.filter(has_text="counter < 3600").first
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("tick 3")
+            _type_in(page, console, '%agent ask "How is the loop doing?"')
+            asked = cells.filter(has_text="How is the loop doing?").first
+            outputs = asked.locator(".jp-OutputArea")
+            expect(outputs).to_contain_text(ANSWER, timeout=60_000)
+            expect(outputs).to_contain_text("ran beside a running cell")
+            wait_done(page, asked, 60)
+            assert "loop finished" not in loop.locator(".jp-OutputArea").inner_text()
+            prompt = loop.locator(".jp-InputPrompt").first.text_content() or ""
+            assert "*" in prompt, f"the loop's prompt is {prompt!r}"
+
+            (server.root / "done").write_text("")
+            wait_done(page, loop, 60)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("loop finished")
+            assert len(fake.requests) == 1
+        finally:
+            browser.close()

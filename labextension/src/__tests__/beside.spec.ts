@@ -141,7 +141,7 @@ function kernelWith(
 }
 
 describe('subshellsSupported', () => {
-  it('asks on control only once the connection is connected (the connection refuses before)', async () => {
+  it('asks on control once connected (the connection refuses it before)', async () => {
     const { kernel, sent } = kernelWith('never', ['kernel subshells']);
     const fake = kernel as unknown as {
       connectionStatus: string;
@@ -164,7 +164,7 @@ describe('subshellsSupported', () => {
     expect(sent).toHaveLength(1);
   });
 
-  it('asks on the control channel, and a yes there settles it while the shell is busy', async () => {
+  it('asks on control, whose yes settles it while the shell is busy', async () => {
     const { kernel, sent } = kernelWith('never', ['kernel subshells']);
     await expect(subshellsSupported(kernel)).resolves.toBe(true);
     expect(sent.map(msg => [msg.channel, msg.header.msg_type])).toEqual([
@@ -173,9 +173,9 @@ describe('subshellsSupported', () => {
   });
 
   it("takes the shell's answer when control does not answer", async () => {
-    await expect(subshellsSupported(kernelWith(Promise.resolve(true), 'never').kernel)).resolves.toBe(
-      true
-    );
+    await expect(
+      subshellsSupported(kernelWith(Promise.resolve(true), 'never').kernel)
+    ).resolves.toBe(true);
     await expect(
       subshellsSupported(kernelWith(Promise.resolve(false), 'never').kernel)
     ).resolves.toBe(false);

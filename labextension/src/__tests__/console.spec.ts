@@ -5,7 +5,7 @@
  * not connected, or nothing seen at all: the line waits on the main shell (and says so).
  */
 import type { KernelMessage } from '@jupyterlab/services';
-import { consoleAgentLoaded, isAgentHello } from '../console';
+import { AgentAnswers, consoleAgentLoaded, isAgentHello } from '../console';
 import { HELLO, TARGET } from '../protocol';
 
 describe('consoleAgentLoaded', () => {
@@ -55,5 +55,49 @@ describe('isAgentHello', () => {
     ['a comm message', iopub('comm_msg', { comm_id: 'c', data: { target_name: HELLO } })]
   ])('is not %s', (_name, msg) => {
     expect(isAgentHello(msg)).toBe(false);
+  });
+});
+
+function message(
+  msgType: string,
+  id: string,
+  parent: string,
+  content: object
+): KernelMessage.IMessage {
+  return {
+    header: { msg_type: msgType, msg_id: id },
+    parent_header: parent ? { msg_id: parent } : {},
+    metadata: {},
+    content,
+    channel: 'shell'
+  } as unknown as KernelMessage.IMessage;
+}
+
+describe('AgentAnswers', () => {
+  it('sees the agent loaded when an agent line of the console ran without error', () => {
+    const answers = new AgentAnswers();
+    const asked = message('execute_request', 'a', '', { code: '%agent ask "how is it going?"' });
+    expect(answers.answered(asked, 'send')).toBe(false);
+    expect(answers.answered(message('execute_reply', 'r', 'a', { status: 'ok' }), 'recv')).toBe(
+      true
+    );
+  });
+
+  it.each([
+    ['an agent line that failed (no %agent magic)', '%agent ask hi', 'error'],
+    ['ordinary code that ran', 'x = 1', 'ok'],
+    ['a housekeeping line', '%agent usage', 'ok']
+  ])('does not with %s', (_name, code, status) => {
+    const answers = new AgentAnswers();
+    answers.answered(message('execute_request', 'a', '', { code }), 'send');
+    expect(answers.answered(message('execute_reply', 'r', 'a', { status }), 'recv')).toBe(false);
+  });
+
+  it("does not with another request's reply", () => {
+    const answers = new AgentAnswers();
+    answers.answered(message('execute_request', 'a', '', { code: '%agent ask hi' }), 'send');
+    expect(answers.answered(message('execute_reply', 'r', 'b', { status: 'ok' }), 'recv')).toBe(
+      false
+    );
   });
 });
