@@ -454,3 +454,52 @@ def test_a_standalone_console_asks_about_its_own_running_cell(
             assert len(fake.requests) == 1
         finally:
             browser.close()
+
+
+def test_stop_on_a_console_answer_beside_leaves_the_notebook_cell_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = chromium_or_skip()
+    from fake_anthropic import FakeAnthropic, Reply
+    from notebook_fake_server import serve
+    from playwright.sync_api import expect, sync_playwright
+
+    monkeypatch.setenv("JUPYTER_PATH", this_extension_path(tmp_path))
+    story = " ".join(f"w{index}" for index in range(300))
+    fake = FakeAnthropic(
+        Reply([{"type": "text", "text": story}], chunk=6, gate=SlowGate()),  # type: ignore[arg-type]
+    )
+    with (
+        serve_jupyter(LAB, tmp_path) as server,
+        serve(fake) as base_url,
+        sync_playwright() as playwright,
+    ):
+        write_agent_notebook(server.root / NOTEBOOK, base_url, LOOP)
+        browser, page = _browser_page(playwright, chromium)
+        try:
+            open_notebook(page, server, NOTEBOOK)
+            run(page, cell_with(page, "%load_ext jupyter_agent"))
+            connected(page)
+            console = _open_console(page)
+            loop = _loop_cell(page, LOOP_CELL)
+            _start(page, loop)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("tick 3")
+
+            _type_in(page, console, '%agent ask "Tell me a long story"')
+            asked = console.locator(".jp-CodeConsole-content .jp-Cell").filter(
+                has_text="Tell me a long story"
+            )
+            stop = asked.first.locator("button.jp-agent-stop")
+            expect(stop).to_have_count(1, timeout=60_000)
+            expect(asked.first.locator(".jp-OutputArea")).to_contain_text("w3")
+            stop.click()
+            wait_done(page, asked.first, 60)
+            expect(asked.first.locator(".jp-OutputArea")).not_to_contain_text("w299")
+            _still_running(page, LOOP_CELL, loop)
+
+            (server.root / "done").write_text("")
+            wait_done(page, loop, 60)
+            expect(loop.locator(".jp-OutputArea")).to_contain_text("loop finished")
+            expect(loop.locator(".jp-OutputArea")).not_to_contain_text("KeyboardInterrupt")
+        finally:
+            browser.close()
