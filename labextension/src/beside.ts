@@ -18,10 +18,11 @@
  *
  * The main shell's state is read from the kernel's status messages whose parent request went to
  * the main shell: the connection's own status also follows subshells' (and JupyterLab sends
- * widget messages to subshells), so it reads idle whenever any of them ends.
+ * widget messages to subshells), so it reads idle whenever any of them ends. Status messages go
+ * to every connection of the kernel, so a page that did not start the running cell — a console
+ * on the notebook's kernel (`console.ts`) — knows it is busy all the same.
  */
 import type { Cell } from '@jupyterlab/cells';
-import type { NotebookPanel } from '@jupyterlab/notebook';
 import { KernelMessage } from '@jupyterlab/services';
 import type { Kernel } from '@jupyterlab/services';
 
@@ -106,20 +107,87 @@ export function inBesideCell(target: EventTarget | null): boolean {
 
 type Execute = Kernel.IKernelConnection['requestExecute'];
 
+/** The feature a kernel's `kernel_info_reply` lists when it has subshells (JEP 91). */
+const SUBSHELLS = 'kernel subshells';
+
+/**
+ * Whether `kernel` has subshells: from the connection's own kernel info, or sooner from a
+ * `kernel_info_request` on the control channel (answered while the main shell is busy).
+ */
+export function subshellsSupported(kernel: Kernel.IKernelConnection): Promise<boolean> {
+  const fromShell = kernel.info.then(() => kernel.supportsSubshells);
+  const fromControl = askOnControl(kernel).then(reply => {
+    const content = reply.content as Partial<KernelMessage.IInfoReply>;
+    return (content.supported_features ?? []).includes(SUBSHELLS);
+  });
+  // the shell's answer settles it (a kernel may not answer on control); control's can only
+  // bring a yes forward
+  return new Promise<boolean>(resolve => {
+    fromShell.then(resolve, () => resolve(false));
+    fromControl.then(
+      supported => supported && resolve(true),
+      () => undefined
+    );
+  });
+}
+
+/**
+ * A `kernel_info_request` on the control channel, once the connection is connected: before
+ * that, the connection refuses to send (or queue) an info request of anyone but its own.
+ */
+function askOnControl(kernel: Kernel.IKernelConnection): Promise<KernelMessage.IMessage> {
+  const shellMsg = KernelMessage.createMessage<KernelMessage.IInfoRequestMsg>({
+    msgType: 'kernel_info_request',
+    channel: 'shell',
+    username: kernel.username,
+    session: kernel.clientId,
+    content: {}
+  });
+  // the message types know it on the shell channel only; ipykernel's control channel takes
+  // every shell request
+  const msg = { ...shellMsg, channel: 'control' } as unknown as KernelMessage.IControlMessage;
+  return new Promise<KernelMessage.IMessage>((resolve, reject) => {
+    const send = (): void => {
+      try {
+        kernel.sendControlMessage(msg, true, true).done.then(resolve, reject);
+      } catch (error) {
+        reject(error);
+      }
+    };
+    if (kernel.connectionStatus === 'connected') {
+      send();
+      return;
+    }
+    const onStatus = (_: unknown, status: Kernel.ConnectionStatus): void => {
+      if (status === 'connected') {
+        kernel.connectionStatusChanged.disconnect(onStatus);
+        send();
+      }
+    };
+    kernel.connectionStatusChanged.connect(onStatus);
+  });
+}
+
 /** Kernels whose requests a router already routes (two views of one notebook share one). */
 const routed = new WeakSet<Kernel.IKernelConnection>();
 
+/** The cell of a notebook or console whose model has `id`, if the page shows it. */
+export type CellFinder = (id: string) => Cell | null;
+
 /**
- * One notebook panel's router: sends its kernel's agent cells beside a running cell, keeps
- * track of the main shell, and tells `onMainIdle` when the main shell (not a subshell) is idle.
+ * One page's router (a notebook panel's, or a console's): sends its kernel connection's agent
+ * cells beside a running cell, keeps track of the main shell, and tells `onMainIdle` when the
+ * main shell (not a subshell) is idle.
  */
 export class BesideRouter {
   constructor(
-    panel: NotebookPanel,
+    findCell: CellFinder,
     agentLoaded: () => boolean,
-    onMainIdle: () => void
+    onMainIdle: () => void,
+    onSubshell: (subshell: string | null) => void = () => undefined
   ) {
-    this._panel = panel;
+    this._findCell = findCell;
+    this._onSubshell = onSubshell;
     this._agentLoaded = agentLoaded;
     this._onMainIdle = onMainIdle;
   }
@@ -129,6 +197,17 @@ export class BesideRouter {
     this._kernel = kernel;
     this._reset();
     this._mainBusy = kernel.status === 'busy';
+    // a page that connects while a cell runs has seen no status of that cell: it knows the main
+    // shell is busy because the connection's own kernel_info_request, sent to the main shell,
+    // has no answer while the control channel has answered
+    this._infoPending = true;
+    void kernel.info
+      .catch(() => undefined)
+      .finally(() => {
+        if (kernel === this._kernel) {
+          this._infoPending = false;
+        }
+      });
     kernel.iopubMessage.connect((sender, msg) => {
       if (sender === this._kernel) {
         this._onIOPub(msg);
@@ -156,6 +235,12 @@ export class BesideRouter {
    * Make the subshell answers go to, once per kernel (and again after a restart), as soon as
    * the kernel says it has subshells. JupyterLab makes its own for comms; this is one more idle
    * thread in the kernel.
+   *
+   * The connection learns what the kernel supports from a `kernel_info_request` on the shell
+   * channel, which the main shell answers only after the cell it runs: a page that connects
+   * while a long cell runs (a console opened to ask about it, a notebook reloaded) would have no
+   * subshell until that cell ended. So the kernel is asked on the control channel too, which
+   * answers at once, and the subshell is made with the first answer that lists subshells.
    */
   private _ensureSubshell(): void {
     const kernel = this._kernel;
@@ -163,15 +248,24 @@ export class BesideRouter {
       return;
     }
     this._creating = true;
-    void kernel.info
-      .then(() => {
-        if (kernel !== this._kernel || !kernel.supportsSubshells) {
+    void subshellsSupported(kernel)
+      .then(supported => {
+        if (kernel !== this._kernel || !supported) {
           return;
         }
-        return kernel.requestCreateSubshell({}).done.then(reply => {
-          const id: unknown = reply.content.subshell_id;
+        this._supported = true;
+        const msg = KernelMessage.createMessage<KernelMessage.ICreateSubshellRequestMsg>({
+          msgType: 'create_subshell_request',
+          channel: 'control',
+          username: kernel.username,
+          session: kernel.clientId,
+          content: {}
+        });
+        return kernel.sendControlMessage(msg, true, true).done.then(reply => {
+          const id: unknown = (reply.content as Partial<{ subshell_id: unknown }>).subshell_id;
           if (kernel === this._kernel && typeof id === 'string' && id) {
             this._subshell = id;
+            this._onSubshell(id);
           }
         });
       })
@@ -192,7 +286,7 @@ export class BesideRouter {
       source: String(content.code ?? ''),
       agentLoaded: this._agentLoaded(),
       subshell: this._subshell,
-      mainBusy: this._mainBusy,
+      mainBusy: this._mainBusy || (this._infoPending && this._supported),
       waitingAhead: [...this._pending].some(id => !this._started.has(id))
     });
     const cell = this._cell(metadata);
@@ -278,18 +372,22 @@ export class BesideRouter {
     }
   }
 
-  /** The cell a request runs, from the `cellId` JupyterLab and Notebook 7 put in its metadata. */
+  /**
+   * The cell a request runs, from the `cellId` JupyterLab and Notebook 7 put in its metadata (a
+   * console's cells carry one too).
+   */
   private _cell(metadata: KernelMessage.IExecuteRequestMsg['metadata'] | undefined): Cell | null {
     const id = metadata?.cellId;
-    if (typeof id !== 'string') {
-      return null;
-    }
-    return this._panel.content.widgets.find(widget => widget.model.id === id) ?? null;
+    return typeof id === 'string' ? this._findCell(id) : null;
   }
 
   /** A new or restarted kernel: no subshell, nothing pending, the main shell's state unknown. */
   private _reset(): void {
+    if (this._subshell !== null) {
+      this._onSubshell(null);
+    }
     this._subshell = null;
+    this._supported = false;
     this._mainBusy = false;
     this._pending.clear();
     this._started.clear();
@@ -298,13 +396,18 @@ export class BesideRouter {
     }
   }
 
-  private _panel: NotebookPanel;
+  private _findCell: CellFinder;
   private _agentLoaded: () => boolean;
   private _onMainIdle: () => void;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _subshell: string | null = null;
   private _creating = false;
   private _mainBusy = false;
+  /** The connection's own kernel info has not come back from the main shell yet. */
+  private _infoPending = false;
+  /** The kernel said (on either channel) that it has subshells. */
+  private _supported = false;
+  private _onSubshell: (subshell: string | null) => void;
   /** Main-shell execute requests this page sent that have no reply yet. */
   private _pending = new Set<string>();
   /** Those the main shell has started. */

@@ -46,7 +46,7 @@ export class CoAuthor {
     // an agent cell run while another cell runs goes to a subshell; the main shell's idle (not
     // a subshell's) is the one that ends what the kernel was doing
     this._beside = new BesideRouter(
-      panel,
+      id => panel.content.widgets.find(widget => widget.model.id === id) ?? null,
       () => this._comm !== null,
       () => this._ops.dismiss()
     );

@@ -4,7 +4,8 @@
  * Where an execute request goes while another cell runs: an agent cell beside it, on the
  * kernel's subshell, when the kernel has one and the agent is loaded; otherwise it waits on
  * the main shell and the page says so; every other cell goes where it always went. The Stop of
- * an answer beside a running cell is told apart from the Stop of a run_cell.
+ * an answer beside a running cell is told apart from the Stop of a run_cell. Whether the kernel
+ * has subshells is known from the control channel while the main shell is still busy.
  */
 import {
   BESIDE_CLASS,
@@ -12,8 +13,11 @@ import {
   IRouteState,
   isAgentSource,
   movable,
-  route
+  route,
+  subshellsSupported
 } from '../beside';
+import type { Kernel, KernelMessage } from '@jupyterlab/services';
+import { Signal } from '@lumino/signaling';
 
 const BUSY: IRouteState = {
   source: '%%agent\nHow is the loop doing?',
@@ -98,5 +102,97 @@ describe('inBesideCell', () => {
     expect(inBesideCell(document.getElementById('beside'))).toBe(true);
     expect(inBesideCell(document.getElementById('main'))).toBe(false);
     expect(inBesideCell(null)).toBe(false);
+  });
+});
+
+/** A kernel connection as `subshellsSupported` uses it: its own info, and the control channel. */
+function kernelWith(
+  shell: Promise<boolean> | 'never',
+  control: string[] | 'never'
+): { kernel: Kernel.IKernelConnection; sent: KernelMessage.IMessage[] } {
+  const sent: KernelMessage.IMessage[] = [];
+  const never = new Promise<never>(() => undefined);
+  let supports = false;
+  const kernel = {
+    username: 'u',
+    clientId: 'c',
+    connectionStatus: 'connected',
+    connectionStatusChanged: new Signal<unknown, string>({}),
+    get supportsSubshells() {
+      return supports;
+    },
+    info:
+      shell === 'never'
+        ? never
+        : shell.then(value => {
+            supports = value;
+            return {};
+          }),
+    sendControlMessage(msg: KernelMessage.IMessage) {
+      sent.push(msg);
+      const done =
+        control === 'never'
+          ? never
+          : Promise.resolve({ content: { status: 'ok', supported_features: control } });
+      return { done };
+    }
+  };
+  return { kernel: kernel as unknown as Kernel.IKernelConnection, sent };
+}
+
+describe('subshellsSupported', () => {
+  it('asks on control once connected (the connection refuses it before)', async () => {
+    const { kernel, sent } = kernelWith('never', ['kernel subshells']);
+    const fake = kernel as unknown as {
+      connectionStatus: string;
+      connectionStatusChanged: Signal<unknown, string>;
+      sendControlMessage: (msg: KernelMessage.IMessage) => unknown;
+    };
+    const send = fake.sendControlMessage;
+    fake.sendControlMessage = msg => {
+      if (fake.connectionStatus !== 'connected') {
+        throw new Error('Could not send message: status is not connected');
+      }
+      return send(msg);
+    };
+    fake.connectionStatus = 'connecting';
+    const supported = subshellsSupported(kernel);
+    expect(sent).toEqual([]);
+    fake.connectionStatus = 'connected';
+    fake.connectionStatusChanged.emit('connected');
+    await expect(supported).resolves.toBe(true);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('asks on control, whose yes settles it while the shell is busy', async () => {
+    const { kernel, sent } = kernelWith('never', ['kernel subshells']);
+    await expect(subshellsSupported(kernel)).resolves.toBe(true);
+    expect(sent.map(msg => [msg.channel, msg.header.msg_type])).toEqual([
+      ['control', 'kernel_info_request']
+    ]);
+  });
+
+  it("takes the shell's answer when control does not answer", async () => {
+    await expect(
+      subshellsSupported(kernelWith(Promise.resolve(true), 'never').kernel)
+    ).resolves.toBe(true);
+    await expect(
+      subshellsSupported(kernelWith(Promise.resolve(false), 'never').kernel)
+    ).resolves.toBe(false);
+  });
+
+  it('is no when the kernel lists no subshells on either channel', async () => {
+    const { kernel } = kernelWith(Promise.resolve(false), ['debugger']);
+    await expect(subshellsSupported(kernel)).resolves.toBe(false);
+  });
+
+  it("waits for the shell's answer after control's no", async () => {
+    let answer: (value: boolean) => void = () => undefined;
+    const shell = new Promise<boolean>(resolve => (answer = resolve));
+    const { kernel } = kernelWith(shell, []);
+    const supported = subshellsSupported(kernel);
+    await Promise.resolve(); // control's no has come back
+    answer(true);
+    await expect(supported).resolves.toBe(true);
   });
 });
