@@ -197,3 +197,50 @@ def test_any_signal_during_a_pause_reaches_its_own_handler_in_the_loop_once() ->
     finally:
         signal.signal(signal.SIGUSR1, previous)
     assert calls == ["run"], "the handler ran elsewhere than in the loop, or more than once"
+
+
+def test_two_signals_at_once_during_a_pause_both_reach_their_handlers_and_holds_go_on() -> None:
+    """Two signals tripped together while the loop is paused (an alarm and the kernel's
+    interrupt, say): the first ends the pause; the second must not break the way out of it
+    (raised again inside the pause's own lock handling, it left that lock held by the main
+    thread, and the next hold from another thread waited for it for ever)."""
+    calls: list[int] = []
+
+    def note(number: int, _frame: object) -> None:
+        calls.append(number)
+
+    both = {signal.SIGUSR1, signal.SIGUSR2}
+    pause = MainThreadPause()
+    loop = Loop()
+
+    def work() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, both)  # this thread takes the signals
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold = pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        # both trip while the main thread waits (it blocks them, so neither wakes it)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR2)
+        hold.release()
+        wait_for(lambda: len(calls) == 2, "both handlers to run")
+        again = threading.Event()
+
+        def hold_again() -> None:
+            pause.hold(cap_s=DEADLINE_S).release()
+            again.set()
+
+        threading.Thread(target=hold_again, daemon=True).start()
+        assert again.wait(DEADLINE_S), "a hold after the pause waited for ever"
+
+    previous = {signum: signal.signal(signum, note) for signum in both}
+    signal.pthread_sigmask(signal.SIG_BLOCK, both)
+    try:
+        errors = beside(work, loop)
+        handlers = {signum: signal.getsignal(signum) for signum in both}
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, both)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert errors == []
+    assert sorted(calls) == sorted(both)
+    assert handlers == {signum: note for signum in both}, "a handler was not put back"
