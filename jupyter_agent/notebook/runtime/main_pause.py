@@ -40,6 +40,7 @@ import contextlib
 import ctypes
 import itertools
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -205,7 +206,8 @@ def _record_signals(caught: list[int]) -> dict[int, Any]:
     the handlers swapped out, to put back."""
 
     def note(number: int, _frame: object) -> None:
-        caught.append(number)
+        if not _wakeup_fd_only(saved.get(number)):  # asyncio's loop heard it already
+            caught.append(number)
         raise _SignalDuringPause
 
     saved: dict[int, Any] = {}
@@ -216,6 +218,16 @@ def _record_signals(caught: list[int]) -> dict[int, Any]:
                 saved[signum] = handler
                 signal.signal(signum, note)
     return saved
+
+
+def _wakeup_fd_only(handler: object) -> bool:
+    """Whether ``handler`` is asyncio's for ``loop.add_signal_handler``: it does nothing, the
+    loop hears the signal through its wakeup fd, written as the signal arrived. Handed on after
+    a pause, it would be written there again (``PyErr_SetInterruptEx`` writes it too): the
+    loop's callback would run twice. Such a signal ends the pause and is not handed on."""
+    unix_events = sys.modules.get("asyncio.unix_events")
+    noop = getattr(unix_events, "_sighandler_noop", None)
+    return noop is not None and handler is noop
 
 
 def _restore_signals(saved: dict[int, Any]) -> None:

@@ -244,3 +244,36 @@ def test_two_signals_at_once_during_a_pause_both_reach_their_handlers_and_holds_
     assert errors == []
     assert sorted(calls) == sorted(both)
     assert handlers == {signum: note for signum in both}, "a handler was not put back"
+
+
+def test_a_signal_an_asyncio_loop_handles_during_a_pause_reaches_its_callback_once() -> None:
+    """A cell that set ``loop.add_signal_handler`` (asyncio hears signals through its wakeup
+    fd): a signal that arrives while the cell is paused is handled once, not once as it arrived
+    and again as the pause handed it on (``PyErr_SetInterruptEx`` writes the wakeup fd too)."""
+    import asyncio
+
+    pause = MainThreadPause()
+    calls: list[str] = []
+
+    async def cell() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, calls.append, "usr1")
+        try:
+
+            def work() -> None:
+                wait_for(lambda: cpu.count > 0, "the loop to start")
+                hold = pause.hold(cap_s=DEADLINE_S)
+                wait_for(lambda: pause.paused, "the main thread to pause")
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+                wait_for(lambda: not pause.paused, "the pause to end")
+                hold.release()
+
+            cpu = Loop()
+            assert beside(work, cpu) == []
+            for _ in range(10):  # the loop reads its wakeup fd: each byte calls back once
+                await asyncio.sleep(0.01)
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+
+    asyncio.run(cell())
+    assert calls == ["usr1"], calls
