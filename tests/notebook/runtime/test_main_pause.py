@@ -277,3 +277,30 @@ def test_a_signal_an_asyncio_loop_handles_during_a_pause_reaches_its_callback_on
 
     asyncio.run(cell())
     assert calls == ["usr1"], calls
+
+
+def test_a_process_forked_beside_a_pause_keeps_the_signal_handlers_the_cell_set() -> None:
+    """Another thread forks while the cell is paused (a process pool started by the answer or
+    a library's thread): the child has the cell's own handlers, not the pause's stand-ins (its
+    Ctrl-C would raise the pause's private exception, and nothing puts them back there)."""
+    import os
+    import warnings
+
+    pause = MainThreadPause()
+    loop = Loop()
+    status: list[int] = []
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        with pause.hold(cap_s=DEADLINE_S):
+            wait_for(lambda: pause.paused, "the main thread to pause")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+                pid = os.fork()
+            if pid == 0:  # the child: only report what its SIGINT handler is
+                os._exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 3)
+            status.append(os.waitpid(pid, 0)[1])
+
+    with python_sigint():
+        assert beside(work, loop) == []
+    assert status and os.waitstatus_to_exitcode(status[0]) == 0, "the child had the stand-ins"
