@@ -52,13 +52,11 @@ _PendingCall = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 def _add_pending_call() -> Any:
     """``Py_AddPendingCall`` with its argument types, or ``None`` where the interpreter lacks it."""
-    try:
-        add = ctypes.pythonapi.Py_AddPendingCall
+    try:  # a function object of our own: ``ctypes.pythonapi``'s is shared with every library
+        signature = ctypes.PYFUNCTYPE(ctypes.c_int, _PendingCall, ctypes.c_void_p)
+        return signature(("Py_AddPendingCall", ctypes.pythonapi))
     except (AttributeError, OSError):
         return None
-    add.argtypes = [_PendingCall, ctypes.c_void_p]
-    add.restype = ctypes.c_int
-    return add
 
 
 def _set_interrupt() -> Any:

@@ -304,3 +304,28 @@ def test_a_process_forked_beside_a_pause_keeps_the_signal_handlers_the_cell_set(
     with python_sigint():
         assert beside(work, loop) == []
     assert status and os.waitstatus_to_exitcode(status[0]) == 0, "the child had the stand-ins"
+
+
+def test_the_pause_leaves_ctypes_pythonapi_as_another_library_set_it() -> None:
+    """``ctypes.pythonapi``'s functions are one shared object per process: a library that set
+    ``Py_AddPendingCall``'s argument types for its own calls keeps them, and holds still pause."""
+    import ctypes
+
+    shared = ctypes.pythonapi.Py_AddPendingCall
+    before = (shared.argtypes, shared.restype)
+    theirs = [ctypes.c_void_p, ctypes.c_void_p]  # a function pointer passed as an address
+    shared.argtypes, shared.restype = theirs, ctypes.c_int
+    try:
+        pause = MainThreadPause()
+        assert shared.argtypes == theirs, "the library's argument types were replaced"
+        loop = Loop()
+
+        def work() -> None:
+            wait_for(lambda: loop.count > 0, "the loop to start")
+            with pause.hold(cap_s=DEADLINE_S):
+                wait_for(lambda: pause.paused, "the main thread to pause")
+
+        assert beside(work, loop) == []
+        assert pause.pauses == 1
+    finally:
+        shared.argtypes, shared.restype = before
