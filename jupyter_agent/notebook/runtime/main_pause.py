@@ -39,7 +39,9 @@ import _thread
 import contextlib
 import ctypes
 import itertools
+import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -50,13 +52,11 @@ _PendingCall = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 def _add_pending_call() -> Any:
     """``Py_AddPendingCall`` with its argument types, or ``None`` where the interpreter lacks it."""
-    try:
-        add = ctypes.pythonapi.Py_AddPendingCall
+    try:  # a function object of our own: ``ctypes.pythonapi``'s is shared with every library
+        signature = ctypes.PYFUNCTYPE(ctypes.c_int, _PendingCall, ctypes.c_void_p)
+        return signature(("Py_AddPendingCall", ctypes.pythonapi))
     except (AttributeError, OSError):
         return None
-    add.argtypes = [_PendingCall, ctypes.c_void_p]
-    add.restype = ctypes.c_int
-    return add
 
 
 def _set_interrupt() -> Any:
@@ -145,11 +145,11 @@ class MainThreadPause:
         caught: list[int] = []
         try:
             if self._live_until():
-                saved = _record_signals(caught)
                 try:
+                    _record_signals(caught, _swapped)
                     self._wait_for_holds()
                 finally:
-                    _restore_signals(saved)
+                    _restore_signals(_swapped)
             else:
                 with self._cond:
                     self._scheduled = False
@@ -200,28 +200,46 @@ class _SignalDuringPause(BaseException):
     """Ends a pause when a signal arrives (raised and caught inside the pending call only)."""
 
 
-def _record_signals(caught: list[int]) -> dict[int, Any]:
+def _record_signals(caught: list[int], saved: dict[int, Any]) -> None:
     """Swap each Python-level signal handler for one that notes the signal and ends the pause;
-    the handlers swapped out, to put back."""
+    the handlers swapped out go to ``saved`` as they are, to put back."""
 
     def note(number: int, _frame: object) -> None:
-        caught.append(number)
+        if not _wakeup_fd_only(saved.get(number)):  # asyncio's loop heard it already
+            caught.append(number)
         raise _SignalDuringPause
 
-    saved: dict[int, Any] = {}
     for signum in signal.valid_signals():
         with contextlib.suppress(OSError, ValueError):
             handler = signal.getsignal(signum)
             if callable(handler):
                 saved[signum] = handler
                 signal.signal(signum, note)
-    return saved
+
+
+def _wakeup_fd_only(handler: object) -> bool:
+    """Whether ``handler`` is asyncio's for ``loop.add_signal_handler``: it does nothing, the
+    loop hears the signal through its wakeup fd, written as the signal arrived. Handed on after
+    a pause, it would be written there again (``PyErr_SetInterruptEx`` writes it too): the
+    loop's callback would run twice. Such a signal ends the pause and is not handed on."""
+    unix_events = sys.modules.get("asyncio.unix_events")
+    noop = getattr(unix_events, "_sighandler_noop", None)
+    return noop is not None and handler is noop
 
 
 def _restore_signals(saved: dict[int, Any]) -> None:
-    for signum, handler in saved.items():
+    """Put back (and forget) the handlers ``saved``."""
+    while saved:
+        signum, handler = saved.popitem()
         with contextlib.suppress(OSError, ValueError):
             signal.signal(signum, handler)
+
+
+#: The handlers the pause under way swapped out. A process forked by another thread meanwhile
+#: (a process pool, say) gets them back at once: nothing would put them back there.
+_swapped: dict[int, Any] = {}
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _restore_signals(_swapped))
 
 
 #: The one main thread a process has, and so its one set of holds.

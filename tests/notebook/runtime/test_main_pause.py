@@ -197,3 +197,135 @@ def test_any_signal_during_a_pause_reaches_its_own_handler_in_the_loop_once() ->
     finally:
         signal.signal(signal.SIGUSR1, previous)
     assert calls == ["run"], "the handler ran elsewhere than in the loop, or more than once"
+
+
+def test_two_signals_at_once_during_a_pause_both_reach_their_handlers_and_holds_go_on() -> None:
+    """Two signals tripped together while the loop is paused (an alarm and the kernel's
+    interrupt, say): the first ends the pause; the second must not break the way out of it
+    (raised again inside the pause's own lock handling, it left that lock held by the main
+    thread, and the next hold from another thread waited for it for ever)."""
+    calls: list[int] = []
+
+    def note(number: int, _frame: object) -> None:
+        calls.append(number)
+
+    both = {signal.SIGUSR1, signal.SIGUSR2}
+    pause = MainThreadPause()
+    loop = Loop()
+
+    def work() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, both)  # this thread takes the signals
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold = pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        # both trip while the main thread waits (it blocks them, so neither wakes it)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR2)
+        hold.release()
+        wait_for(lambda: len(calls) == 2, "both handlers to run")
+        again = threading.Event()
+
+        def hold_again() -> None:
+            pause.hold(cap_s=DEADLINE_S).release()
+            again.set()
+
+        threading.Thread(target=hold_again, daemon=True).start()
+        assert again.wait(DEADLINE_S), "a hold after the pause waited for ever"
+
+    previous = {signum: signal.signal(signum, note) for signum in both}
+    signal.pthread_sigmask(signal.SIG_BLOCK, both)
+    try:
+        errors = beside(work, loop)
+        handlers = {signum: signal.getsignal(signum) for signum in both}
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, both)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert errors == []
+    assert sorted(calls) == sorted(both)
+    assert handlers == {signum: note for signum in both}, "a handler was not put back"
+
+
+def test_a_signal_an_asyncio_loop_handles_during_a_pause_reaches_its_callback_once() -> None:
+    """A cell that set ``loop.add_signal_handler`` (asyncio hears signals through its wakeup
+    fd): a signal that arrives while the cell is paused is handled once, not once as it arrived
+    and again as the pause handed it on (``PyErr_SetInterruptEx`` writes the wakeup fd too)."""
+    import asyncio
+
+    pause = MainThreadPause()
+    calls: list[str] = []
+
+    async def cell() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, calls.append, "usr1")
+        try:
+
+            def work() -> None:
+                wait_for(lambda: cpu.count > 0, "the loop to start")
+                hold = pause.hold(cap_s=DEADLINE_S)
+                wait_for(lambda: pause.paused, "the main thread to pause")
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+                wait_for(lambda: not pause.paused, "the pause to end")
+                hold.release()
+
+            cpu = Loop()
+            assert beside(work, cpu) == []
+            for _ in range(10):  # the loop reads its wakeup fd: each byte calls back once
+                await asyncio.sleep(0.01)
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+
+    asyncio.run(cell())
+    assert calls == ["usr1"], calls
+
+
+def test_a_process_forked_beside_a_pause_keeps_the_signal_handlers_the_cell_set() -> None:
+    """Another thread forks while the cell is paused (a process pool started by the answer or
+    a library's thread): the child has the cell's own handlers, not the pause's stand-ins (its
+    Ctrl-C would raise the pause's private exception, and nothing puts them back there)."""
+    import os
+    import warnings
+
+    pause = MainThreadPause()
+    loop = Loop()
+    status: list[int] = []
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        with pause.hold(cap_s=DEADLINE_S):
+            wait_for(lambda: pause.paused, "the main thread to pause")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+                pid = os.fork()
+            if pid == 0:  # the child: only report what its SIGINT handler is
+                os._exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 3)
+            status.append(os.waitpid(pid, 0)[1])
+
+    with python_sigint():
+        assert beside(work, loop) == []
+    assert status and os.waitstatus_to_exitcode(status[0]) == 0, "the child had the stand-ins"
+
+
+def test_the_pause_leaves_ctypes_pythonapi_as_another_library_set_it() -> None:
+    """``ctypes.pythonapi``'s functions are one shared object per process: a library that set
+    ``Py_AddPendingCall``'s argument types for its own calls keeps them, and holds still pause."""
+    import ctypes
+
+    shared = ctypes.pythonapi.Py_AddPendingCall
+    before = (shared.argtypes, shared.restype)
+    theirs = [ctypes.c_void_p, ctypes.c_void_p]  # a function pointer passed as an address
+    shared.argtypes, shared.restype = theirs, ctypes.c_int
+    try:
+        pause = MainThreadPause()
+        assert shared.argtypes == theirs, "the library's argument types were replaced"
+        loop = Loop()
+
+        def work() -> None:
+            wait_for(lambda: loop.count > 0, "the loop to start")
+            with pause.hold(cap_s=DEADLINE_S):
+                wait_for(lambda: pause.paused, "the main thread to pause")
+
+        assert beside(work, loop) == []
+        assert pause.pauses == 1
+    finally:
+        shared.argtypes, shared.restype = before

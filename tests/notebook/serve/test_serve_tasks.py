@@ -4,6 +4,7 @@ its own (``tasks_client.py``) against the server ``%agent serve`` runs (``ToolSe
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -62,10 +63,21 @@ def server(tmp_path: Path, gate: threading.Event) -> Iterator[ToolServer]:
             await asyncio.sleep(0.02)
         return "counted"
 
+    @tool
+    async def leaky() -> str:
+        """Tells, as its progress, a line that holds the vault's token (as a cell that prints
+        it would), then waits for the gate and returns it too."""
+        secret = os.environ["SERVE_TEST_VAULT_TOKEN"]
+        await asyncio.to_thread(tools_report_progress, 1, None, f"connected with {secret}")
+        while not gate.is_set():
+            await asyncio.sleep(0.02)
+        return f"used {secret}"
+
     registry = ToolRegistry()
     registry.register(quick)
     registry.register(slow)
     registry.register(counting)
+    registry.register(leaky)
     background = BackgroundLoop("test-serve-tasks")
     served = ToolServer(
         Toolbox(ToolContext(tmp_path), registry), token="tok", task_after=TASK_AFTER_S
@@ -134,6 +146,33 @@ def test_a_tools_own_progress_is_the_tasks_status_one_printable_line_the_latest(
     assert message.startswith("counting running for ") and ": 50/50 row 50 [2J next" in message
     assert message.isprintable() and len(message) < 600, message[:100]
     gate.set()
+
+
+VAULT_TOKEN = "vt-9f3Kq2LmX7pR4sW8zN1cB6"
+
+
+def test_a_secret_in_a_tools_progress_never_reaches_the_caller(
+    client: TasksClient, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The redactor every result passes through holds for progress too: a tool (a cell) that
+    prints a secret tells the outside agent ``[redacted: NAME]`` in the task's statusMessage."""
+    monkeypatch.setenv("SERVE_TEST_VAULT_TOKEN", VAULT_TOKEN)
+    handle = client.ask(call="leaky", arguments={})
+    assert handle["shape"] == "task", handle
+    polled = client.ask(get=handle["taskId"])
+    deadline = time.monotonic() + 10
+    while "connected with" not in polled["statusMessage"]:
+        assert time.monotonic() < deadline, polled
+        time.sleep(0.02)
+        polled = client.ask(get=handle["taskId"])
+    message = polled["statusMessage"]
+    gate.set()
+    assert VAULT_TOKEN not in message, message
+    assert "connected with [redacted: SERVE_TEST_VAULT_TOKEN]" in message, message
+    while polled["status"] == "working":
+        assert time.monotonic() < deadline, polled
+        polled = client.ask(get=handle["taskId"])
+    assert polled["result"]["content"][0]["text"] == "used [redacted: SERVE_TEST_VAULT_TOKEN]"
 
 
 def test_the_sdk_client_resolves_the_task_transparently(
