@@ -144,15 +144,20 @@ class MainThreadPause:
         call that fails would raise its error inside the user's cell)."""
         caught: list[int] = []
         try:
-            if self._live_until():
+            with self._cond:  # read under the lock: a hold taken meanwhile is not lost
+                live = self._live_until()
+                if not live:
+                    self._scheduled = False
+            if live:
                 try:
                     _record_signals(caught, _swapped)
+                    _ending_pause[0] = True
                     self._wait_for_holds()
                 finally:
+                    _ending_pause[0] = False  # a signal from here on is only noted
+                    with self._cond:  # however the wait ended, the next hold schedules anew
+                        self._scheduled = False
                     _restore_signals(_swapped)
-            else:
-                with self._cond:
-                    self._scheduled = False
         except _SignalDuringPause:  # the pause ends; the signal is handed on below
             pass
         except KeyboardInterrupt:  # landed as the handlers were put back
@@ -207,7 +212,8 @@ def _record_signals(caught: list[int], saved: dict[int, Any]) -> None:
     def note(number: int, _frame: object) -> None:
         if not _wakeup_fd_only(saved.get(number)):  # asyncio's loop heard it already
             caught.append(number)
-        raise _SignalDuringPause
+        if _ending_pause[0]:  # only the wait itself is cut short; never the putting back
+            raise _SignalDuringPause
 
     for signum in signal.valid_signals():
         with contextlib.suppress(OSError, ValueError):
@@ -235,6 +241,8 @@ def _restore_signals(saved: dict[int, Any]) -> None:
             signal.signal(signum, handler)
 
 
+#: Whether a signal now ends the pause (while its wait runs), or is only noted.
+_ending_pause = [False]
 #: The handlers the pause under way swapped out. A process forked by another thread meanwhile
 #: (a process pool, say) gets them back at once: nothing would put them back there.
 _swapped: dict[int, Any] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -377,7 +378,21 @@ def test_the_running_cell_pauses_while_an_answer_beside_it_starts(
     during = pauses()
     assert main not in cells.replies, "the main cell ended before the answer came"
     (tmp_path / "done").write_text("")
-    cells.pump(lambda: main in cells.idle)  # the main shell is idle once it says so on IOPub
+    cells.pump(lambda: main in cells.idle)
+    # ipykernel 7.4 says idle before it lets go of the main shell: wait until it has
+    ask_busy = (
+        "from jupyter_agent.notebook.runtime.subshell import main_shell_busy\n"
+        "print(main_shell_busy(get_ipython()))"
+    )
+
+    def main_busy() -> bool:
+        asked = send_execute(kernel, ask_busy, subshell)
+        cells.pump(lambda: asked in cells.idle)
+        return cells.text(asked).split()[-1] == "True"
+
+    deadline = time.monotonic() + 30
+    while main_busy():
+        assert time.monotonic() < deadline, "the main shell stayed busy after its cell"
     idle = send_execute(kernel, "%%agent\nAnd now?", subshell)
     cells.pump(lambda: idle in cells.replies, timeout=60)
     after = pauses()
