@@ -28,7 +28,8 @@ Bounded by construction:
   inside the pending call, where CPython would only print it. So during a pause each Python-level
   handler is swapped for one that notes the signal; the noted signals are handed back to their
   own handlers by a second pending call, ``PyErr_SetInterruptEx`` (public C API: "simulate the
-  effect of a signal arriving").
+  effect of a signal arriving"). A signal that a C library took over with a handler of its own
+  (cysignals does) is not swapped: that would put CPython's handler back over the library's.
 * **Nothing else changes.** The pending call reads and writes no user state; where the C API is
   missing (another interpreter), holds pause nothing.
 """
@@ -218,9 +219,65 @@ def _record_signals(caught: list[int], saved: dict[int, Any]) -> None:
     for signum in signal.valid_signals():
         with contextlib.suppress(OSError, ValueError):
             handler = signal.getsignal(signum)
-            if callable(handler):
+            if callable(handler) and _python_handles(signum):
                 saved[signum] = handler
                 signal.signal(signum, note)
+
+
+def _c_handler(signum: int) -> int | None:
+    """The address of the C function the OS calls for ``signum`` now (``sigaction``'s handler,
+    the first field of its struct on Linux and macOS), or ``None`` where that cannot be read."""
+    sigaction = getattr(_LIBC, "sigaction", None) if _LIBC is not None else None
+    if sigaction is None:
+        return None
+    current = ctypes.create_string_buffer(512)  # larger than any platform's struct sigaction
+    if sigaction(signum, None, current) != 0:
+        return None
+    return ctypes.c_void_p.from_buffer(current).value or 0
+
+
+def _python_handles(signum: int) -> bool:
+    """Whether CPython's own C handler takes ``signum`` (so that its Python-level handler runs).
+    A C library may have put a handler of its own there since (cysignals does, for SIGINT):
+    swapping the Python-level one would put CPython's back and drop the library's for good.
+    Where the C side cannot be read, as before: CPython's."""
+    if not _PYTHON_C_HANDLER:
+        _PYTHON_C_HANDLER.append(_learn_python_c_handler())
+    known = _PYTHON_C_HANDLER[0]
+    if known is None:
+        return True
+    current = _c_handler(signum)
+    return current is None or current == known
+
+
+def _learn_python_c_handler() -> int | None:
+    """CPython's C signal handler's address: read from a signal nobody uses (the last real-time
+    one, at its default) while a Python-level handler holds it for a moment."""
+    spare = getattr(signal, "SIGRTMAX", None)
+    if spare is None or _LIBC is None:
+        return None
+    try:
+        if signal.getsignal(spare) is not signal.SIG_DFL or _c_handler(spare) != 0:
+            return None
+        signal.signal(spare, lambda _number, _frame: None)
+        try:
+            return _c_handler(spare)
+        finally:
+            signal.signal(spare, signal.SIG_DFL)
+    except (OSError, ValueError):
+        return None
+
+
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+#: CPython's C signal handler's address, once learned (``None`` inside: it could not be).
+_PYTHON_C_HANDLER: list[int | None] = []
 
 
 def _wakeup_fd_only(handler: object) -> bool:

@@ -329,3 +329,32 @@ def test_the_pause_leaves_ctypes_pythonapi_as_another_library_set_it() -> None:
         assert pause.pauses == 1
     finally:
         shared.argtypes, shared.restype = before
+
+
+def test_a_signal_a_c_library_handles_itself_is_left_to_it() -> None:
+    """A C library (cysignals, say) may take a signal with a handler of its own after Python's
+    ``signal.signal`` set a Python-level one; the pause must not put CPython's handler back over
+    it (swapping the Python-level handler would). Here the library's disposition is SIG_IGN."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    previous = signal.signal(signal.SIGUSR2, lambda _number, _frame: None)
+    libc.signal(signal.SIGUSR2, ctypes.c_void_p(1))  # the library's own: SIG_IGN
+    pause = MainThreadPause()
+    loop = Loop()
+
+    def work() -> None:
+        wait_for(lambda: loop.count > 0, "the loop to start")
+        hold = pause.hold(cap_s=DEADLINE_S)
+        wait_for(lambda: pause.paused, "the main thread to pause")
+        hold.release()
+        wait_for(lambda: pause.pauses == 1, "the pause to end")
+
+    try:
+        assert beside(work, loop) == []
+        kept = libc.signal(signal.SIGUSR2, ctypes.c_void_p(1))
+        assert kept == 1, f"the library's handler was replaced by {kept:#x}"
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
