@@ -85,25 +85,42 @@ def prompt_position(messages: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def find_prompt(messages: list[dict[str, Any]]) -> tuple[str, int]:
-    """The chat's prompt (last user text) and how many model turns have answered it since."""
+def _prompt_at(messages: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """Where the chat's prompt is (the last user message with text) and its last text."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
-            texts = [content]
-        else:
-            texts = [
-                str(block.get("text", ""))
-                for block in content or []
-                if isinstance(block, dict) and block.get("type") == "text"
-            ]
+            return index, content
+        texts = [
+            str(block.get("text", ""))
+            for block in content or []
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
         if texts:
-            turn = sum(1 for m in messages[index + 1 :] if m.get("role") == "assistant")
-            return texts[-1], turn
-    return "", sum(1 for m in messages if m.get("role") == "assistant")
+            return index, texts[-1]
+    return None
+
+
+def _assistants(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
+def find_prompt(messages: list[dict[str, Any]]) -> tuple[str, int]:
+    """The chat's prompt (last user text) and how many model turns have answered it since."""
+    found = _prompt_at(messages)
+    if found is None:
+        return "", _assistants(messages)
+    index, text = found
+    return text, _assistants(messages[index + 1 :])
+
+
+def replied_since_prompt(messages: list[dict[str, Any]]) -> int:
+    """``find_prompt``'s count alone: how many model turns have answered the chat's prompt."""
+    found = _prompt_at(messages)
+    return _assistants(messages if found is None else messages[found[0] + 1 :])
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...providers.base import ModelRequest, ModelResponse, Provider, ProviderEvent
+from ...providers.demo_model import replied_since_prompt
 from ...providers.offline import digest, record_to_response, response_to_record, stream_reply
 from .record import TurnRecord, result_digest
 
@@ -41,23 +42,6 @@ def input_summary(value: object) -> str:
     """A tool input in one short line: its JSON, cut at ``SUMMARY_CHARS``."""
     text = " ".join(json.dumps(value, ensure_ascii=False, sort_keys=True).split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-
-def replied_since_prompt(messages: list[dict[str, Any]]) -> int:
-    """How many model turns have answered the chat's prompt (``find_prompt``'s count: the
-    assistant messages after the last user message with text), without collecting its text."""
-    replies = 0
-    for message in reversed(messages):
-        role = message.get("role")
-        if role == "assistant":
-            replies += 1
-        elif role == "user":
-            content = message.get("content")
-            if isinstance(content, str) or any(
-                isinstance(block, dict) and block.get("type") == "text" for block in content or []
-            ):
-                return replies
-    return replies
 
 
 @dataclass(frozen=True, slots=True)
