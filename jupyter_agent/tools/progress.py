@@ -58,3 +58,14 @@ def reporting(callback: ProgressCallback) -> Iterator[None]:
         yield
     finally:
         _reporter.reset(token)
+
+
+def progress_amount(progress: float, total: float | None) -> str:
+    """How far a call has got, as its progress says it: ``3/10``, or ``3`` without a total."""
+    return f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+
+
+def with_amount(amount: str, line: str, joiner: str) -> str:
+    """``line`` after ``amount``, unless it names the amount itself (``run_cell``'s
+    ``12 s elapsed; …``): then it is the whole line."""
+    return line if line.startswith(f"{amount} ") else f"{amount}{joiner}{line}"

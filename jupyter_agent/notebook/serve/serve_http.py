@@ -55,7 +55,7 @@ from ...agent.toolbox import Toolbox
 from ...approvals import ApprovalHandler, ApprovalRequest, asker
 from ...events import Refusal, ToolCallFinished, ToolCallStarted
 from ...tools.base import ToolResult, capabilities_of
-from ...tools.progress import reporting
+from ...tools.progress import progress_amount, reporting, with_amount
 from ...tools.redact import redact
 from .serve_connections import READ_TIMEOUT_S, ConnectionGate
 from .tasks import ServeTasks, speaks_tasks
@@ -98,11 +98,8 @@ def progress_line(progress: float, total: float | None, message: str | None) -> 
     """A tool's progress as the one line its caller reads: ``3 s elapsed; last output: …``
     (``run_cell``), ``3/10 copying files`` (an MCP tool); one line, printable, capped, its
     secrets redacted."""
-    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
-    if not message:
-        text = amount
-    else:  # a message that names the amount itself (``12 s elapsed; …``) is the whole line
-        text = message if message.lstrip().startswith(f"{amount} ") else f"{amount} {message}"
+    amount = progress_amount(progress, total)
+    text = with_amount(amount, message.lstrip(), " ") if message else amount
     text = "".join(ch if ch.isprintable() else " " for ch in text[: MAX_PROGRESS_LINE * 2])
     # the caller is an outside agent: a secret the cell printed is redacted as in its result
     return redact(" ".join(text.split()))[0][:MAX_PROGRESS_LINE]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...events import CallStatus
+from ...tools.progress import progress_amount, with_amount
 from ..inert import html_bundle, html_text, visible
 from . import tool_format
 from .thumbnails import thumbnail_tags
@@ -67,14 +68,13 @@ PROGRESS_MESSAGE_READ_CHARS = 4 * PROGRESS_MESSAGE_CHARS
 def progress_text(progress: float, total: float | None, message: str | None) -> str:
     """A running call's latest progress for its title: ``3/10 · copying files`` — one line,
     invisible and control characters as escapes, the message cut to a title's width."""
-    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    amount = progress_amount(progress, total)
     if not message:
         return amount
     line = visible(" ".join(message.lstrip()[:PROGRESS_MESSAGE_READ_CHARS].split()))
     if len(line) > PROGRESS_MESSAGE_CHARS:
         line = line[: PROGRESS_MESSAGE_CHARS - 1] + "…"
-    # a message that names the amount itself (``12 s elapsed; …``) is the whole line
-    return line if line.startswith(f"{amount} ") else f"{amount} · {line}"
+    return with_amount(amount, line, " · ")
 
 
 def group_label(calls: Sequence[object]) -> str:
