@@ -157,7 +157,7 @@ class MainThreadPause:
                 finally:
                     _ending_pause[0] = False  # a signal from here on is only noted
                     with self._cond:  # however the wait ended, the next hold schedules anew
-                        self._scheduled = False
+                        self._scheduled = False  # (while it waited, a hold only notified it)
                     _restore_signals(_swapped)
         except _SignalDuringPause:  # the pause ends; the signal is handed on below
             pass
@@ -190,8 +190,7 @@ class MainThreadPause:
                         return
                     paused = self._paused_now = True
                     self._cond.wait(ends - time.monotonic())
-            finally:
-                self._scheduled = False  # while it waited, a new hold only had to notify it
+            finally:  # (``_pending_call`` lets the next hold schedule a new pause)
                 self._paused_now = False
                 if paused:
                     self.pauses += 1
