@@ -102,17 +102,26 @@ def _frozen() -> int:
     """How many objects someone froze: the permanent generation less the immortal objects CPython
     3.12's collector moves there itself (3.11 and 3.13 move none; see ``turn_gc``'s docstring).
     Finds them by thawing the permanent generation: call it only where nothing should be frozen.
-    """
+
+    ``unfreeze`` puts them in the oldest generation, so only that one is compared; and no other
+    thread runs meanwhile (a long switch interval): a thread an earlier test left allocating
+    would otherwise add objects between the two looks that count as thawed (seen on 3.12, once
+    in a few hundred looks, with another thread making dicts)."""
     if not gc.get_freeze_count():
         return 0
-    before = gc.get_objects()
-    seen = {id(o) for o in before}
-    gc.unfreeze()
-    thawed = [
-        o
-        for o in gc.get_objects()
-        if id(o) not in seen and o is not seen and o is not before  # (made here since)
-    ]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        before = gc.get_objects(2)
+        seen = {id(o) for o in before}
+        gc.unfreeze()
+        thawed = [
+            o
+            for o in gc.get_objects(2)
+            if id(o) not in seen and o is not seen and o is not before  # (made here since)
+        ]
+    finally:
+        sys.setswitchinterval(interval)
     return sum(not _immortal(o) for o in thawed)
 
 
