@@ -92,7 +92,7 @@ class ContextWindow:
         last = self._fixed_last
         if last is not None and last[0] is tools and last[1] == system:
             return last[2]
-        key = (system, tuple(str(tool.get("name")) for tool in tools))
+        key = (system, tuple([str(tool.get("name")) for tool in tools]))
         if self._fixed_cache is None or self._fixed_cache[0] != key:
             tokens = (len(system) + sum(len(str(tool)) for tool in tools)) // CHARS_PER_TOKEN
             self._fixed_cache = (key, tokens)

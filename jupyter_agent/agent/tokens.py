@@ -26,6 +26,9 @@ _OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 _REPORTED = re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum")
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call (it does for
+#: any argument but the defaults): a reply's tool inputs are measured before every request.
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def context_window_for(model: str) -> int:
@@ -70,8 +73,8 @@ def block_chars(block: Block) -> int:
     if kind == "image":
         return IMAGE_TOKENS * CHARS_PER_TOKEN
     if kind == "tool_use":
-        return len(json.dumps(block.get("input", {}), ensure_ascii=False)) + 60
-    return len(json.dumps(block, ensure_ascii=False))
+        return len(_JSON.encode(block.get("input", {}))) + 60
+    return len(_JSON.encode(block))
 
 
 def messages_tokens(messages: list[Message]) -> int:

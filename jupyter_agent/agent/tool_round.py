@@ -37,7 +37,7 @@ from ..tools.result_budget import result_budget
 from . import conversation
 from .chat_state import Call
 from .gate import Ask, Refuse, Run, Verdict
-from .results import fit_result
+from .results import fit_result, result_block
 from .toolbox import Toolbox
 
 #: Tool calls of one reply that run at the same time, by default.
@@ -80,8 +80,6 @@ class ToolRound:
 
     def answer_blocks(self) -> list[dict[str, object]]:
         """The ``tool_result`` blocks of every call, in the model's order."""
-        from .results import result_block
-
         return [result_block(call.id, self.results[call.id]) for call in self.calls]
 
     # -- a reply whose calls never run ------------------------------------------------------------

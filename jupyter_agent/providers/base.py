@@ -11,8 +11,8 @@ APIs (OpenAI-compatible servers) translate both ways; the offline model reads a 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -119,14 +119,25 @@ def known_facts(provider: object) -> Any:
     return facts() if callable(facts) else None
 
 
-@asynccontextmanager
-async def closing_stream(
-    iterator: AsyncIterator[ProviderEvent],
-) -> AsyncGenerator[AsyncIterator[ProviderEvent], None]:
-    """Close a provider's stream however its reader leaves it (its HTTP response too)."""
-    try:
-        yield iterator
-    finally:
-        close = getattr(iterator, "aclose", None)  # a plain AsyncIterator need not have one
+class _ClosingStream:
+    """``closing_stream``'s block (a class, not a generator: it wraps every request)."""
+
+    __slots__ = ("_iterator",)
+
+    def __init__(self, iterator: AsyncIterator[ProviderEvent]) -> None:
+        self._iterator = iterator
+
+    async def __aenter__(self) -> AsyncIterator[ProviderEvent]:
+        return self._iterator
+
+    async def __aexit__(self, *_exc: object) -> None:
+        close = getattr(self._iterator, "aclose", None)  # a plain AsyncIterator need not have one
         if close is not None:
             await close()
+
+
+def closing_stream(
+    iterator: AsyncIterator[ProviderEvent],
+) -> AbstractAsyncContextManager[AsyncIterator[ProviderEvent]]:
+    """Close a provider's stream however its reader leaves it (its HTTP response too)."""
+    return _ClosingStream(iterator)

@@ -72,55 +72,43 @@ PREVIEW_LINES = 8
 PREVIEW_CHARS = 1500
 
 
-def prompt_position(messages: list[dict[str, Any]]) -> int | None:
-    """Where the chat's prompt is: the last user message that carries text (not only tool
-    results), or ``None``."""
-    for index in range(len(messages) - 1, -1, -1):
-        content = messages[index].get("content")
-        if messages[index].get("role") == "user" and (
-            isinstance(content, str)
-            or any(isinstance(b, dict) and b.get("type") == "text" for b in content or [])
-        ):
-            return index
-    return None
-
-
-def _prompt_at(messages: list[dict[str, Any]]) -> tuple[int, str] | None:
-    """Where the chat's prompt is (the last user message with text) and its last text."""
+def _prompt_at(messages: list[dict[str, Any]]) -> tuple[int | None, str, int]:
+    """One walk back from the end: where the chat's prompt is (the last user message that
+    carries text, not only tool results; ``None`` if none does), its last text, and how many
+    model turns came after it. The replay asks on every request, so nothing is copied."""
+    replies = 0
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message.get("role") != "user":
+        role = message.get("role")
+        if role == "assistant":
+            replies += 1
+            continue
+        if role != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
-            return index, content
-        texts = [
-            str(block.get("text", ""))
-            for block in content or []
-            if isinstance(block, dict) and block.get("type") == "text"
-        ]
-        if texts:
-            return index, texts[-1]
-    return None
+            return index, content, replies
+        for block in reversed(content or []):
+            if isinstance(block, dict) and block.get("type") == "text":
+                return index, str(block.get("text", "")), replies
+    return None, "", replies
 
 
-def _assistants(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for m in messages if m.get("role") == "assistant")
+def prompt_position(messages: list[dict[str, Any]]) -> int | None:
+    """Where the chat's prompt is: the last user message that carries text (not only tool
+    results), or ``None``."""
+    return _prompt_at(messages)[0]
 
 
 def find_prompt(messages: list[dict[str, Any]]) -> tuple[str, int]:
     """The chat's prompt (last user text) and how many model turns have answered it since."""
-    found = _prompt_at(messages)
-    if found is None:
-        return "", _assistants(messages)
-    index, text = found
-    return text, _assistants(messages[index + 1 :])
+    _index, text, replies = _prompt_at(messages)
+    return text, replies
 
 
 def replied_since_prompt(messages: list[dict[str, Any]]) -> int:
     """``find_prompt``'s count alone: how many model turns have answered the chat's prompt."""
-    found = _prompt_at(messages)
-    return _assistants(messages if found is None else messages[found[0] + 1 :])
+    return _prompt_at(messages)[2]
 
 
 @dataclass(frozen=True, slots=True)

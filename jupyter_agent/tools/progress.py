@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
 from typing import Protocol
 
 #: Characters of a progress message an event carries: a call's view shows a line of it, and a
@@ -50,14 +49,27 @@ def report_progress(
         reporter(progress, total, message)
 
 
-@contextlib.contextmanager
-def reporting(callback: ProgressCallback) -> Iterator[None]:
+class _Reporting:
+    """``reporting``'s block (a class, not a generator: it wraps every tool call)."""
+
+    __slots__ = ("_callback", "_token")
+
+    def __init__(self, callback: ProgressCallback) -> None:
+        self._callback = callback
+        self._token: contextvars.Token[ProgressCallback | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _reporter.set(self._callback)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is not None:
+            _reporter.reset(self._token)
+            self._token = None
+
+
+def reporting(callback: ProgressCallback) -> contextlib.AbstractContextManager[None]:
     """Run the block (one tool call) with ``callback`` as its progress callback."""
-    token = _reporter.set(callback)
-    try:
-        yield
-    finally:
-        _reporter.reset(token)
+    return _Reporting(callback)
 
 
 def progress_amount(progress: float, total: float | None) -> str:

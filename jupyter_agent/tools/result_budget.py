@@ -11,9 +11,8 @@ and ``asyncio.to_thread`` carries it into the worker thread where a tool reads i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 
 __all__ = ["PAGE_NOTE_ROOM", "page_chars", "result_budget"]
 
@@ -24,14 +23,27 @@ _BUDGET: ContextVar[int | None] = ContextVar("jupyter_agent_result_budget", defa
 PAGE_NOTE_ROOM = 1_000
 
 
-@contextmanager
-def result_budget(max_chars: int | None) -> Iterator[None]:
+class _Budget:
+    """``result_budget``'s block (a class, not a generator: it wraps every tool call)."""
+
+    __slots__ = ("_max_chars", "_token")
+
+    def __init__(self, max_chars: int | None) -> None:
+        self._max_chars = max_chars
+        self._token: Token[int | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _BUDGET.set(self._max_chars)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is not None:
+            _BUDGET.reset(self._token)
+            self._token = None
+
+
+def result_budget(max_chars: int | None) -> AbstractContextManager[None]:
     """Within this block, results are cut beyond ``max_chars`` characters (None: never)."""
-    token = _BUDGET.set(max_chars)
-    try:
-        yield
-    finally:
-        _BUDGET.reset(token)
+    return _Budget(max_chars)
 
 
 def page_chars(default: int, *, with_images: bool = False) -> int:

@@ -32,7 +32,7 @@ from ...errors import FrontendError
 from ...tools.base import IMAGE_MEDIA_TYPES, Image
 from ...tools.progress import ProgressCallback
 from ..runtime.executor import parse_cell, run_cell_code
-from ..runtime.figures import new_figures, open_figures
+from ..runtime.figures import MAX_RUN_IMAGES, new_figures, open_figures
 from ..text import clip
 from .comm_protocol import RunEndOp, RunStartOp
 from .link import NotebookLink
@@ -41,8 +41,6 @@ from .link import NotebookLink
 PROGRESS_INTERVAL_S = 0.25
 #: Characters of a cell run's outputs returned to the model.
 MAX_RUN_TEXT = 10_000
-#: Images a cell run returns to the model at most.
-MAX_RUN_IMAGES = 5
 #: Seconds between two progress reports of a running cell to the calling turn.
 PROGRESS_REPORT_S = 1.0
 #: Characters of the last output line a progress report carries.

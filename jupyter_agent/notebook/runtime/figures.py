@@ -23,7 +23,7 @@ from typing import Any
 
 from ...tools.base import IMAGE_MEDIA_TYPES, Image
 
-#: Images one ``run_python`` call returns at most.
+#: Images one run of code returns to the model at most (``run_python``; ``run_cell`` too).
 MAX_RUN_IMAGES = 5
 
 
