@@ -39,7 +39,7 @@ def run(ctx: BenchContext) -> list[Row]:
     replay_module = require("jupyter_agent.notebook.replay.turn_provider")
     offline = require("jupyter_agent.providers.offline")
     lines = ctx.size(20_000, 2_000)
-    repetitions = ctx.reps(21, 1)
+    repetitions = ctx.reps(41, 1)
     workspace = Path(tempfile.mkdtemp(prefix="jabench-replay-"))
     _csv(workspace, lines)
     limit = max(1, lines // 10)
