@@ -15,6 +15,8 @@ import contextlib
 import contextvars
 from typing import Protocol
 
+from .var_block import VarBlock
+
 #: Characters of a progress message an event carries: a call's view shows a line of it, and a
 #: server's megabyte message must not be carried (and drawn) for each notification.
 MAX_PROGRESS_MESSAGE_CHARS = 1_000
@@ -49,27 +51,9 @@ def report_progress(
         reporter(progress, total, message)
 
 
-class _Reporting:
-    """``reporting``'s block (a class, not a generator: it wraps every tool call)."""
-
-    __slots__ = ("_callback", "_token")
-
-    def __init__(self, callback: ProgressCallback) -> None:
-        self._callback = callback
-        self._token: contextvars.Token[ProgressCallback | None] | None = None
-
-    def __enter__(self) -> None:
-        self._token = _reporter.set(self._callback)
-
-    def __exit__(self, *_exc: object) -> None:
-        if self._token is not None:
-            _reporter.reset(self._token)
-            self._token = None
-
-
 def reporting(callback: ProgressCallback) -> contextlib.AbstractContextManager[None]:
     """Run the block (one tool call) with ``callback`` as its progress callback."""
-    return _Reporting(callback)
+    return VarBlock(_reporter, callback)
 
 
 def progress_amount(progress: float, total: float | None) -> str:

@@ -12,7 +12,9 @@ and ``asyncio.to_thread`` carries it into the worker thread where a tool reads i
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
+
+from .var_block import VarBlock
 
 __all__ = ["PAGE_NOTE_ROOM", "page_chars", "result_budget"]
 
@@ -23,27 +25,9 @@ _BUDGET: ContextVar[int | None] = ContextVar("jupyter_agent_result_budget", defa
 PAGE_NOTE_ROOM = 1_000
 
 
-class _Budget:
-    """``result_budget``'s block (a class, not a generator: it wraps every tool call)."""
-
-    __slots__ = ("_max_chars", "_token")
-
-    def __init__(self, max_chars: int | None) -> None:
-        self._max_chars = max_chars
-        self._token: Token[int | None] | None = None
-
-    def __enter__(self) -> None:
-        self._token = _BUDGET.set(self._max_chars)
-
-    def __exit__(self, *_exc: object) -> None:
-        if self._token is not None:
-            _BUDGET.reset(self._token)
-            self._token = None
-
-
 def result_budget(max_chars: int | None) -> AbstractContextManager[None]:
     """Within this block, results are cut beyond ``max_chars`` characters (None: never)."""
-    return _Budget(max_chars)
+    return VarBlock(_BUDGET, max_chars)
 
 
 def page_chars(default: int, *, with_images: bool = False) -> int:
